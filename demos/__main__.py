@@ -1,0 +1,33 @@
+"""The demo tour: `python -m demos` runs every lesson in order; `python -m demos NAME` one;
+`python -m demos --list` names them."""
+import argparse
+import importlib
+import time
+
+LESSONS = [
+    ('train_xor', 'the engine alone: an MLP learns XOR'),
+]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog='python -m demos', description=__doc__)
+    parser.add_argument('lessons', nargs='*', help='lesson names (default: all)')
+    parser.add_argument('--list', action='store_true', help='list the lessons and exit')
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, what in LESSONS:
+            print(f"{name:24s} {what}")
+        return
+    known = dict(LESSONS)
+    for name in args.lessons:
+        if name not in known:
+            parser.error(f"unknown lesson {name!r}; try --list")
+    for name in args.lessons or [n for n, _ in LESSONS]:
+        print(f"\n=== {name}: {known[name]} ===")
+        start = time.perf_counter()
+        importlib.import_module(f"demos.{name}").run()
+        print(f"({time.perf_counter() - start:.1f} s)")
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,28 @@
+"""microtensor: a small reverse-mode autodiff engine on numpy (CPU) and cupy (GPU).
+
+    import microtensor as mt
+    x = mt.tensor([[1.0, 2.0]], requires_grad=True)
+    y = (x * x).sum()
+    y.backward()          # x.grad == 2 * x
+
+Where things live: tensor.py (Tensor), autograd.py (the backward loop),
+ops/ (every op's forward and backward), backend.py (numpy/cupy).
+"""
+from . import backend, cuda
+from .autograd import Function, detect_anomaly, enable_grad, grad, is_grad_enabled, no_grad
+from .backend import manual_seed, set_default_device
+from .creation import (arange, eye, full, ones, ones_like, rand, randint, randn, tensor,
+                       zeros, zeros_like)
+from .functional import (abs, add, broadcast_to, clip, concatenate, cross_entropy, div, dropout,
+                         erf, exp, expand_dims, gelu, layer_norm, log, log_softmax, masked_fill,
+                         matmul, max, maximum, mean, min, minimum, mul, neg, pow, relu, reshape,
+                         sigmoid, softmax, split, sqrt, squeeze, stack, sub, sum, swapaxes, tanh,
+                         transpose, var, where)
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .tensor import Tensor
+
+float32 = backend.dtype('float32')
+float64 = backend.dtype('float64')
+int32 = backend.dtype('int32')
+int64 = backend.dtype('int64')
+bool_ = backend.dtype('bool')

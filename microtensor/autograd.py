@@ -1,0 +1,285 @@
+"""Autograd: the Function base class and the backward loop.
+
+How a gradient travels (set a breakpoint in `run_backward` and watch):
+
+    loss.backward()
+      -> run_backward([loss], [ones])
+      -> for each tensor t, from the loss back to the leaves (reverse topological order):
+             g = grads.pop(t)                       # the total gradient dL/dt
+             hooks may replace g; leaves (and retain_grad tensors) store it in t.grad
+             input_grads = t.creator.backward(g)    # the op's chain rule, e.g. Exp: g * y
+             add each input's gradient into grads[input]
+
+Each op is a small `Function` subclass with `forward` (on backend arrays) and
+`backward` (on Tensors, so that with create_graph=True the backward pass itself is
+recorded and second derivatives come for free).
+"""
+import contextlib
+import os
+import sys
+import weakref
+
+from . import backend
+
+_grad_enabled = True
+_anomaly_mode = False
+
+
+# ----------------------------------------------------------------------------
+# grad mode
+@contextlib.contextmanager
+def no_grad():
+    """Ops inside record no graph: for evaluation and for parameter updates."""
+    global _grad_enabled
+    previous, _grad_enabled = _grad_enabled, False
+    try:
+        yield
+    finally:
+        _grad_enabled = previous
+
+
+@contextlib.contextmanager
+def enable_grad():
+    global _grad_enabled
+    previous, _grad_enabled = _grad_enabled, True
+    try:
+        yield
+    finally:
+        _grad_enabled = previous
+
+
+def is_grad_enabled():
+    return _grad_enabled
+
+
+@contextlib.contextmanager
+def detect_anomaly():
+    """Record where each op was created and raise as soon as backward makes NaN/Inf.
+
+    Slower (it inspects the call stack for every op), so only on request.
+    """
+    global _anomaly_mode
+    previous, _anomaly_mode = _anomaly_mode, True
+    try:
+        yield
+    finally:
+        _anomaly_mode = previous
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _user_call_site():
+    """'file:line' of the first frame outside microtensor: where the user called the op."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return '<unknown>'
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+# ----------------------------------------------------------------------------
+# Function: the base of every op
+class Function:
+    """One op in the graph.  Subclasses define
+
+        forward(self, *arrays, **params) -> array     on backend arrays (numpy or cupy)
+        backward(self, g) -> tuple of Tensors         one gradient per input, or None
+
+    `self.inputs` are the input Tensors; `self.output` is the output Tensor (held
+    weakly, so an output and the op that made it form no reference cycle).
+    Anything else backward needs is saved on `self` in forward.
+    """
+    inputs = ()
+    created_at = None  # 'file:line', recorded in anomaly mode
+
+    @classmethod
+    def apply(cls, *inputs, **params):
+        """Run forward on the inputs' arrays; record the op if a gradient will be needed."""
+        fn = cls()
+        first = inputs[0]
+        for t in inputs[1:]:
+            if type(t.data) is not type(first.data):
+                raise RuntimeError(
+                    f"{cls.__name__}: inputs are on different devices "
+                    f"({first.device} and {t.device}); move one with .to(device)")
+        try:
+            out_data = fn.forward(*[t.data for t in inputs], **params)
+        except (ValueError, IndexError) as error:
+            shapes = ', '.join(str(tuple(t.shape)) for t in inputs)
+            raise type(error)(f"{cls.__name__}: cannot apply to inputs of shapes {shapes}: {error}") from None
+        out = Tensor._wrap(backend.as_array(out_data))
+        if _grad_enabled and any(t.requires_grad for t in inputs):
+            fn.inputs = inputs
+            fn.input_versions = tuple(t._version for t in inputs)
+            fn._output = weakref.ref(out)
+            if _anomaly_mode:
+                fn.created_at = _user_call_site()
+            out.requires_grad = True
+            out.creator = fn
+        return out
+
+    @property
+    def output(self):
+        return self._output()
+
+    def needs_grad(self, i):
+        return self.inputs[i].requires_grad
+
+    def release(self):
+        """Drop the inputs and everything saved: the graph behind this op is freed."""
+        self.__dict__.clear()
+        self.inputs = None
+
+    def __repr__(self):
+        return f"<{type(self).__name__}>"
+
+
+# ----------------------------------------------------------------------------
+# the backward loop
+def topological_order(roots):
+    """Tensors reachable from `roots`, each after every tensor that uses it.
+
+    Iterative depth-first search (a 10,000-op chain must not hit the recursion
+    limit); the order is deterministic: it follows the inputs' order.
+    """
+    order, visited = [], set()
+    stack = [(root, False) for root in reversed(roots)]
+    while stack:
+        t, inputs_done = stack.pop()
+        if inputs_done:
+            order.append(t)  # after everything it depends on
+            continue
+        if id(t) in visited:
+            continue
+        visited.add(id(t))
+        stack.append((t, True))
+        fn = t.creator
+        if fn is None:
+            continue
+        if fn.inputs is None:
+            raise RuntimeError(
+                f"backward through a graph that was already freed (at {type(fn).__name__}): "
+                "the saved values were released by the previous backward(); "
+                "pass retain_graph=True to the first backward() to go through it twice")
+        for x in reversed(fn.inputs):
+            if x.requires_grad and id(x) not in visited:
+                stack.append((x, False))
+    order.reverse()
+    return order
+
+
+def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inputs=None):
+    """Backpropagate `root_grads` from `roots`.
+
+    With `inputs=None` gradients accumulate into the `.grad` of leaves (and of
+    tensors that called retain_grad()); otherwise nothing's .grad changes and the
+    total gradient of each tensor in `inputs` is returned (this is `mt.grad`).
+    """
+    wanted = None if inputs is None else {id(t): None for t in inputs}
+    grads = {}
+    for root, g in zip(roots, root_grads):
+        _accumulate(grads, root, g)
+
+    with (enable_grad() if create_graph else no_grad()):
+        for t in topological_order(roots):
+            g = grads.pop(id(t), None)
+            if g is None:
+                continue
+            for hook in t._hooks or ():
+                new_g = hook(g)
+                if new_g is not None:
+                    g = new_g
+            fn = t.creator
+            if wanted is not None:
+                if id(t) in wanted:
+                    wanted[id(t)] = g
+            elif fn is None or t._retains_grad:
+                t.grad = g if t.grad is None else t.grad + g
+            if fn is None:
+                continue
+
+            _check_versions(fn)
+            input_grads = fn.backward(g)
+
+            for x, gx in zip(fn.inputs, input_grads):
+                if gx is None or not x.requires_grad:
+                    continue
+                if gx.shape != x.shape:  # undo broadcasting, in one place for every op
+                    gx = gx.sum_to(x.shape)
+                if _anomaly_mode:
+                    _check_finite(fn, gx)
+                _accumulate(grads, x, gx)
+            if not retain_graph:
+                fn.release()
+    if wanted is not None:
+        return tuple(wanted[id(t)] for t in inputs)
+    return None
+
+
+def _accumulate(grads, t, g):
+    previous = grads.get(id(t))
+    grads[id(t)] = g if previous is None else previous + g
+
+
+def _check_versions(fn):
+    for x, version in zip(fn.inputs, fn.input_versions):
+        if x._version != version:
+            raise RuntimeError(
+                f"{type(fn).__name__}: an input of shape {x.shape} was modified in place after the "
+                f"forward pass (version {version} -> {x._version}), but backward needs its old value; "
+                "use an out-of-place op (x = x + y) instead")
+
+
+def _check_finite(fn, g):
+    xp = backend.array_module(g.data)
+    if not bool(xp.isfinite(g.data).all()):
+        kind = 'NaN' if bool(xp.isnan(g.data).any()) else 'Inf'
+        raise FloatingPointError(
+            f"anomaly: {type(fn).__name__}.backward produced {kind} in a gradient of shape {g.shape}; "
+            f"the op was created at {fn.created_at}")
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False):
+    """d(outputs)/d(inputs) as a tuple of Tensors, without touching any .grad.
+
+    `grad_outputs` defaults to ones for scalar outputs.  With create_graph=True the
+    result is itself differentiable (for second derivatives).
+    """
+    outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if grad_outputs is None:
+        grad_outputs = [None] * len(outputs)
+    elif isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs]
+    root_grads = [_initial_grad(y, g) for y, g in zip(outputs, grad_outputs)]
+    for x in inputs:
+        if not x.requires_grad:
+            raise RuntimeError(f"mt.grad: an input of shape {x.shape} does not require grad")
+    retain = create_graph if retain_graph is None else retain_graph
+    result = run_backward(outputs, root_grads, retain, create_graph, inputs=inputs)
+    for x, g in zip(inputs, result):
+        if g is None and not allow_unused:
+            raise RuntimeError(f"mt.grad: an input of shape {x.shape} is not used to compute the outputs "
+                               "(pass allow_unused=True to get None for it)")
+    return result
+
+
+def _initial_grad(y, g):
+    """The gradient backward starts from: ones for a scalar, else it must be given."""
+    if not y.requires_grad:
+        raise RuntimeError("backward: this tensor does not require grad and has no graph "
+                           "(was it computed under no_grad(), or from tensors without requires_grad=True?)")
+    if g is None:
+        if y.size != 1:
+            raise RuntimeError(f"backward: the output has shape {y.shape}, not a scalar; "
+                               "pass grad= (a tensor of the same shape) or reduce it first (e.g. .sum())")
+        return Tensor._wrap(backend.array_module(y.data).ones_like(y.data))
+    g = g if isinstance(g, Tensor) else Tensor(g, dtype=y.dtype, device=y.device)
+    if g.shape != y.shape:
+        raise ValueError(f"backward: grad has shape {g.shape} but the output has shape {y.shape}")
+    return g
+
+
+from .tensor import Tensor  # noqa: E402  (tensor.py imports this module first)

@@ -1,0 +1,186 @@
+"""The backend: the only engine file that imports numpy or cupy.
+
+Every array call the engine makes goes through here, so the same op code runs on
+the CPU (numpy) and on an NVIDIA GPU (cupy).  The array module is chosen by the
+data, never by a global switch:
+
+    xp = backend.array_module(x.data)     # numpy or cupy
+    y = xp.exp(x.data)
+
+Things numpy and cupy spell differently (scatter-add, erf, random generators,
+host copies) live here too.
+"""
+import contextlib
+import math
+
+import numpy
+
+try:  # cupy is optional: the engine runs without it, and imports without a GPU.
+    import cupy
+    import cupyx
+except Exception:  # ImportError, or a broken CUDA install that fails on import
+    cupy = None
+    cupyx = None
+
+DEVICES = ('cpu', 'cuda')
+_default_device = 'cpu'
+_generators = {}  # device -> random generator, created on first use
+_seed = None
+
+
+# ----------------------------------------------------------------------------
+# devices
+def cuda_is_available():
+    """True when cupy is installed and can see at least one GPU."""
+    if cupy is None:
+        return False
+    try:
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # no driver, no device
+        return False
+
+
+def check_device(device):
+    """Normalise 'cuda:0' to 'cuda', and refuse what we cannot run on."""
+    device = str(device).split(':')[0]
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}: use 'cpu' or 'cuda'")
+    if device == 'cuda' and not cuda_is_available():
+        raise RuntimeError("device 'cuda' requested but no GPU is available "
+                           "(is cupy installed with `pip install microtensor[gpu]`?)")
+    return device
+
+
+def set_default_device(device):
+    """Device used by factory functions (mt.tensor, mt.zeros, ...) when none is given."""
+    global _default_device
+    _default_device = check_device(device)
+
+
+def default_device():
+    return _default_device
+
+
+def array_module(array):
+    """numpy or cupy, whichever owns `array`."""
+    if cupy is not None and isinstance(array, cupy.ndarray):
+        return cupy
+    return numpy
+
+
+def module_for(device):
+    return cupy if device == 'cuda' else numpy
+
+
+def device_of(array):
+    return 'cuda' if cupy is not None and isinstance(array, cupy.ndarray) else 'cpu'
+
+
+def is_array(value):
+    return isinstance(value, numpy.ndarray) or (cupy is not None and isinstance(value, cupy.ndarray))
+
+
+# ----------------------------------------------------------------------------
+# creating and moving arrays
+def asarray(value, dtype=None, device=None):
+    """An array on `device` (default: the default device).  Explicit copies only."""
+    device = _default_device if device is None else check_device(device)
+    if device == 'cuda':
+        return cupy.asarray(value, dtype=dtype)
+    if cupy is not None and isinstance(value, cupy.ndarray):
+        raise TypeError("a cupy array was given for device 'cpu': call .cpu() / .get() explicitly")
+    return numpy.asarray(value, dtype=dtype)
+
+
+def as_array(value):
+    """numpy turns full reductions and element picks into scalars (numpy.float64, ...);
+    a Tensor always holds an array, so those become 0-d arrays."""
+    return numpy.asarray(value) if isinstance(value, numpy.generic) else value
+
+
+def to_device(array, device):
+    """Copy `array` to `device` (no copy when it is already there)."""
+    device = check_device(device)
+    if device_of(array) == device:
+        return array
+    return cupy.asarray(array) if device == 'cuda' else cupy.asnumpy(array)
+
+
+def to_numpy(array):
+    """A host numpy array (copies from the GPU)."""
+    return cupy.asnumpy(array) if device_of(array) == 'cuda' else numpy.asarray(array)
+
+
+def float_dtype(dtype):
+    return numpy.dtype(dtype).kind == 'f'
+
+
+def dtype(name):
+    return numpy.dtype(name)
+
+
+def unravel_index(flat, shape):
+    """The multi-index (a tuple of ints) of element `flat` of an array of `shape`."""
+    return tuple(int(k) for k in numpy.unravel_index(flat, shape))
+
+
+def broadcast_shapes(*shapes):
+    """The shape numpy broadcasting gives (a pure shape computation, same on every device)."""
+    return numpy.broadcast_shapes(*shapes)
+
+
+# ----------------------------------------------------------------------------
+# things numpy and cupy spell differently
+def scatter_add(target, index, values):
+    """target[index] += values, adding repeated indices (numpy add.at / cupyx.scatter_add)."""
+    if array_module(target) is numpy:
+        numpy.add.at(target, index, values)
+    else:
+        cupyx.scatter_add(target, index, values)
+    return target
+
+
+def quiet_float_errors(array):
+    """Silence numpy's divide/invalid warnings where inf/nan is the documented result."""
+    if array_module(array) is numpy:
+        return numpy.errstate(divide='ignore', invalid='ignore')
+    return contextlib.nullcontext()  # cupy does not warn
+
+
+_math_erf = numpy.frompyfunc(math.erf, 1, 1)
+
+
+def erf(array):
+    """The error function, exact to the dtype's precision on both backends."""
+    if array_module(array) is not numpy:
+        import cupyx.scipy.special
+        return cupyx.scipy.special.erf(array)
+    try:
+        from scipy.special import erf as scipy_erf
+    except ImportError:  # scipy is optional: math.erf per element is exact but slower
+        return _math_erf(array).astype(array.dtype)
+    return scipy_erf(array)
+
+
+# ----------------------------------------------------------------------------
+# random numbers: one generator per device, all seeded by manual_seed
+def manual_seed(seed):
+    """Seed every backend's generator (the CPU's now, the GPU's when first used)."""
+    global _seed
+    _seed = int(seed)
+    _generators.clear()
+
+
+def host_rng(seed):
+    """A numpy generator for host-side randomness (gradcheck directions, data sets)."""
+    return numpy.random.default_rng(seed)
+
+
+def generator(device):
+    if device not in _generators:
+        seed = _seed if _seed is not None else numpy.random.SeedSequence().entropy % 2**63
+        if device == 'cuda':
+            _generators[device] = cupy.random.default_rng(seed)
+        else:
+            _generators[device] = numpy.random.default_rng(seed)
+    return _generators[device]

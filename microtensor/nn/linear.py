@@ -1,0 +1,31 @@
+"""nn.Linear: y = x @ W + b, in the articles' notation (Q = X @ W_Q)."""
+import math
+
+from .. import creation
+from .module import Module
+from .parameter import Parameter
+
+
+class Linear(Module):
+    """y = x @ W + b
+
+    x: (..., in_features)    W: (in_features, out_features)    b: (out_features,)
+    W and b start uniform in [-1/sqrt(in), 1/sqrt(in)], as in PyTorch.
+    """
+
+    def __init__(self, in_features, out_features, bias=True, dtype=None, device=None):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        bound = 1 / math.sqrt(in_features)
+        self.weight = Parameter(creation.rand(in_features, out_features, dtype=dtype, device=device) * (2 * bound) - bound)
+        self.bias = Parameter(creation.rand(out_features, dtype=dtype, device=device) * (2 * bound) - bound) if bias else None
+
+    def forward(self, x):
+        if x.shape[-1] != self.in_features:
+            raise ValueError(f"Linear({self.in_features}, {self.out_features}): input has last dimension "
+                             f"{x.shape[-1]}, shape {x.shape}")
+        y = x @ self.weight
+        return y + self.bias if self.bias is not None else y
+
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"

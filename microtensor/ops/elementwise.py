@@ -1,0 +1,258 @@
+"""Elementwise ops: y = f(a, b) or y = f(x), with numpy broadcasting.
+
+Backward returns the gradient at the broadcast shape; the backward loop sums it
+back to each input's shape (autograd.run_backward), so no op here has to.
+"""
+import math
+
+from .. import backend
+from ..autograd import Function
+from ..tensor import Tensor
+
+
+class Add(Function):
+    """y = a + b          dL/da = g,  dL/db = g"""
+
+    def forward(self, a, b):
+        return a + b
+
+    def backward(self, g):
+        return g, g
+
+
+class Sub(Function):
+    """y = a - b          dL/da = g,  dL/db = -g"""
+
+    def forward(self, a, b):
+        return a - b
+
+    def backward(self, g):
+        return g, -g
+
+
+class Mul(Function):
+    """y = a * b          dL/da = g * b,  dL/db = g * a"""
+
+    def forward(self, a, b):
+        return a * b
+
+    def backward(self, g):
+        a, b = self.inputs
+        return g * b, g * a
+
+
+class Div(Function):
+    """y = a / b          dL/da = g / b,  dL/db = -g * a / b^2"""
+
+    def forward(self, a, b):
+        return a / b
+
+    def backward(self, g):
+        a, b = self.inputs
+        return g / b, -g * a / (b * b)
+
+
+class Neg(Function):
+    """y = -x             dL/dx = -g"""
+
+    def forward(self, x):
+        return -x
+
+    def backward(self, g):
+        return (-g,)
+
+
+class Pow(Function):
+    """y = a ** b         dL/da = g * b * a^(b-1),  dL/db = g * y * log(a)"""
+
+    def forward(self, a, b):
+        return a ** b
+
+    def backward(self, g):
+        a, b = self.inputs
+        ga = g * b * a ** (b - 1)
+        gb = g * self.output * a.log() if self.needs_grad(1) else None  # log(a) needs a > 0
+        return ga, gb
+
+
+class Exp(Function):
+    """y = exp(x)         dL/dx = g * y"""
+
+    def forward(self, x):
+        return backend.array_module(x).exp(x)
+
+    def backward(self, g):
+        return (g * self.output,)
+
+
+class Log(Function):
+    """y = log(x)         dL/dx = g / x       (log(0) = -inf, as in numpy)"""
+
+    def forward(self, x):
+        with backend.quiet_float_errors(x):
+            return backend.array_module(x).log(x)
+
+    def backward(self, g):
+        (x,) = self.inputs
+        return (g / x,)
+
+
+class Sqrt(Function):
+    """y = sqrt(x)        dL/dx = g / (2 y)"""
+
+    def forward(self, x):
+        return backend.array_module(x).sqrt(x)
+
+    def backward(self, g):
+        return (g / (2 * self.output),)
+
+
+class Tanh(Function):
+    """y = tanh(x)        dL/dx = g * (1 - y^2)"""
+
+    def forward(self, x):
+        return backend.array_module(x).tanh(x)
+
+    def backward(self, g):
+        y = self.output
+        return (g * (1 - y * y),)
+
+
+class Sigmoid(Function):
+    """y = 1 / (1 + exp(-x))      dL/dx = g * y * (1 - y)"""
+
+    def forward(self, x):
+        xp = backend.array_module(x)
+        return 0.5 * (xp.tanh(0.5 * x) + 1)  # = 1/(1+e^-x), without overflow for x << 0
+
+    def backward(self, g):
+        y = self.output
+        return (g * y * (1 - y),)
+
+
+class Relu(Function):
+    """y = max(x, 0)      dL/dx = g * [x > 0]"""
+
+    def forward(self, x):
+        self.positive = (x > 0).astype(x.dtype)
+        return x * self.positive
+
+    def backward(self, g):
+        return (g * Tensor._wrap(self.positive),)
+
+
+class Abs(Function):
+    """y = |x|            dL/dx = g * sign(x)     (0 at x = 0)"""
+
+    def forward(self, x):
+        self.sign = backend.array_module(x).sign(x)
+        return abs(x)
+
+    def backward(self, g):
+        return (g * Tensor._wrap(self.sign),)
+
+
+class Erf(Function):
+    """y = erf(x)         dL/dx = g * 2/sqrt(pi) * exp(-x^2)"""
+
+    def forward(self, x):
+        return backend.erf(x)
+
+    def backward(self, g):
+        (x,) = self.inputs
+        return (g * (2 / math.sqrt(math.pi)) * (-x * x).exp(),)
+
+
+class Maximum(Function):
+    """y = maximum(a, b)  the gradient goes to the larger input; ties split it evenly:
+    dL/da = g * s,  dL/db = g * (1 - s),  s = [a > b] + 0.5 [a == b]"""
+
+    def forward(self, a, b):
+        self.share_a = ((a > b) + 0.5 * (a == b)).astype(a.dtype)
+        return backend.array_module(a).maximum(a, b)
+
+    def backward(self, g):
+        share_a = Tensor._wrap(self.share_a)
+        return g * share_a, g * (1 - share_a)
+
+
+class Minimum(Maximum):
+    """y = minimum(a, b)  as Maximum, with s = [a < b] + 0.5 [a == b]"""
+
+    def forward(self, a, b):
+        self.share_a = ((a < b) + 0.5 * (a == b)).astype(a.dtype)
+        return backend.array_module(a).minimum(a, b)
+
+
+class Clip(Function):
+    """y = min(max(x, low), high)     dL/dx = g * [low <= x <= high]"""
+
+    def forward(self, x, low, high):
+        xp = backend.array_module(x)
+        inside = xp.ones(x.shape, dtype=bool)
+        if low is not None:
+            inside &= x >= low
+        if high is not None:
+            inside &= x <= high
+        self.inside = inside.astype(x.dtype)
+        return xp.clip(x, low, high)
+
+    def backward(self, g):
+        return (g * Tensor._wrap(self.inside),)
+
+
+class Cast(Function):
+    """y = x as another dtype         dL/dx = g cast back to x's dtype"""
+
+    def forward(self, x, dtype):
+        self.source_dtype = x.dtype
+        return x.astype(dtype)
+
+    def backward(self, g):
+        return (g.to(dtype=self.source_dtype),)
+
+
+# ---------------------------------------------------------------------------- GELU
+_SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+
+
+class GeluTanh(Function):
+    """GELU, tanh form (GPT-2, BERT):
+        y = 0.5 x (1 + tanh(u)),   u = sqrt(2/pi) (x + 0.044715 x^3)
+        dL/dx = g * [0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)],  t = tanh(u)
+    """
+
+    def forward(self, x):
+        xp = backend.array_module(x)
+        return 0.5 * x * (1 + xp.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)))
+
+    def backward(self, g):
+        (x,) = self.inputs
+        x2 = x * x
+        t = (_SQRT_2_OVER_PI * x * (1 + 0.044715 * x2)).tanh()
+        du_dx = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x2)
+        return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du_dx),)
+
+
+class GeluErf(Function):
+    """GELU, exact form:  y = x Phi(x),  Phi(x) = 0.5 (1 + erf(x / sqrt 2))
+        dL/dx = g * (Phi(x) + x phi(x)),  phi(x) = exp(-x^2 / 2) / sqrt(2 pi)
+    """
+
+    def forward(self, x):
+        return 0.5 * x * (1 + backend.erf(x * (1 / math.sqrt(2))))
+
+    def backward(self, g):
+        (x,) = self.inputs
+        Phi = 0.5 * (1 + Erf.apply(x * (1 / math.sqrt(2))))
+        phi = (-0.5 * x * x).exp() * (1 / math.sqrt(2 * math.pi))
+        return (g * (Phi + x * phi),)
+
+
+def gelu(x, approximate='tanh'):
+    """GELU; approximate='tanh' (default, GPT-2) or 'none' (exact, with erf)."""
+    if approximate == 'tanh':
+        return GeluTanh.apply(x)
+    if approximate == 'none':
+        return GeluErf.apply(x)
+    raise ValueError(f"gelu: approximate must be 'tanh' or 'none', not {approximate!r}")

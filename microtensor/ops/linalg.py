@@ -1,0 +1,45 @@
+"""Matrix multiplication, batched over leading axes as numpy's `@`."""
+from ..autograd import Function
+from ..tensor import Tensor, as_tensor
+
+
+class MatMul(Function):
+    """Y = A @ B,  A: (..., n, k), B: (..., k, m) -> Y: (..., n, m)
+        dL/dA = G @ B^T,   dL/dB = A^T @ G    (summed over broadcast batch axes)
+
+    When B is a plain matrix (the usual X @ W), both directions run as one 2-D
+    matmul over the flattened batch: one large BLAS call instead of many small ones.
+    """
+
+    def forward(self, a, b):
+        if a.shape[-1] != b.shape[-2]:
+            raise ValueError(f"inner dimensions differ: {a.shape[-1]} != {b.shape[-2]}")
+        if b.ndim == 2 and a.ndim > 2:
+            return (a.reshape(-1, a.shape[-1]) @ b).reshape(a.shape[:-1] + b.shape[-1:])
+        return a @ b
+
+    def backward(self, g):
+        a, b = self.inputs
+        ga = g @ b.swapaxes(-1, -2) if self.needs_grad(0) else None
+        if not self.needs_grad(1):
+            gb = None
+        elif b.ndim == 2 and a.ndim > 2:
+            gb = a.reshape(-1, a.shape[-1]).T @ g.reshape(-1, g.shape[-1])
+        else:
+            gb = a.swapaxes(-1, -2) @ g
+        return ga, gb
+
+
+def matmul(a, b):
+    """a @ b with numpy's rules: 1-D operands are promoted to matrices and squeezed back."""
+    a = a if isinstance(a, Tensor) else as_tensor(a, b)
+    b = as_tensor(b, a)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError(f"MatMul: scalars cannot be matrix-multiplied (shapes {a.shape} and {b.shape}); use *")
+    if a.ndim == 1 and b.ndim == 1:
+        return (a.expand_dims(0) @ b.expand_dims(1)).reshape(())
+    if a.ndim == 1:
+        return MatMul.apply(a.expand_dims(0), b).squeeze(-2)
+    if b.ndim == 1:
+        return MatMul.apply(a, b.expand_dims(1)).squeeze(-1)
+    return MatMul.apply(a, b)

@@ -1,0 +1,143 @@
+"""Neural-network ops whose math is the lesson: softmax, log-softmax, cross-entropy,
+layer norm, dropout.  Each is one fused op (one forward, one backward formula);
+tests/test_fused.py checks each against the same function built from primitives.
+"""
+from .. import backend
+from ..autograd import Function
+from ..tensor import Tensor
+from .reduce import normalize_axis
+
+
+class Softmax(Function):
+    """p = exp(x - max(x)) / sum(exp(x - max(x)))     (shifting by max(x) avoids overflow)
+        dL/dx = p * (g - sum(g * p))                      sums over `axis`
+
+    The Jacobian is diag(p) - p p^T: when one p_i -> 1 (saturation) every entry -> 0,
+    which is why attention scores are divided by sqrt(d_k).
+    """
+
+    def forward(self, x, axis):
+        self.axis = axis
+        xp = backend.array_module(x)
+        e = xp.exp(x - x.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+
+    def backward(self, g):
+        p = self.output
+        return (p * (g - (g * p).sum(axis=self.axis, keepdims=True)),)
+
+
+class LogSoftmax(Function):
+    """y = x - max(x) - log(sum(exp(x - max(x))))
+        dL/dx = g - softmax(x) * sum(g),    softmax(x) = exp(y)"""
+
+    def forward(self, x, axis):
+        self.axis = axis
+        xp = backend.array_module(x)
+        shifted = x - x.max(axis=axis, keepdims=True)
+        return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
+
+    def backward(self, g):
+        y = self.output
+        return (g - y.exp() * g.sum(axis=self.axis, keepdims=True),)
+
+
+def softmax(x, axis=-1):
+    return Softmax.apply(x, axis=axis)
+
+
+def log_softmax(x, axis=-1):
+    return LogSoftmax.apply(x, axis=axis)
+
+
+class NLLLoss(Function):
+    """L = -mean over counted positions i of logp[i, t_i]     (positions with t_i == ignore_index don't count)
+        dL/dlogp[i, c] = -g / n  if c == t_i and i counts, else 0
+
+    logp: (..., C) log-probabilities, targets: (...) class ids.  L is linear in logp,
+    so its backward is one constant mask times g.
+    """
+
+    def forward(self, logp, targets, ignore_index):
+        xp = backend.array_module(logp)
+        n_classes = logp.shape[-1]
+        if targets.shape != logp.shape[:-1]:
+            raise ValueError(f"targets of shape {targets.shape} do not match logits {logp.shape} "
+                             "(expected the logits' shape without its last, class axis)")
+        if targets.dtype.kind not in 'iu':
+            raise TypeError(f"targets must be integer class ids, not {targets.dtype}")
+        counted = targets != ignore_index if ignore_index is not None else xp.ones(targets.shape, dtype=bool)
+        bad = counted & ((targets < 0) | (targets >= n_classes))
+        if bool(bad.any()):
+            raise IndexError(f"a target id is outside [0, {n_classes}) (e.g. {int(targets[bad].ravel()[0])}); "
+                             "check the vocabulary size or pass ignore_index")
+        self.rows = xp.flatnonzero(counted)
+        self.cols = targets.reshape(-1)[self.rows]
+        self.count = len(self.rows)
+        picked = logp.reshape(-1, n_classes)[self.rows, self.cols]
+        with backend.quiet_float_errors(logp):
+            return -picked.sum() / logp.dtype.type(self.count)
+
+    def backward(self, g):
+        logp = self.inputs[0]
+        xp = backend.array_module(logp.data)
+        weights = xp.zeros((logp.size // logp.shape[-1], logp.shape[-1]), dtype=logp.dtype)
+        weights[self.rows, self.cols] = -1.0 / max(self.count, 1)
+        return (g * Tensor._wrap(weights.reshape(logp.shape)),)
+
+
+def cross_entropy(logits, targets, ignore_index=None):
+    """Mean of -log softmax(logits)[target] over positions.
+
+    logits: (..., C) (class axis last, e.g. (B, T, vocab)); targets: (...) integer ids.
+    Stable for huge logits: it goes through log_softmax, never through log(softmax).
+    If every target is ignored the mean is over nothing: nan, as in PyTorch.
+    """
+    targets = targets.data if isinstance(targets, Tensor) else backend.asarray(targets, device=logits.device)
+    return NLLLoss.apply(LogSoftmax.apply(logits, axis=-1), targets=targets, ignore_index=ignore_index)
+
+
+class LayerNorm(Function):
+    """y = gamma * x_hat + beta,   x_hat = (x - mean(x)) / sqrt(var(x) + eps)   over the last axis (size D)
+        dL/dx = (dx_hat - mean(dx_hat) - x_hat * mean(dx_hat * x_hat)) / sqrt(var + eps),  dx_hat = g * gamma
+        dL/dgamma = sum(g * x_hat),   dL/dbeta = sum(g)     (the loop sums over the leading axes)
+    """
+
+    def forward(self, x, gamma, beta, eps):
+        self.eps = eps
+        xp = backend.array_module(x)
+        centered = x - x.mean(axis=-1, keepdims=True)
+        x_hat = centered / xp.sqrt((centered * centered).mean(axis=-1, keepdims=True) + eps)
+        return x_hat * gamma + beta
+
+    def backward(self, g):
+        x, gamma, _ = self.inputs
+        centered = x - x.mean(axis=-1, keepdims=True)  # recomputed as tensors: differentiable again
+        inv_std = 1 / ((centered * centered).mean(axis=-1, keepdims=True) + self.eps).sqrt()
+        x_hat = centered * inv_std
+        dx_hat = g * gamma
+        dx = (dx_hat - dx_hat.mean(axis=-1, keepdims=True)
+              - x_hat * (dx_hat * x_hat).mean(axis=-1, keepdims=True)) * inv_std
+        return dx, g * x_hat, g
+
+
+def layer_norm(x, gamma, beta, eps=1e-5):
+    """Layer normalisation over the last axis (fused; see LayerNorm)."""
+    if gamma.shape != x.shape[-1:] or beta.shape != x.shape[-1:]:
+        raise ValueError(f"layer_norm: gamma {gamma.shape} and beta {beta.shape} must have shape {x.shape[-1:]} "
+                         f"(the last axis of x, shape {x.shape})")
+    return LayerNorm.apply(x, gamma, beta, eps=eps)
+
+
+def dropout(x, p=0.5, training=True):
+    """Zero each element with probability p and scale the rest by 1/(1-p) (inverted dropout),
+    so eval mode needs no rescaling.  y = x * mask,  dL/dx = g * mask."""
+    if not 0 <= p <= 1:
+        raise ValueError(f"dropout: p must be in [0, 1], not {p}")
+    if not training or p == 0:
+        return x
+    if not backend.float_dtype(x.dtype):
+        raise TypeError(f"dropout: needs a floating-point tensor, not {x.dtype}")
+    keep = backend.generator(x.device).random(x.shape, dtype=x.dtype) >= p
+    scale = 0.0 if p == 1 else 1.0 / (1 - p)
+    return x * Tensor._wrap(keep * x.dtype.type(scale))

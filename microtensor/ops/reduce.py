@@ -1,0 +1,106 @@
+"""Reductions: sum, mean, var, max, min over `axis` (None = all), numpy-style keepdims.
+
+Their backward spreads g back over the reduced axes: g is reshaped to the
+keepdims shape and broadcast to the input's shape.
+"""
+from .. import backend
+from ..autograd import Function
+from ..tensor import Tensor
+
+
+def normalize_axis(axis, ndim):
+    """axis as a sorted tuple of non-negative ints (None -> every axis)."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    for a in axes:
+        if not -ndim <= a < max(ndim, 1):
+            raise IndexError(f"axis {a} is out of range for a tensor with {ndim} dimensions")
+    return tuple(sorted(a % max(ndim, 1) for a in axes))
+
+
+def kept_shape(shape, axes):
+    """The output shape with keepdims=True: reduced axes become 1."""
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def spread(g, x_shape, axes):
+    """g (reduced shape) -> x_shape, by re-inserting the reduced axes and broadcasting."""
+    return g.reshape(kept_shape(x_shape, axes)).broadcast_to(x_shape)
+
+
+class Sum(Function):
+    """y = sum(x, axis)       dL/dx = g broadcast back over the summed axes"""
+
+    def forward(self, x, axis, keepdims):
+        self.axes = normalize_axis(axis, x.ndim)
+        return x.sum(axis=self.axes, keepdims=keepdims)
+
+    def backward(self, g):
+        return (spread(g, self.inputs[0].shape, self.axes),)
+
+
+def mean(x, axis=None, keepdims=False):
+    """y = sum(x, axis) / n,  n = the number of elements averaged."""
+    axes = normalize_axis(axis, x.ndim)
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    total = Sum.apply(x, axis=axes, keepdims=keepdims)
+    return total * (1.0 / n) if n else total * float('nan')
+
+
+class Var(Function):
+    """y = mean((x - mean(x))^2) * n / (n - ddof)
+    dL/dx = g * 2 (x - mean(x)) / (n - ddof)"""
+
+    def forward(self, x, axis, keepdims, ddof):
+        self.axes = normalize_axis(axis, x.ndim)
+        self.ddof = ddof
+        with backend.quiet_float_errors(x):
+            return x.var(axis=self.axes, keepdims=keepdims, ddof=ddof)
+
+    def backward(self, g):
+        (x,) = self.inputs
+        n = 1
+        for a in self.axes:
+            n *= x.shape[a]
+        centered = x - x.mean(axis=self.axes, keepdims=True)
+        return (spread(g, x.shape, self.axes) * centered * (2.0 / (n - self.ddof)),)
+
+
+class Max(Function):
+    """y = max(x, axis)       dL/dx = g where x equals the max, split evenly among ties:
+    dL/dx_i = g * [x_i == y] / (number of i with x_i == y)"""
+    reduce = 'max'
+
+    def forward(self, x, axis, keepdims):
+        self.axes = normalize_axis(axis, x.ndim)
+        y = getattr(x, self.reduce)(axis=self.axes, keepdims=True)
+        winners = x == y
+        self.share = (winners / winners.sum(axis=self.axes, keepdims=True)).astype(x.dtype)
+        return y if keepdims else y.reshape([n for i, n in enumerate(x.shape) if i not in self.axes])
+
+    def backward(self, g):
+        return (spread(g, self.inputs[0].shape, self.axes) * Tensor._wrap(self.share),)
+
+
+class Min(Max):
+    """y = min(x, axis)       as Max, for the smallest entries"""
+    reduce = 'min'
+
+
+class SumTo(Function):
+    """y = x summed down to `shape` (undoes broadcasting)      dL/dx = g broadcast to x's shape
+
+    The backward loop calls this when an op's gradient has the broadcast shape.
+    """
+
+    def forward(self, x, shape):
+        lead = x.ndim - len(shape)
+        axes = tuple(range(lead)) + tuple(
+            lead + i for i, n in enumerate(shape) if n == 1 and x.shape[lead + i] != 1)
+        return x.sum(axis=axes, keepdims=True).reshape(shape)
+
+    def backward(self, g):
+        return (g.broadcast_to(self.inputs[0].shape),)
