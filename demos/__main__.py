@@ -6,6 +6,7 @@ import time
 
 LESSONS = [
     ('train_xor', 'the engine alone: an MLP learns XOR'),
+    ('temperature', 'softmax(x / T): low T is near-argmax, high T is flat'),
 ]
 
 

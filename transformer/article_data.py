@@ -1,0 +1,98 @@
+"""Numbers printed in the source articles (seeds/), as plain Python lists, for the demos
+and tests that reproduce them.  deep-dive = transformer-deep-dive.zh.txt,
+atom = attention-atom.zh.txt.
+
+The 猫 吃 鱼 ("cat eats fish") trace, deep-dive section 7: d_model = 12, h = 3,
+d_k = d_v = 4, d_ff = 48, two encoder layers.  The article prints embeddings, score
+matrices and attention tables, but not its weight matrices, so only the steps that
+follow from printed numbers can be recomputed: X0 = embedding + PE, and
+softmax(scores / sqrt(d_k)) row by row.
+"""
+
+# ---------------------------------------------------------------------------- 猫 吃 鱼 (deep-dive 7.1-7.3)
+TOKENS = ['猫', '吃', '鱼']
+D_MODEL, N_HEADS, D_K, D_FF = 12, 3, 4, 48
+
+# 7.2: the 12-d embeddings of the three words
+EMBEDDINGS = {
+    '猫': [0.21, 0.54, 0.13, 0.82, 0.31, 0.67, 0.15, 0.93, 0.25, 0.44, 0.72, 0.18],
+    '吃': [0.38, 0.23, 0.91, 0.42, 0.55, 0.19, 0.87, 0.33, 0.61, 0.28, 0.49, 0.76],
+    '鱼': [0.73, 0.16, 0.45, 0.34, 0.82, 0.29, 0.56, 0.19, 0.94, 0.37, 0.11, 0.68],
+}
+
+# 7.2: sinusoidal PE (d_model = 12) as printed for positions 1 and 2 (first 6 dimensions).
+# Typos: the formula gives pos 1 = [0.8415, 0.5403, 0.2138, 0.9769, 0.0464, 0.9989] and
+# pos 2 = [0.9093, -0.4161, 0.4177, 0.9086, 0.0927, 0.9957]; the article's own X0 rows
+# below agree with the correct values, not with these.
+PE_PRINTED = {
+    1: [0.8415, 0.5403, 0.2338, 0.9769, 0.0096, 0.9999],
+    2: [0.9093, -0.4161, 0.4228, 0.9086, 0.0193, 0.9998],
+}
+PE_CORRECT = {  # the formula, to 4 decimals (SPEC.md)
+    0: [0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0],
+    1: [0.8415, 0.5403, 0.2138, 0.9769, 0.0464, 0.9989],
+    2: [0.9093, -0.4161, 0.4177, 0.9086],
+}
+
+# 7.2: X0 = embedding + PE, first 4 dimensions, two decimals
+X0_PRINTED = [
+    [0.21, 1.54, 0.13, 1.82],
+    [1.22, 0.77, 1.12, 1.40],
+    [1.64, -0.26, 0.87, 1.25],
+]
+
+# 7.3: layer 1, Q_i K_i^T (unscaled), rows = queries 猫 吃 鱼, columns = keys
+LAYER1_SCORES = {
+    1: [[0.1616, 0.0645, -0.1838],
+        [-0.0451, 0.0116, -0.1842],
+        [0.3690, 0.4822, -0.1198]],
+    2: [[1.4839, 2.7337, 3.3434],
+        [0.7253, 0.9784, 1.4120],
+        [0.1239, -0.0305, 0.5266]],
+}
+
+# 7.3: head 1's scores divided by sqrt(4) = 2, as printed
+LAYER1_SCALED_SCORES = {
+    1: [[0.0808, 0.0322, -0.0919],
+        [-0.0226, 0.0058, -0.0921],
+        [0.1845, 0.2411, -0.0599]],
+}
+
+# 7.3: the attention weights softmax(Q K^T / 2), 4 decimals.  Head 3's scores are not
+# printed, only its weights.
+LAYER1_WEIGHTS = {
+    1: [[0.3579, 0.3409, 0.3011],
+        [0.3377, 0.3474, 0.3150],
+        [0.3519, 0.3724, 0.2756]],
+    2: [[0.1851, 0.3458, 0.4691],
+        [0.2821, 0.3202, 0.3977],
+        [0.3176, 0.2940, 0.3884]],
+    3: [[0.2254, 0.4073, 0.3673],
+        [0.2109, 0.3957, 0.3934],
+        [0.1960, 0.3972, 0.4068]],
+}
+
+# 7.4: layer 2, head 1 weights (scores not printed)
+LAYER2_WEIGHTS = {
+    1: [[0.4459, 0.3749, 0.1792],
+        [0.4346, 0.3688, 0.1966],
+        [0.4622, 0.3558, 0.1820]],
+}
+
+# ---------------------------------------------------------------------------- LayerNorm (deep-dive 5.2)
+LAYERNORM_EXAMPLE = {
+    'x': [2.0, 8.0, -4.0, -6.0],
+    'gamma': [1.2, 0.8, 1.0, 1.5],
+    'beta': [0.1, -0.1, 0.0, 0.2],
+    'eps': 0.0,
+    'x_hat': [0.365, 1.461, -0.730, -1.096],
+    'y': [0.538, 1.069, -0.730, -1.444],
+}
+
+# ---------------------------------------------------------------------------- softmax (atom 2.3.2, 2.4.1)
+SOFTMAX_EXAMPLES = [  # (input, output to 3 decimals); the atom article prints the second as [0.09, 0.24, 0.67]
+    ([2.0, 1.0, 0.1], [0.659, 0.242, 0.099]),
+    ([1.0, 2.0, 3.0], [0.090, 0.245, 0.665]),
+    ([10.0, 20.0, 30.0], [0.000, 0.000, 1.000]),
+    ([100.0, 200.0, 300.0], [0.000, 0.000, 1.000]),
+]

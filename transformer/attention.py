@@ -1,0 +1,180 @@
+"""Attention: every query looks at every key and takes a weighted mix of the values.
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
+
+    Q: (..., T_q, d_k)   "what am I looking for?"     scores S = Q K^T: (..., T_q, T_k)
+    K: (..., T_k, d_k)   "what do I contain?"         weights A = softmax(S / sqrt(d_k)), rows sum to 1
+    V: (..., T_k, d_v)   "what do I pass on?"         output A V: (..., T_q, d_v)
+
+Why / sqrt(d_k): for q, k with independent unit-variance entries, q . k is a sum of
+d_k unit-variance terms, so Var(q . k) = d_k.  Large scores push the softmax towards
+one-hot, where its Jacobian diag(p) - p p^T (the p(1-p) terms) vanishes and no gradient
+gets through.  Dividing by sqrt(d_k) brings the variance back to 1.
+
+Multi-head attention (d_model = h * d_k): each head attends in its own d_k-dim subspace,
+
+    head_i = Attention(X W_i^Q, X W_i^K, X W_i^V)
+    MultiHead(X) = Concat(head_1, ..., head_h) W^O
+
+computed for all heads at once: Q = X W_Q (B, T, d_model) is split into (B, h, T, d_k).
+Grouped-query attention (GQA): only n_kv_heads heads of K and V, each shared by
+h / n_kv_heads query heads; the KV cache shrinks by that factor (n_kv_heads = 1 is MQA).
+"""
+import math
+
+import microtensor as mt
+from microtensor import nn
+
+from .positional import RotaryEmbedding, alibi_bias
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, scale=None, bias=None, dropout=0.0, training=False):
+    """softmax(q k^T * scale + bias, masked) v  ->  (output (..., T_q, d_v), weights (..., T_q, T_k)).
+
+    scale: None means 1/sqrt(d_k); a number overrides it (scale=1.0: no scaling, for the
+    saturation lesson).  bias: added to the scaled scores (ALiBi), broadcastable to them.
+    mask: bool, True = may attend, broadcastable to the scores (..., T_q, T_k); masked keys
+    get -inf, hence weight exactly 0.  A query row with no allowed key is an error (its
+    softmax would be 0/0).  dropout: on the weights when training (the returned weights
+    are the softmax before dropout).
+    """
+    output, weights, _ = attend(q, k, v, mask, scale, bias, dropout, training)
+    return output, weights
+
+
+def attend(q, k, v, mask=None, scale=None, bias=None, dropout=0.0, training=False):
+    """scaled_dot_product_attention that also returns the scores fed to the softmax (before the mask)."""
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"attention: q {q.shape}, k {k.shape}, v {v.shape} do not fit "
+                         "(need q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v))")
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = q @ k.swapaxes(-1, -2) * scale
+    if bias is not None:
+        scores = scores + bias
+    masked = scores if mask is None else mt.where(_check_mask(mask, scores.shape), scores, -math.inf)
+    weights = masked.softmax(axis=-1)
+    return mt.dropout(weights, dropout, training) @ v, weights, scores
+
+
+def _check_mask(mask, scores_shape):
+    if not isinstance(mask, mt.Tensor) or mask.dtype != mt.bool_:
+        raise TypeError(f"attention: the mask must be a boolean Tensor (True = may attend), "
+                        f"not {getattr(mask, 'dtype', type(mask).__name__)}")
+    try:
+        fits = mt.backend.broadcast_shapes(mask.shape, scores_shape) == tuple(scores_shape)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"attention: a mask of shape {mask.shape} does not broadcast to the scores' shape "
+                         f"{tuple(scores_shape)} (B, h, T_q, T_k); use e.g. causal_mask(T_q, T_k) -> (T_q, T_k) "
+                         "or padding_mask(ids, pad_id) -> (B, 1, 1, T_k)")
+    if (mask.sum(axis=-1) == 0).any():
+        raise ValueError("attention: the mask leaves a query with no key to attend to (a row of all False, "
+                         "e.g. a sequence made only of padding); its softmax would be 0/0")
+    return mask
+
+
+class KVCache:
+    """The keys and values of the positions seen so far, for incremental decoding.
+
+    Self-attention: each step appends this step's K, V (B, n_kv_heads, T_new, d_k) and
+    attends over all of them, so a generated token costs one row of attention instead of
+    recomputing the whole prefix.  Cross-attention: K, V of the fixed memory are stored
+    on the first step and reused.  `length` is the number of positions cached (the next
+    token's position, for RoPE, ALiBi and causal_mask(T, offset=cache.length)).
+    """
+
+    def __init__(self):
+        self.K = self.V = None
+
+    @property
+    def length(self):
+        return 0 if self.K is None else self.K.shape[-2]
+
+    def update(self, K, V):
+        """Append K, V along the time axis; return the full K, V."""
+        if self.K is not None:
+            K, V = mt.concatenate([self.K, K], axis=-2), mt.concatenate([self.V, V], axis=-2)
+        self.K, self.V = K, V
+        return K, V
+
+
+class MultiHeadAttention(nn.Module):
+    """forward(x (B, T_q, d_model), context=None, mask=None, cache=None) -> (B, T_q, d_model).
+
+    Self-attention when context is None; cross-attention (Q from x, K and V from context
+    (B, T_k, d_model)) otherwise.  rope=True rotates Q and K by position (RoPE); alibi=True
+    adds ALiBi's distance bias to the scores; both only in self-attention (in
+    cross-attention queries and keys come from two different sequences).
+    After each forward: last_scores (scaled scores + bias, before mask and softmax) and
+    last_weights (the softmax), both (B, h, T_q, T_k) graph tensors, for inspection.
+    """
+
+    def __init__(self, d_model, n_heads, n_kv_heads=None, bias=True, dropout=0.0, rope=False, alibi=False,
+                 scale=None):
+        super().__init__()
+        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+        if d_model % n_heads:
+            raise ValueError(f"MultiHeadAttention: d_model={d_model} is not divisible by n_heads={n_heads} "
+                             "(each head gets d_k = d_model / n_heads dimensions)")
+        if n_heads % n_kv_heads:
+            raise ValueError(f"MultiHeadAttention: n_heads={n_heads} is not divisible by n_kv_heads={n_kv_heads} "
+                             "(each K/V head must serve the same number of query heads)")
+        self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
+        self.d_k = d_model // n_heads
+        self.dropout, self.scale, self.alibi = dropout, scale, alibi
+        self.W_Q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_K = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
+        self.W_V = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
+        self.W_O = nn.Linear(d_model, d_model, bias=bias)
+        self.rope = RotaryEmbedding(self.d_k) if rope else None
+        self.last_scores = self.last_weights = None
+
+    def forward(self, x, context=None, mask=None, cache=None):
+        if x.ndim != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"MultiHeadAttention(d_model={self.d_model}): expected x of shape "
+                             f"(B, T, {self.d_model}), got {x.shape}")
+        B, T_q, _ = x.shape
+        self_attention = context is None
+        offset = cache.length if cache is not None and self_attention else 0  # position of x's first row
+
+        Q = self._split_heads(self.W_Q(x), self.n_heads)                     # (B, h, T_q, d_k)
+        if not self_attention and cache is not None and cache.length:
+            K, V = cache.K, cache.V                                           # the memory's, from step one
+        else:
+            source = x if self_attention else context
+            K = self._split_heads(self.W_K(source), self.n_kv_heads)          # (B, h_kv, T_new, d_k)
+            V = self._split_heads(self.W_V(source), self.n_kv_heads)
+            if self.rope is not None and self_attention:
+                Q, K = self.rope.rotate(Q, offset), self.rope.rotate(K, offset)
+            if cache is not None:
+                K, V = cache.update(K, V)                                     # (B, h_kv, T_k, d_k)
+        K, V = self._repeat_kv(K), self._repeat_kv(V)                         # (B, h, T_k, d_k)
+
+        bias = None
+        if self.alibi and self_attention:
+            bias = alibi_bias(self.n_heads, T_q, K.shape[-2], offset, dtype=x.dtype, device=x.device)
+        heads, self.last_weights, self.last_scores = attend(
+            Q, K, V, mask, self.scale, bias, self.dropout, self.training)    # (B, h, T_q, d_k)
+        concat = heads.swapaxes(1, 2).reshape(B, T_q, self.d_model)          # Concat(head_1, ..., head_h)
+        return self.W_O(concat)
+
+    def _split_heads(self, X, n):
+        """(B, T, n * d_k) -> (B, n, T, d_k): head i owns columns i*d_k .. (i+1)*d_k - 1."""
+        B, T, _ = X.shape
+        return X.reshape(B, T, n, self.d_k).swapaxes(1, 2)
+
+    def _repeat_kv(self, X):
+        """GQA: (B, h_kv, T, d_k) -> (B, h, T, d_k), query head i using K/V head i // (h / h_kv)."""
+        group = self.n_heads // self.n_kv_heads
+        if group == 1:
+            return X
+        B, h_kv, T, d_k = X.shape
+        return X.reshape(B, h_kv, 1, T, d_k).broadcast_to((B, h_kv, group, T, d_k)).reshape(B, self.n_heads, T, d_k)
+
+    def extra_repr(self):
+        extras = [f"d_model={self.d_model}", f"n_heads={self.n_heads}", f"d_k={self.d_k}"]
+        if self.n_kv_heads != self.n_heads:
+            extras.append(f"n_kv_heads={self.n_kv_heads}")
+        extras += [name for name, on in (('rope', self.rope is not None), ('alibi', self.alibi)) if on]
+        return ', '.join(extras)

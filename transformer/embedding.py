@@ -1,0 +1,37 @@
+"""Token embedding: a lookup table from token ids to d_model-dimensional vectors.
+
+    X = E[ids]          E: (vocab_size, d_model)    ids: (B, T) integers    X: (B, T, d_model)
+
+The lookup is indexing, so its gradient is a scatter-add: dL/dE[v] is the sum of
+dL/dX over every position holding token v (rows of unused tokens get zero).
+With scale=True the vectors are multiplied by sqrt(d_model), as in the original
+Transformer, so they are not drowned by the positional encoding added next.
+"""
+import math
+
+import microtensor as mt
+from microtensor import nn
+
+
+class TokenEmbedding(nn.Module):
+    def __init__(self, vocab_size, d_model, scale=False):
+        super().__init__()
+        self.vocab_size, self.d_model, self.scale = vocab_size, d_model, scale
+        self.weight = nn.Parameter(mt.randn(vocab_size, d_model))  # N(0, 1), as torch.nn.Embedding
+
+    def forward(self, ids):
+        """ids: (B, T) integer Tensor (or nested list) -> (B, T, d_model)."""
+        ids = ids if isinstance(ids, mt.Tensor) else mt.tensor(ids, device=self.weight.device)
+        if ids.dtype.kind not in 'iu':
+            raise TypeError(f"TokenEmbedding: ids must be integer token ids, not {ids.dtype}")
+        if ids.device != self.weight.device:
+            raise RuntimeError(f"TokenEmbedding: ids are on {ids.device} but the table is on "
+                               f"{self.weight.device}; move one with .to(device)")
+        if ids.size and not (0 <= ids.min().item() and ids.max().item() < self.vocab_size):
+            raise IndexError(f"TokenEmbedding: token ids must be in [0, {self.vocab_size}), got values from "
+                             f"{ids.min().item()} to {ids.max().item()} (is vocab_size too small?)")
+        X = self.weight[ids]
+        return X * math.sqrt(self.d_model) if self.scale else X
+
+    def extra_repr(self):
+        return f"vocab_size={self.vocab_size}, d_model={self.d_model}" + (", scale=True" if self.scale else "")
