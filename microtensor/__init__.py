@@ -13,13 +13,17 @@ from .autograd import Function, detect_anomaly, enable_grad, grad, is_grad_enabl
 from .backend import manual_seed, set_default_device
 from .creation import (arange, eye, full, ones, ones_like, rand, randint, randn, tensor,
                        zeros, zeros_like)
-from .functional import (abs, add, broadcast_to, clip, concatenate, cross_entropy, div, dropout,
+from .functional import (abs, add, broadcast_to, clip, concatenate, cos, cross_entropy, div, dropout,
                          erf, exp, expand_dims, gelu, layer_norm, log, log_softmax, masked_fill,
                          matmul, max, maximum, mean, min, minimum, mul, neg, pow, relu, reshape,
-                         sigmoid, softmax, split, sqrt, squeeze, stack, sub, sum, swapaxes, tanh,
+                         sigmoid, sin, softmax, split, sqrt, squeeze, stack, sub, sum, swapaxes, tanh,
                          transpose, var, where)
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .serialization import CheckpointError, load, save
 from .tensor import Tensor
+from . import nn, optim  # noqa: E402  (after Tensor and the ops they build on)
+from . import inspect  # noqa: E402
+from .inspect import Trace, backward_steps, draw_graph, gradient_flow, record_modules, trace  # noqa: E402
 
 float32 = backend.dtype('float32')
 float64 = backend.dtype('float64')

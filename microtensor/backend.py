@@ -184,3 +184,28 @@ def generator(device):
         else:
             _generators[device] = numpy.random.default_rng(seed)
     return _generators[device]
+
+
+# ----------------------------------------------------------------------------
+# checkpoint files: .npz (a zip of .npy arrays), written and read without pickle
+def write_npz(file, arrays):
+    """Write {name: array or str} into the open binary `file` as an uncompressed .npz.
+    Each member carries a CRC-32, so read_npz notices corrupted bytes."""
+    import zipfile
+    with zipfile.ZipFile(file, 'w', zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, value in arrays.items():
+            array = numpy.asarray(to_numpy(value) if is_array(value) else value)
+            if array.dtype.hasobject:
+                raise TypeError(f"mt.save: {name!r} is an object array, which would need pickle; "
+                                "store numbers or strings")
+            with archive.open(name + '.npy', 'w', force_zip64=True) as member:
+                numpy.lib.format.write_array(member, array, allow_pickle=False)
+
+
+def read_npz(path):
+    """{name: numpy array} for every array in the .npz file at `path`, never unpickling."""
+    loaded = numpy.load(path, allow_pickle=False)
+    if not hasattr(loaded, 'files'):
+        raise ValueError(f"it holds a single .npy array of shape {loaded.shape}, not an .npz archive")
+    with loaded:
+        return {name: loaded[name] for name in loaded.files}

@@ -2,6 +2,7 @@
 import math
 
 from .. import creation
+from . import init
 from .module import Module
 from .parameter import Parameter
 
@@ -17,8 +18,10 @@ class Linear(Module):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
         bound = 1 / math.sqrt(in_features)
-        self.weight = Parameter(creation.rand(in_features, out_features, dtype=dtype, device=device) * (2 * bound) - bound)
-        self.bias = Parameter(creation.rand(out_features, dtype=dtype, device=device) * (2 * bound) - bound) if bias else None
+        self.weight = Parameter(init.uniform_(creation.zeros(in_features, out_features, dtype=dtype, device=device),
+                                              -bound, bound))
+        self.bias = (Parameter(init.uniform_(creation.zeros(out_features, dtype=dtype, device=device), -bound, bound))
+                     if bias else None)
 
     def forward(self, x):
         if x.shape[-1] != self.in_features:

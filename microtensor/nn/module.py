@@ -9,11 +9,15 @@ Assigning a Parameter, a Module or a buffer to an attribute registers it:
             self.register_buffer('steps', mt.zeros(()))   # saved in state_dict, not trained
 
 Registration order is the assignment order, so parameters(), state_dict() and the
-optimizer all see the same deterministic order.
+optimizer all see the same deterministic order, with dotted names ('fc1.weight').
 """
+from collections import namedtuple
+
 from .. import backend
 from ..tensor import Tensor
 from .parameter import Parameter
+
+LoadResult = namedtuple('LoadResult', ['missing_keys', 'unexpected_keys'])
 
 
 class Module:
@@ -21,71 +25,107 @@ class Module:
         object.__setattr__(self, '_parameters', {})
         object.__setattr__(self, '_buffers', {})
         object.__setattr__(self, '_modules', {})
+        object.__setattr__(self, '_forward_hooks', [])
         object.__setattr__(self, 'training', True)
 
     def __setattr__(self, name, value):
         if '_parameters' not in self.__dict__:
             raise AttributeError(f"{type(self).__name__}: call super().__init__() before assigning attributes")
-        for table in (self._parameters, self._buffers, self._modules):
-            table.pop(name, None)
-        if isinstance(value, Parameter):
-            self._parameters[name] = value
-        elif isinstance(value, Module):
-            self._modules[name] = value
-        elif name in self._buffers_declared():
+        if name in self._buffers:  # a registered buffer stays a buffer when reassigned
+            self._check_buffer(name, value)
             self._buffers[name] = value
+        else:
+            self._parameters.pop(name, None)
+            self._modules.pop(name, None)
+            if isinstance(value, Parameter):
+                self._parameters[name] = value
+            elif isinstance(value, Module):
+                self._modules[name] = value
         object.__setattr__(self, name, value)
 
-    def _buffers_declared(self):
-        return self.__dict__.get('_buffer_names', ())
+    def __delattr__(self, name):
+        for table in (self._parameters, self._buffers, self._modules):
+            table.pop(name, None)
+        object.__delattr__(self, name)
 
     def register_buffer(self, name, tensor):
         """Non-trainable state (e.g. running statistics): moved by to(), saved in state_dict."""
-        if '_buffer_names' not in self.__dict__:
-            object.__setattr__(self, '_buffer_names', set())
-        self._buffer_names.add(name)
-        setattr(self, name, tensor)
+        self._check_buffer(name, tensor)
+        self._parameters.pop(name, None)
+        self._modules.pop(name, None)
+        self._buffers[name] = tensor
+        object.__setattr__(self, name, tensor)
+
+    def _check_buffer(self, name, value):
+        if value is not None and (not isinstance(value, Tensor) or isinstance(value, Parameter)):
+            raise TypeError(f"{type(self).__name__}: buffer {name!r} must be a Tensor (not a Parameter) "
+                            f"or None, not {type(value).__name__}")
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        out = self.forward(*args, **kwargs)
+        for hook in self._forward_hooks:
+            result = hook(self, args, out)
+            if result is not None:
+                out = result
+        return out
+
+    def register_forward_hook(self, hook):
+        """Call hook(module, inputs, output) after each forward; a returned value replaces output.
+        Probes use this to record activations without touching the model's code."""
+        self._forward_hooks.append(hook)
+        return _HookHandle(self._forward_hooks, hook)
 
     # ------------------------------------------------------------------ walking the tree
     def named_modules(self, prefix=''):
-        """(dotted name, module) for this module and every sub-module, depth first."""
-        yield prefix, self
-        for name, child in self._modules.items():
-            if child is not None:
-                yield from child.named_modules(f"{prefix}.{name}" if prefix else name)
+        """(dotted name, module) for this module and every sub-module, depth first;
+        a module used twice appears once."""
+        seen = set()
+        stack = [(prefix, self)]
+        while stack:
+            name, module = stack.pop()
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
+            yield name, module
+            children = [(f"{name}.{n}" if name else n, m) for n, m in module._modules.items() if m is not None]
+            stack.extend(reversed(children))
 
     def modules(self):
         return [m for _, m in self.named_modules()]
 
+    def named_children(self):
+        return [(n, m) for n, m in self._modules.items() if m is not None]
+
     def children(self):
-        return [m for m in self._modules.values() if m is not None]
+        return [m for _, m in self.named_children()]
 
     def named_parameters(self):
         """(dotted name, parameter) pairs in registration order; a shared parameter appears once."""
-        seen = set()
-        for prefix, module in self.named_modules():
-            for name, p in module._parameters.items():
-                if p is not None and id(p) not in seen:
-                    seen.add(id(p))
-                    yield (f"{prefix}.{name}" if prefix else name), p
+        return self._named_tensors('_parameters')
 
     def parameters(self):
         return [p for _, p in self.named_parameters()]
 
     def named_buffers(self):
-        for prefix, module in self.named_modules():
-            for name, b in module._buffers.items():
-                if b is not None:
-                    yield (f"{prefix}.{name}" if prefix else name), b
+        return self._named_tensors('_buffers')
 
-    def num_parameters(self):
-        return sum(p.size for p in self.parameters())
+    def buffers(self):
+        return [b for _, b in self.named_buffers()]
+
+    def _named_tensors(self, table):
+        seen, out = set(), []
+        for prefix, module in self.named_modules():
+            for name, t in getattr(module, table).items():
+                if t is not None and id(t) not in seen:
+                    seen.add(id(t))
+                    out.append((f"{prefix}.{name}" if prefix else name, t))
+        return out
+
+    def num_parameters(self, trainable_only=False):
+        return sum(p.size for p in self.parameters() if p.requires_grad or not trainable_only)
 
     # ------------------------------------------------------------------ training state
     def zero_grad(self):
@@ -95,56 +135,125 @@ class Module:
     def train(self, mode=True):
         """Set the `training` flag that dropout and batch norm read, on every sub-module."""
         for m in self.modules():
-            object.__setattr__(m, 'training', mode)
+            object.__setattr__(m, 'training', bool(mode))
         return self
 
     def eval(self):
         return self.train(False)
 
-    def to(self, device):
-        """Move every parameter and buffer to `device`, in place (optimizers keep their references)."""
-        device = backend.check_device(device)
-        for _, t in list(self.named_parameters()) + list(self.named_buffers()):
-            t.data = backend.to_device(t.data, device)
-            if t.grad is not None:
-                t.grad = Tensor._wrap(backend.to_device(t.grad.data, device))
+    def requires_grad_(self, requires_grad=True):
+        """Freeze (False) or unfreeze every parameter."""
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
         return self
+
+    def to(self, device=None, dtype=None):
+        """Move every parameter and buffer to `device` and/or cast the floating-point ones to `dtype`,
+        in place: the parameters stay the same objects, so an optimizer keeps its references
+        (and moves its own state to the new device at its next step)."""
+        device = None if device is None else backend.check_device(device)
+        dtype = None if dtype is None else backend.dtype(dtype)
+        if dtype is not None and not backend.float_dtype(dtype):
+            raise TypeError(f"{type(self).__name__}.to: dtype must be a floating-point type, not {dtype}")
+
+        def convert(array):
+            if device is not None:
+                array = backend.to_device(array, device)
+            if dtype is not None and backend.float_dtype(array.dtype) and array.dtype != dtype:
+                array = array.astype(dtype)
+            return array
+
+        for t in self.parameters() + self.buffers():
+            t.data = convert(t.data)
+            if t.grad is not None:
+                t.grad = Tensor._wrap(convert(t.grad.data))
+        return self
+
+    def cpu(self):
+        return self.to('cpu')
+
+    def cuda(self):
+        return self.to('cuda')
+
+    def float(self):
+        return self.to(dtype='float32')
+
+    def double(self):
+        return self.to(dtype='float64')
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self):
-        """{dotted name: Tensor} of parameters and buffers (the tensors themselves, not copies)."""
-        state = dict(self.named_parameters())
-        state.update(self.named_buffers())
-        return state
+        """{dotted name: tensor} of parameters, then buffers.
+
+        The tensors are detached and share memory with the model (as in PyTorch);
+        mt.save(model.state_dict(), path) writes them to disk.
+        """
+        return {name: t.detach() for name, t in self.named_parameters() + self.named_buffers()}
 
     def load_state_dict(self, state, strict=True):
-        """Copy values from `state` into this module's parameters and buffers."""
-        own = self.state_dict()
+        """Copy the values in `state` (tensors or arrays) into this module's parameters and buffers.
+
+        Each value is copied onto the parameter's device and cast to its dtype.  Everything is
+        checked before anything is copied: missing or unexpected keys (unless strict=False) and
+        shape mismatches raise a RuntimeError that lists them, and leave the model untouched.
+        Returns (missing_keys, unexpected_keys).
+        """
+        own = dict(self.named_parameters() + self.named_buffers())
         missing = [k for k in own if k not in state]
         unexpected = [k for k in state if k not in own]
-        if strict and (missing or unexpected):
-            raise KeyError(f"load_state_dict: missing keys {missing}, unexpected keys {unexpected}")
+        problems = []
+        if strict and missing:
+            problems.append(f"missing keys (in the model, not in the state): {missing}")
+        if strict and unexpected:
+            problems.append(f"unexpected keys (in the state, not in the model): {unexpected}")
+        arrays = {}
         for key, target in own.items():
             if key not in state:
                 continue
             value = state[key]
-            array = value.data if isinstance(value, Tensor) else value
-            if tuple(array.shape) != target.shape:
-                raise ValueError(f"load_state_dict: {key!r} has shape {tuple(array.shape)} in the state "
-                                 f"but {target.shape} in the model")
+            array = value.data if isinstance(value, Tensor) else backend.as_array(value)
+            if not backend.is_array(array):
+                problems.append(f"{key!r}: expected a tensor or an array, got {type(value).__name__}")
+            elif tuple(array.shape) != target.shape:
+                problems.append(f"size mismatch for {key!r}: shape {tuple(array.shape)} in the state, "
+                                f"{target.shape} in the model")
+            else:
+                arrays[key] = array
+        if problems:
+            raise RuntimeError(f"{type(self).__name__}.load_state_dict: nothing was loaded because of:\n  "
+                               + '\n  '.join(problems))
+        for key, array in arrays.items():
+            target = own[key]
             target.data = backend.to_device(array, target.device).astype(target.dtype, copy=True)
-        return self
+        return LoadResult(missing, unexpected)
 
     # ------------------------------------------------------------------ printing
     def extra_repr(self):
         return ''
 
     def __repr__(self):
+        """The module tree, one child per line, with parameter counts on containers:
+
+        MLP(
+          (fc1): Linear(in_features=2, out_features=16, bias=True)
+          (fc2): Linear(in_features=16, out_features=2, bias=True)
+        )  # 82 parameters
+        """
         lines = [f"{type(self).__name__}({self.extra_repr()}"]
-        for name, child in self._modules.items():
+        for name, child in self.named_children():
             child_repr = repr(child).replace('\n', '\n  ')
             lines.append(f"  ({name}): {child_repr}")
         if len(lines) == 1:
             return lines[0] + ')'
-        own = sum(p.size for p in self.parameters())
-        return '\n'.join(lines) + f"\n)  # {own:,} parameters"
+        return '\n'.join(lines) + f"\n)  # {self.num_parameters():,} parameters"
+
+
+class _HookHandle:
+    """Returned by register_forward_hook; handle.remove() takes the hook off again."""
+
+    def __init__(self, hooks, hook):
+        self.hooks, self.hook = hooks, hook
+
+    def remove(self):
+        if self.hook in self.hooks:
+            self.hooks.remove(self.hook)

@@ -1,0 +1,37 @@
+"""Activation functions as modules, for nn.Sequential.  The math lives in microtensor/ops/elementwise.py."""
+from .module import Module
+
+
+class ReLU(Module):
+    """max(x, 0)"""
+
+    def forward(self, x):
+        return x.relu()
+
+
+class Tanh(Module):
+    def forward(self, x):
+        return x.tanh()
+
+
+class Sigmoid(Module):
+    """1 / (1 + exp(-x))"""
+
+    def forward(self, x):
+        return x.sigmoid()
+
+
+class GELU(Module):
+    """x * Phi(x); approximate='tanh' (GPT-2's formula) or 'none' (the exact erf form)."""
+
+    def __init__(self, approximate='tanh'):
+        super().__init__()
+        if approximate not in ('tanh', 'none'):
+            raise ValueError(f"GELU: approximate must be 'tanh' or 'none', not {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, x):
+        return x.gelu(self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={self.approximate!r}"

@@ -1,0 +1,109 @@
+"""nn.init: fill a weight with good starting values, in place, on its own device and dtype.
+
+Weights here are (in_features, out_features), because layers compute y = x @ W:
+
+    fan_in  = W.shape[-2]    the number of inputs each output sums over
+    fan_out = W.shape[-1]
+
+Why the scale matters: a sum of fan_in terms with variance Var(W) has variance
+fan_in * Var(W) * Var(x), so Var(W) = 1 / fan_in keeps activations at unit scale
+through many layers (Kaiming/He, for ReLU with gain sqrt(2)), and
+Var(W) = 2 / (fan_in + fan_out) balances the forward and backward passes (Xavier/Glorot).
+
+Every function returns the tensor it filled, draws from the generator of the tensor's
+device (seeded by mt.manual_seed), and records no graph.
+"""
+import math
+
+from .. import backend
+from ..autograd import no_grad
+
+_GAINS = {'linear': 1.0, 'sigmoid': 1.0, 'tanh': 5.0 / 3, 'relu': math.sqrt(2.0)}
+
+
+def calculate_gain(nonlinearity='linear', negative_slope=0.01):
+    """The factor that keeps the activations' variance at 1 through `nonlinearity`."""
+    if nonlinearity == 'leaky_relu':
+        return math.sqrt(2.0 / (1 + negative_slope ** 2))
+    if nonlinearity not in _GAINS:
+        raise ValueError(f"calculate_gain: unknown nonlinearity {nonlinearity!r}; "
+                         f"use one of {sorted(_GAINS) + ['leaky_relu']}")
+    return _GAINS[nonlinearity]
+
+
+def fans(tensor):
+    """(fan_in, fan_out) of a weight of shape (..., in, out); a vector counts as (n, n)."""
+    if tensor.ndim == 0:
+        raise ValueError("nn.init: a 0-d tensor has no fan-in or fan-out")
+    if tensor.ndim == 1:
+        return tensor.shape[0], tensor.shape[0]
+    return tensor.shape[-2], tensor.shape[-1]
+
+
+def _fill(tensor, make):
+    """tensor[...] = make(generator, shape, dtype), without recording a graph."""
+    if not backend.float_dtype(tensor.dtype):
+        raise TypeError(f"nn.init: needs a floating-point tensor, not {tensor.dtype}")
+    rng = backend.generator(tensor.device)
+    with no_grad():
+        tensor.copy_(make(rng, tensor.shape, tensor.dtype))
+    return tensor
+
+
+def uniform_(tensor, a=0.0, b=1.0):
+    """Samples from U(a, b)."""
+    return _fill(tensor, lambda rng, shape, dtype: a + (b - a) * rng.random(shape, dtype=dtype))
+
+
+def normal_(tensor, mean=0.0, std=1.0):
+    """Samples from N(mean, std**2)."""
+    return _fill(tensor, lambda rng, shape, dtype: mean + std * rng.standard_normal(shape, dtype=dtype))
+
+
+def constant_(tensor, value):
+    with no_grad():
+        return tensor.fill_(value)
+
+
+def zeros_(tensor):
+    return constant_(tensor, 0.0)
+
+
+def ones_(tensor):
+    return constant_(tensor, 1.0)
+
+
+def xavier_uniform_(tensor, gain=1.0):
+    """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)), so Var(W) = gain**2 * 2 / (fan_in + fan_out)."""
+    fan_in, fan_out = fans(tensor)
+    a = gain * math.sqrt(6.0 / (fan_in + fan_out))
+    return uniform_(tensor, -a, a)
+
+
+def xavier_normal_(tensor, gain=1.0):
+    """N(0, std**2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
+    fan_in, fan_out = fans(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))
+
+
+def _kaiming_std(tensor, mode, nonlinearity):
+    if mode not in ('fan_in', 'fan_out'):
+        raise ValueError(f"nn.init.kaiming: mode must be 'fan_in' or 'fan_out', not {mode!r}")
+    fan_in, fan_out = fans(tensor)
+    return calculate_gain(nonlinearity) / math.sqrt(fan_in if mode == 'fan_in' else fan_out)
+
+
+def kaiming_uniform_(tensor, mode='fan_in', nonlinearity='relu'):
+    """U(-a, a) with a = sqrt(3) * gain / sqrt(fan): Var(W) = gain**2 / fan."""
+    a = math.sqrt(3.0) * _kaiming_std(tensor, mode, nonlinearity)
+    return uniform_(tensor, -a, a)
+
+
+def kaiming_normal_(tensor, mode='fan_in', nonlinearity='relu'):
+    """N(0, std**2) with std = gain / sqrt(fan)."""
+    return normal_(tensor, 0.0, _kaiming_std(tensor, mode, nonlinearity))
+
+
+# the same initialisations under their other names
+glorot_uniform_, glorot_normal_ = xavier_uniform_, xavier_normal_
+he_uniform_, he_normal_ = kaiming_uniform_, kaiming_normal_

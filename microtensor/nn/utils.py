@@ -1,0 +1,45 @@
+"""nn.utils: helpers used in training loops."""
+import math
+
+from .. import backend
+from ..tensor import Tensor
+
+
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0):
+    """Scale all gradients together so that their global norm is at most `max_norm`.
+
+        total = ||(g_1, g_2, ..., g_n)||   (all gradients seen as one long vector)
+        if total > max_norm:  every g_i <- g_i * max_norm / total
+
+    The direction of the update is kept; only its length is limited.  Returns the
+    total norm *before* clipping (a Python float), which is worth logging: spikes
+    show instabilities.  Parameters without a gradient are skipped.  Each .grad is
+    replaced by a new tensor (gradient arrays are never written in place).
+    """
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    if max_norm < 0:
+        raise ValueError(f"clip_grad_norm_: max_norm must be >= 0, not {max_norm}")
+    grads = [p for p in parameters if p.grad is not None]
+    if not grads:
+        return 0.0
+    devices = {p.grad.device for p in grads}
+    if len(devices) > 1:
+        raise RuntimeError(f"clip_grad_norm_: gradients are on several devices {sorted(devices)}; "
+                           "move the model to one device first")
+    xp = backend.array_module(grads[0].grad.data)
+    if norm_type == math.inf:
+        total = max(float(xp.abs(p.grad.data).max()) for p in grads)
+    elif norm_type > 0:
+        # summed in float64 on the device, one host transfer at the end
+        total = float(sum(xp.sum(xp.abs(p.grad.data.astype('float64')) ** norm_type) for p in grads)
+                      ** (1.0 / norm_type))
+    else:
+        raise ValueError(f"clip_grad_norm_: norm_type must be > 0 or math.inf, not {norm_type}")
+    scale = max_norm / (total + 1e-6)
+    if scale < 1:
+        for p in grads:
+            g = p.grad.data
+            p.grad = Tensor._wrap(g * g.dtype.type(scale))
+    return total
+
