@@ -1,6 +1,6 @@
 """Autograd: the Function base class and the backward loop.
 
-How a gradient travels (set a breakpoint in `run_backward` and watch):
+How a gradient travels (set a breakpoint in `backward_loop` and watch):
 
     loss.backward()
       -> run_backward([loss], [ones])
@@ -109,7 +109,7 @@ class Function:
         except (ValueError, IndexError) as error:
             shapes = ', '.join(str(tuple(t.shape)) for t in inputs)
             raise type(error)(f"{cls.__name__}: cannot apply to inputs of shapes {shapes}: {error}") from None
-        out = Tensor._wrap(backend.as_array(out_data))
+        out = Tensor._wrap(out_data)
         if _grad_enabled and any(t.requires_grad for t in inputs):
             fn.inputs = inputs
             fn.input_versions = tuple(t._version for t in inputs)
@@ -178,44 +178,59 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
     total gradient of each tensor in `inputs` is returned (this is `mt.grad`).
     """
     wanted = None if inputs is None else {id(t): None for t in inputs}
+    with (enable_grad() if create_graph else no_grad()):
+        for _ in backward_loop(roots, root_grads, retain_graph, wanted):
+            pass
+    if wanted is not None:
+        return tuple(wanted[id(t)] for t in inputs)
+    return None
+
+
+def backward_loop(roots, root_grads, retain_graph=False, wanted=None):
+    """The backward pass, one op at a time (the caller sets the grad mode).
+
+    A generator: after each op's backward it yields (op, output, g, sent), where
+    g = dL/d(output) and sent[i] is the gradient sent to op.inputs[i] (None if none).
+    run_backward runs it to the end; mt.backward_steps can stop after any op.
+    """
     grads = {}
     for root, g in zip(roots, root_grads):
         _accumulate(grads, root, g)
 
-    with (enable_grad() if create_graph else no_grad()):
-        for t in topological_order(roots):
-            g = grads.pop(id(t), None)
-            if g is None:
-                continue
-            for hook in t._hooks or ():
-                new_g = hook(g)
-                if new_g is not None:
-                    g = new_g
-            fn = t.creator
-            if wanted is not None:
-                if id(t) in wanted:
-                    wanted[id(t)] = g
-            elif fn is None or t._retains_grad:
-                t.grad = g if t.grad is None else t.grad + g
-            if fn is None:
-                continue
+    for t in topological_order(roots):
+        g = grads.pop(id(t), None)
+        if g is None:
+            continue
+        for hook in t._hooks or ():
+            new_g = hook(g)
+            if new_g is not None:
+                g = new_g
+        fn = t.creator
+        if wanted is not None:
+            if id(t) in wanted:
+                wanted[id(t)] = g
+        elif fn is None or t._retains_grad:
+            t.grad = g if t.grad is None else t.grad + g
+        if fn is None:
+            continue
 
-            _check_versions(fn)
-            input_grads = fn.backward(g)
+        _check_versions(fn)
+        input_grads = fn.backward(g)
 
-            for x, gx in zip(fn.inputs, input_grads):
-                if gx is None or not x.requires_grad:
-                    continue
-                if gx.shape != x.shape:  # undo broadcasting, in one place for every op
-                    gx = gx.sum_to(x.shape)
-                if _anomaly_mode:
-                    _check_finite(fn, gx)
-                _accumulate(grads, x, gx)
-            if not retain_graph:
-                fn.release()
-    if wanted is not None:
-        return tuple(wanted[id(t)] for t in inputs)
-    return None
+        sent = []
+        for x, gx in zip(fn.inputs, input_grads):
+            if gx is None or not x.requires_grad:
+                sent.append(None)
+                continue
+            if gx.shape != x.shape:  # undo broadcasting, in one place for every op
+                gx = gx.sum_to(x.shape)
+            if _anomaly_mode:
+                _check_finite(fn, gx)
+            _accumulate(grads, x, gx)
+            sent.append(gx)
+        yield fn, t, g, sent
+        if not retain_graph:
+            fn.release()
 
 
 def _accumulate(grads, t, g):

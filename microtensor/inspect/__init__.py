@@ -1,0 +1,16 @@
+"""Seeing gradients: tools that watch the backward pass without changing it.
+
+    steps.py     backward_steps(loss): iterate over the backward pass, one op at a time
+    trace.py     trace(loss): a table of the whole pass (op, shapes, gradient norms, time)
+    modules.py   record_modules(model): remember which module made each op (for the two below)
+    graph.py     draw_graph(tensor): the graph as a graphviz.Digraph, modules as clusters
+    flow.py      gradient_flow(model, optimizer): per-parameter |grad|, |W|, update/weight
+
+All of them are built on the engine's own loop (autograd.backward_loop), hooks and
+.grad; none is a special path in the engine, and none costs anything while unused.
+"""
+from .flow import FlowReport, gradient_flow
+from .graph import draw_graph
+from .modules import module_of, record_modules
+from .steps import Step, backward_steps, norm
+from .trace import Trace, trace

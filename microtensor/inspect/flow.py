@@ -1,0 +1,100 @@
+"""Gradient flow through a model: one row per parameter, around one optimizer step.
+
+    loss.backward()
+    flow = mt.gradient_flow(model, optimizer)   # takes the step itself, comparing W before and after
+    print(flow)                                  # |grad|, |W|, |dW| / |W| per parameter
+    flow.plot('flow.png')                        # the same as bars, when matplotlib is installed
+
+Works with any nn.Module and any optimizer with a step() method: the weights are
+copied before the step and compared after it, so nothing depends on how the
+optimizer computes its update.  A healthy update/weight ratio is often quoted
+as about 1e-3 per step: far below, the layer hardly learns; far above, it thrashes.
+"""
+import os
+from typing import NamedTuple
+
+from .steps import norm
+from .table import fmt, format_table
+
+
+class FlowRow(NamedTuple):
+    name: str
+    shape: tuple
+    grad: float      # |dL/dW| (None: no gradient reached it)
+    weight: float    # |W| before the step
+    update: float    # |W_after - W_before| / |W_before| (None without an optimizer or when |W| = 0)
+
+
+class FlowReport:
+    def __init__(self, rows):
+        self.rows = list(rows)
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __getitem__(self, name):
+        """The row of the parameter called `name` ('layers.0.ffn.W_1.weight')."""
+        for row in self.rows:
+            if row.name == name:
+                return row
+        raise KeyError(f"gradient_flow: no parameter named {name!r}; names: {[r.name for r in self.rows]}")
+
+    def table(self):
+        header = ('parameter', 'shape', '|grad|', '|W|', '|dW|/|W|')
+        lines = [(r.name, str(r.shape), fmt(r.grad), fmt(r.weight), fmt(r.update)) for r in self.rows]
+        return format_table(header, lines, '<<>>>')
+
+    def __str__(self):
+        return self.table()
+
+    def plot(self, path=None):
+        """Bars of |grad| and |dW|/|W| per parameter (log scale); saved to `path` if given.
+
+        Returns the matplotlib Figure.  Needs matplotlib (pip install matplotlib).
+        """
+        try:
+            import matplotlib
+            if path is not None:
+                matplotlib.use('Agg')  # no window needed to write a file
+            import matplotlib.pyplot as plt
+        except ImportError:
+            raise ImportError("FlowReport.plot needs matplotlib: pip install matplotlib "
+                              "(or pip install -e '.[demos]'); print(report) shows the same numbers") from None
+        names = [r.name for r in self.rows]
+        fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(max(6, 0.35 * len(names)), 6))
+        top.bar(names, [r.grad or 0 for r in self.rows], color='tab:blue')
+        top.set_yscale('log')
+        top.set_ylabel('|grad|')
+        bottom.bar(names, [r.update or 0 for r in self.rows], color='tab:orange')
+        bottom.axhline(1e-3, color='grey', linestyle='--', linewidth=1)
+        bottom.set_yscale('log')
+        bottom.set_ylabel('|dW| / |W|')
+        bottom.tick_params(axis='x', labelrotation=90)
+        fig.tight_layout()
+        if path is not None:
+            root, ext = os.path.splitext(os.fspath(path))
+            tmp = f"{root}.tmp{os.getpid()}{ext}"  # keep the extension: it picks the format
+            fig.savefig(tmp)
+            os.replace(tmp, path)
+        return fig
+
+
+def gradient_flow(model, optimizer=None):
+    """Read every parameter's gradient and weight norms; with an optimizer, take its step and
+    report each update's size relative to the weight.  Call it after loss.backward()."""
+    params = list(model.named_parameters())
+    before = [p.data.copy() for _, p in params] if optimizer is not None else None
+    grads = [norm(p.grad) for _, p in params]
+    if optimizer is not None:
+        optimizer.step()
+    rows = []
+    for i, (name, p) in enumerate(params):
+        weight = norm(before[i] if before is not None else p.data)
+        update = None
+        if before is not None and weight > 0:
+            update = norm(p.data - before[i]) / weight
+        rows.append(FlowRow(name, tuple(p.shape), grads[i], weight, update))
+    return FlowReport(rows)

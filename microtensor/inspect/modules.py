@@ -1,0 +1,74 @@
+"""Which module made each op: so traces can be filtered and graphs drawn in clusters.
+
+    with mt.record_modules(model):
+        loss = loss_fn(model(x), y)      # each op made here gets op.module = 'layers.0.ffn', ...
+    print(mt.trace(loss).table(module='layers.0'))
+
+Built on the modules' forward hooks (nn.Module.register_forward_hook), so the engine
+has no special path for it and nothing is recorded outside the `with` block.
+After a module's forward returns, its hook walks back from the output and names
+every op it reaches that was made inside that call: the walk stops at the
+forward's arguments, at leaves, and at ops another (non-nested) module already
+named.  Inner modules return first, so an op gets the innermost module's name.
+Ops made outside every module (e.g. the loss) keep op.module unset.
+"""
+import contextlib
+
+from ..tensor import Tensor
+
+
+@contextlib.contextmanager
+def record_modules(model):
+    """Inside the block, set op.module to the dotted name of the module whose forward made it."""
+    handles = [module.register_forward_hook(_namer(name))
+               for name, module in model.named_modules()]
+    try:
+        yield model
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def module_of(op):
+    """The dotted module name record_modules gave this op ('' for the model itself), or None."""
+    return getattr(op, 'module', None)
+
+
+def _namer(name):
+    def hook(module, args, output):
+        _name_ops(name, args, output)
+    return hook
+
+
+def _name_ops(name, args, output):
+    arguments = {id(t) for t in _tensors(args)}
+    stack, seen = list(_tensors(output)), set()
+    while stack:
+        t = stack.pop()
+        fn = t.creator
+        if id(t) in seen or id(t) in arguments or fn is None or fn.inputs is None:
+            continue
+        seen.add(id(t))
+        owner = module_of(fn)
+        if owner is None:
+            fn.module = name
+        elif not _inside(owner, name):
+            continue  # made by a module outside this one: before this call
+        stack.extend(fn.inputs)
+
+
+def _inside(owner, name):
+    """Is module `owner` this module `name` or nested in it?"""
+    return name == '' or owner == name or owner.startswith(name + '.')
+
+
+def _tensors(value):
+    """The Tensors in a forward's arguments or output (nested in tuples, lists, dicts)."""
+    if isinstance(value, Tensor):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _tensors(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _tensors(v)
