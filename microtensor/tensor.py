@@ -19,8 +19,7 @@ class Tensor:
     __array_priority__ = 1000  # numpy_array * tensor -> Tensor.__rmul__
 
     def __init__(self, data, dtype=None, device=None, requires_grad=False, name=None):
-        if isinstance(data, Tensor):
-            data = data.data
+        data = data.data if isinstance(data, Tensor) else backend.as_array(data)  # numpy scalars keep their dtype
         if device is None and backend.is_array(data):
             device = backend.device_of(data)
         array = backend.asarray(data, dtype=dtype, device=device)
@@ -39,9 +38,12 @@ class Tensor:
 
     @classmethod
     def _wrap(cls, array):
-        """A new tensor around an existing backend array (the fast path ops use)."""
+        """A new tensor around an existing backend array (the fast path ops use).
+
+        numpy turns ufuncs on 0-d arrays into scalars (numpy.float64): as_array makes them
+        0-d arrays again, so every tensor holds an array of its device's type."""
         t = object.__new__(cls)
-        t.data = array
+        t.data = backend.as_array(array)
         t.grad = None
         t.requires_grad = False
         t.creator = None
@@ -144,10 +146,17 @@ class Tensor:
         return self.data.reshape(()).item()
 
     def to(self, device=None, dtype=None):
-        """A copy on another device and/or dtype, still connected to the graph."""
+        """A copy on another device and/or dtype, still connected to the graph.
+
+        x.to('cuda'), x.to(dtype=mt.float64), or x.to(mt.float64) as in PyTorch.
+        A cast to an integer or bool dtype leaves the graph: such tensors have no gradient.
+        """
+        if device is not None and str(device).split(':')[0] not in backend.DEVICES:
+            device, dtype = None, device  # x.to(mt.float64)
         out = self
         if dtype is not None and backend.dtype(dtype) != self.dtype:
-            out = _ew.Cast.apply(out, dtype=backend.dtype(dtype))
+            dtype = backend.dtype(dtype)
+            out = _ew.Cast.apply(out if backend.float_dtype(dtype) else out.detach(), dtype=dtype)
         if device is not None and backend.check_device(device) != self.device:
             out = _shape.ToDevice.apply(out, device=backend.check_device(device))
         return out
@@ -284,6 +293,12 @@ class Tensor:
     def tanh(self):
         return _ew.Tanh.apply(self)
 
+    def sin(self):
+        return _ew.Sin.apply(self)
+
+    def cos(self):
+        return _ew.Cos.apply(self)
+
     def sigmoid(self):
         return _ew.Sigmoid.apply(self)
 
@@ -393,7 +408,8 @@ def as_tensor(value, like):
     dtype = like.dtype if backend.float_dtype(like.dtype) else None
     if dtype is None and isinstance(value, float):
         dtype = DEFAULT_FLOAT
-    return Tensor._wrap(backend.asarray(value, dtype=dtype, device=like.device))
+    xp = backend.array_module(like.data)  # like's device: known to exist, no need to check it again
+    return Tensor._wrap(xp.asarray(value, dtype=dtype))
 
 
 def _index_arrays(index):

@@ -5,10 +5,14 @@ Every test that takes `device` runs once per available backend: 'cpu' always,
 """
 import os
 
-import pytest
-from hypothesis import HealthCheck, settings
+# Tiny matrices: BLAS threads only fight each other (and parallel test workers) on 2 cores.
+# Set before numpy is first imported (by microtensor, below).
+os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
 
-import microtensor as mt
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+import microtensor as mt  # noqa: E402
 
 settings.register_profile('dev', max_examples=12, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])

@@ -1,0 +1,116 @@
+"""Autoregressive generation: pick a token, append it, feed it back, repeat.
+
+    logits = model(tokens so far)[:, -1]          (B, V): scores for the next token
+    next   = argmax(logits)                       greedy
+           ~ softmax(logits / T)                  sampling at temperature T
+
+Temperature (the articles' table): T = 0.2 is very sharp, almost argmax; T = 1 is the
+model's own distribution; T = 1.5 is flatter and more diverse.  T -> 0 becomes greedy
+(temperature=0 is exactly greedy).  top_k keeps only the k largest logits before sampling
+(top_k=1 is greedy too).
+
+Sampling uses the Gumbel-max trick: argmax(logits / T + g) with g = -log(-log(u)),
+u ~ U(0, 1) per entry, is an exact sample from softmax(logits / T) -- no cumulative sums,
+only microtensor ops, so it runs on the GPU as is.  u comes from the backend's generator:
+mt.manual_seed(s), or seed=s here, makes generation reproducible.
+
+The KV cache: each layer's self-attention keeps the K and V of every position seen so far,
+so each step runs the model on the one new token only (T_q = 1) instead of the whole prefix;
+the result is the same as recomputing everything (tests/test_generate.py checks it).
+"""
+import microtensor as mt
+
+from .models import Transformer
+
+
+def generate(model, prompt, max_new_tokens, temperature=1.0, top_k=None, greedy=False, seed=None):
+    """Continue `prompt` by max_new_tokens tokens.
+
+    GPT (decoder-only): prompt (B, T) token ids -> (B, T + max_new_tokens), the prompt followed
+    by the new tokens.  Transformer (encoder-decoder): prompt is the source (B, S) -> the
+    generated target (B, max_new_tokens), decoded from `model.bos_id`.  A 1-D prompt (T,)
+    gives a 1-D result.  The model runs in eval mode (no dropout) and records no graph.
+    seed: calls mt.manual_seed(seed) first (so it also reseeds later random draws).
+    """
+    _check_options(max_new_tokens, temperature, top_k)
+    if seed is not None:
+        mt.manual_seed(seed)
+    device = model.parameters()[0].device
+    ids = prompt if isinstance(prompt, mt.Tensor) else mt.tensor(prompt, dtype='int64', device=device)
+    one_sequence = ids.ndim == 1
+    if one_sequence:
+        ids = ids.reshape(1, -1)
+    if ids.ndim != 2 or ids.shape[1] == 0:
+        raise ValueError(f"generate: the prompt must hold token ids of shape (B, T) or (T,) with T >= 1, "
+                         f"got shape {tuple(prompt.shape) if hasattr(prompt, 'shape') else ids.shape}")
+
+    was_training = model.training
+    model.eval()
+    try:
+        with mt.no_grad():
+            cache = model.new_cache()
+            if isinstance(model, Transformer):
+                if model.bos_id is None:
+                    raise ValueError("generate: the Transformer has no bos_id to start the target from; "
+                                     "build it with Transformer(..., bos_id=...)")
+                _check_positions(model.tgt_embed, max_new_tokens, 'the target (max_new_tokens)')
+                memory, src_mask = model.encode(ids)
+                start = mt.full((ids.shape[0], 1), model.bos_id, dtype='int64', device=ids.device)
+                new = _decode(lambda y: model.decode(y, memory, src_mask, cache), start,
+                              max_new_tokens, temperature, top_k, greedy)
+                out = mt.concatenate([start] + new, axis=1)[:, 1:]  # without BOS
+            else:
+                _check_positions(model.embed, ids.shape[1] + max_new_tokens - 1,
+                                 f'the prompt ({ids.shape[1]} tokens) plus max_new_tokens - 1')
+                new = _decode(lambda x: model(x, cache=cache), ids, max_new_tokens, temperature, top_k, greedy)
+                out = mt.concatenate([ids] + new, axis=1)
+    finally:
+        model.train(was_training)
+    return out.reshape(-1) if one_sequence else out
+
+
+def _decode(step, first_input, max_new_tokens, temperature, top_k, greedy):
+    """The loop both architectures share: logits of the last position -> next token -> feed it back."""
+    tokens, x = [], first_input
+    for _ in range(max_new_tokens):
+        x = pick_next(step(x)[:, -1], temperature, top_k, greedy)
+        tokens.append(x)
+    return tokens
+
+
+def pick_next(logits, temperature=1.0, top_k=None, greedy=False):
+    """logits (B, V) -> next token ids (B, 1): greedy, or a sample from softmax(logits / T) (top-k)."""
+    B = logits.shape[0]
+    if greedy or temperature == 0:
+        return logits.argmax(axis=-1).reshape(B, 1)
+    logits = logits / temperature
+    if top_k is not None and top_k < logits.shape[-1]:
+        logits = top_k_filter(logits, top_k)
+    u = mt.rand(*logits.shape, dtype=logits.dtype, device=logits.device).clip(min=1e-30)
+    gumbel = -(-u.log()).log()
+    return (logits + gumbel).argmax(axis=-1).reshape(B, 1)
+
+
+def top_k_filter(logits, k):
+    """Keep the k largest logits of each row and set the rest to -inf (equal values stay together)."""
+    rest = logits
+    for _ in range(k - 1):  # remove the current maximum k - 1 times; what is left has the k-th largest on top
+        rest = rest.masked_fill(rest == rest.max(axis=-1, keepdims=True), float('-inf'))
+    return logits.masked_fill(logits < rest.max(axis=-1, keepdims=True), float('-inf'))
+
+
+def _check_options(max_new_tokens, temperature, top_k):
+    if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
+        raise ValueError(f"generate: max_new_tokens must be an integer >= 0, not {max_new_tokens!r}")
+    if not temperature >= 0:
+        raise ValueError(f"generate: temperature must be >= 0 (0 = greedy), not {temperature!r}")
+    if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
+        raise ValueError(f"generate: top_k must be None or an integer >= 1, not {top_k!r}")
+
+
+def _check_positions(embed, n_positions, what):
+    """A learned position table has max_len rows: refuse before running past it."""
+    if embed.positional == 'learned' and n_positions > embed.max_len:
+        raise ValueError(f"generate: {what} needs {n_positions} positions, but the model's learned "
+                         f"position table has max_len={embed.max_len}; shorten the prompt, ask for fewer "
+                         "tokens, or use positional='sinusoidal', 'rope' or 'alibi' (they extrapolate)")

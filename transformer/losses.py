@@ -1,0 +1,34 @@
+"""Training losses: cross-entropy over the vocabulary, arranged for each architecture.
+
+Decoder-only (causal LM, "predict the next token"):
+    logits = model(ids)                          (B, T, V)
+    L = CE(logits[:, :-1], ids[:, 1:])           position t is scored on token t + 1
+
+Encoder-decoder (teacher forcing):
+    tgt_in = shift_right(tgt, bos_id)            [bos, y_1, ..., y_{T-1}]
+    logits = model(src, tgt_in)                  (B, T, V)
+    L = CE(logits, tgt)  ignoring pad_id         position t is scored on y_t
+
+CE is mt.cross_entropy: the mean over counted positions of -log softmax(logits)[target].
+"""
+import microtensor as mt
+
+
+def next_token_loss(logits, ids, ignore_index=None):
+    """Causal LM loss: logits (B, T, V) from model(ids), ids (B, T)."""
+    if logits.shape[:2] != tuple(ids.shape):
+        raise ValueError(f"next_token_loss: logits {logits.shape} and ids {tuple(ids.shape)} must share (B, T)")
+    if ids.shape[1] < 2:
+        raise ValueError(f"next_token_loss: needs sequences of at least 2 tokens, got shape {tuple(ids.shape)}")
+    return mt.cross_entropy(logits[:, :-1], ids[:, 1:], ignore_index=ignore_index)
+
+
+def seq2seq_loss(logits, tgt_out, pad_id=None):
+    """Encoder-decoder loss: logits (B, T, V) for decoder input shift_right(tgt_out), tgt_out (B, T)."""
+    return mt.cross_entropy(logits, tgt_out, ignore_index=pad_id)
+
+
+def shift_right(tgt, bos_id):
+    """The decoder input for teacher forcing: [bos, y_1, ..., y_{T-1}]  (B, T) -> (B, T)."""
+    bos = mt.full((tgt.shape[0], 1), bos_id, dtype=tgt.dtype, device=tgt.device)
+    return mt.concatenate([bos, tgt[:, :-1]], axis=1)

@@ -1,0 +1,279 @@
+"""Whole models: the three architectures of the articles, built from EncoderLayer/DecoderLayer.
+
+    Encoder-only (BERT):        ids -> Embed -> [EncoderLayer] x N  (bidirectional, no mask)
+                                     -> classify (pooled) or masked-token logits (MLM)
+    Decoder-only (GPT):         ids -> Embed -> [DecoderLayer without cross-attention] x N (causal mask)
+                                     -> logits for the next token (CLM)
+    Encoder-decoder (original): src -> Encoder -> memory;  tgt -> Decoder(causal self-attention,
+                                     cross-attention to memory) -> logits for the next target token
+
+Shapes: ids (B, T) integer token ids; hidden states (B, T, d_model); logits (B, T, vocab).
+Embed(ids) = TokenEmbedding(ids) + positions (sinusoidal or learned, added to the input), or
+positions inside attention (RoPE rotates Q and K, ALiBi adds a distance bias to the scores).
+With norm='pre' the residual stream is never normalised inside the layers, so the stack ends
+with a final norm (GPT-2's ln_f); with norm='post' each layer's output is already normalised.
+
+Initialisation (GPT-2, `gpt2_init`): every Linear weight and embedding ~ N(0, 0.02^2), biases 0,
+norms gamma=1, beta=0; the projections that write into the residual stream (attention's W_O
+and the FFN's W_2) get std 0.02 / sqrt(2 * n_layers), so that the sum of 2 * n_layers residual
+branches keeps the stream's variance independent of depth.  A fresh model therefore predicts
+nearly uniform distributions: its loss is ~ ln(vocab_size).
+One exception, from the original Transformer: with sinusoidal positions (sin/cos of amplitude 1)
+the token vectors are multiplied by sqrt(d_model) and start ~ N(0, 1/d_model), so that token
+and position arrive at the same scale (with 0.02 the positions drown the tokens and a model
+can fail to learn at all).
+`init_std` (every model's keyword) replaces 0.02: GPT-2 chose it for d_model = 768 (about
+0.55 / sqrt(d_model)); a tiny model's attention starts almost uniform with it (scores are
+products of two 0.02-sized matrices) and learns where to look slowly, so the toy tasks in
+the tests use init_std=0.1 with d_model=32.
+
+Extra keyword arguments of the models (residual=False, alpha=0.5, activation='relu',
+norm_type='rms', n_kv_heads=2, ...) go to every layer (see layers.py).
+"""
+import math
+
+import microtensor as mt
+from microtensor import nn
+
+from .attention import KVCache
+from .embedding import TokenEmbedding
+from .layers import NORM_TYPES, DecoderLayer, EncoderLayer
+from .masks import causal_mask, padding_mask
+from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+
+POSITIONAL = ('sinusoidal', 'learned', 'rope', 'alibi', 'none')
+
+
+class Embed(nn.Module):
+    """x = TokenEmbedding(ids) + position, then dropout:  ids (B, T) -> x (B, T, d_model).
+
+    positional: 'sinusoidal' (fixed sin/cos table, extrapolates), 'learned' (a trainable
+    (max_len, d_model) table), or 'rope' / 'alibi' / 'none' (nothing added here; the layers'
+    attention handles RoPE and ALiBi).  `offset` is the position of ids[:, 0] (the number of
+    tokens already in a KV cache).
+    """
+
+    def __init__(self, vocab_size, d_model, max_len, positional, dropout=0.0):
+        super().__init__()
+        if positional not in POSITIONAL:
+            raise ValueError(f"positional must be one of {POSITIONAL}, not {positional!r}")
+        self.vocab_size, self.max_len, self.positional, self.dropout = vocab_size, max_len, positional, dropout
+        # sin/cos rows have unit amplitude: scale the tokens up to match (see gpt2_init)
+        self.tok = TokenEmbedding(vocab_size, d_model, scale=positional == 'sinusoidal')
+        self.pos = None
+        if positional == 'sinusoidal':
+            self.pos = SinusoidalPositionalEncoding(d_model)
+        elif positional == 'learned':
+            self.pos = LearnedPositionalEmbedding(max_len, d_model)
+
+    @property
+    def layer_options(self):
+        """What the layers' attention must do for this kind of position."""
+        return {'rope': self.positional == 'rope', 'alibi': self.positional == 'alibi'}
+
+    def forward(self, ids, offset=0):
+        x = self.tok(ids)
+        if self.pos is not None:
+            x = self.pos(x, offset=offset)
+        return mt.dropout(x, self.dropout, self.training)
+
+
+class Encoder(nn.Module):
+    """A stack of EncoderLayers (+ a final norm for Pre-LN).  forward(x (B, T, d_model), mask=None)."""
+
+    def __init__(self, n_layers, d_model, n_heads, d_ff=None, dropout=0.0, norm='pre', norm_type='layer',
+                 **layer_options):
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, norm=norm, norm_type=norm_type,
+                                                 **layer_options) for _ in range(n_layers))
+        self.final_norm = NORM_TYPES[norm_type](d_model) if norm == 'pre' else None
+
+    def forward(self, x, mask=None):
+        for layer in self.layers:
+            x = layer(x, mask=mask)
+        return self.final_norm(x) if self.final_norm is not None else x
+
+
+class Decoder(nn.Module):
+    """A stack of DecoderLayers (+ a final norm for Pre-LN).
+
+    forward(x (B, T, d_model), memory=None, self_mask=None, memory_mask=None, cache=None):
+    `cache` is a list with one KVCache per layer (see new_cache) for incremental decoding.
+    cross_attention=False builds the decoder-only (GPT) stack.
+    """
+
+    def __init__(self, n_layers, d_model, n_heads, d_ff=None, dropout=0.0, norm='pre', norm_type='layer',
+                 cross_attention=True, **layer_options):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff, dropout, norm=norm, norm_type=norm_type,
+                                                 cross_attention=cross_attention, **layer_options)
+                                    for _ in range(n_layers))
+        self.final_norm = NORM_TYPES[norm_type](d_model) if norm == 'pre' else None
+
+    def new_cache(self):
+        return [KVCache() for _ in self.layers]
+
+    def forward(self, x, memory=None, self_mask=None, memory_mask=None, cache=None):
+        if cache is not None and len(cache) != len(self.layers):
+            raise ValueError(f"Decoder: cache has {len(cache)} entries but there are {len(self.layers)} layers "
+                             "(make it with new_cache())")
+        for i, layer in enumerate(self.layers):
+            x = layer(x, memory, self_mask=self_mask, memory_mask=memory_mask,
+                      cache=None if cache is None else cache[i])
+        return self.final_norm(x) if self.final_norm is not None else x
+
+
+def cache_length(cache):
+    """How many positions a model's cache (a list of per-layer KVCaches) already holds."""
+    return 0 if cache is None else cache[0].length
+
+
+def gpt2_init(model, n_layers, std=0.02):
+    """GPT-2's initialisation, in place (see the module docstring); returns the model.
+    With another `std`, the residual projections get std / sqrt(2 * n_layers)."""
+    residual_std = std / math.sqrt(2 * n_layers)
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            nn.init.normal_(m.weight, 0.0, std)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+        elif isinstance(m, TokenEmbedding):  # scaled by sqrt(d_model) in use: N(0, 1) rows, like sin/cos
+            nn.init.normal_(m.weight, 0.0, 1 / math.sqrt(m.d_model) if m.scale else std)
+        elif isinstance(m, LearnedPositionalEmbedding):
+            nn.init.normal_(m.weight, 0.0, std)
+    for layer in getattr(model, 'layers', ()):
+        for attention in (layer.self_attn, getattr(layer, 'cross_attn', None)):
+            if attention is not None:
+                nn.init.normal_(attention.W_O.weight, 0.0, residual_std)
+        nn.init.normal_(layer.ffn.W_2.weight, 0.0, residual_std)
+    return model
+
+
+class GPT(nn.Module):
+    """Decoder-only language model:  logits = Head(Decoder(Embed(ids), causal mask)).
+
+    forward(ids (B, T), cache=None) -> logits (B, T, vocab_size): logits[:, t] predicts ids[:, t + 1].
+    tie_weights=True uses the token embedding as the output projection (logits = h @ E^T),
+    as GPT-2 does.  With a cache (model.new_cache()), ids holds only the new tokens.
+    """
+
+    def __init__(self, vocab_size, d_model=64, n_layers=2, n_heads=4, d_ff=None, max_len=256, dropout=0.0,
+                 norm='pre', tie_weights=False, positional='learned', n_kv_heads=None, init_std=0.02,
+                 **layer_options):
+        super().__init__()
+        self.vocab_size, self.max_len = vocab_size, max_len
+        self.embed = Embed(vocab_size, d_model, max_len, positional, dropout)
+        self.decoder = Decoder(n_layers, d_model, n_heads, d_ff, dropout, norm, cross_attention=False,
+                               n_kv_heads=n_kv_heads, **self.embed.layer_options, **layer_options)
+        self.lm_head = None if tie_weights else nn.Linear(d_model, vocab_size, bias=False)
+        gpt2_init(self, n_layers, init_std)
+
+    @property
+    def layers(self):
+        return self.decoder.layers
+
+    def new_cache(self):
+        return self.decoder.new_cache()
+
+    def forward(self, ids, cache=None):
+        offset = cache_length(cache)
+        T = ids.shape[1]
+        h = self.decoder(self.embed(ids, offset), self_mask=causal_mask(T, offset + T, offset, device=ids.device),
+                         cache=cache)
+        return h @ (self.embed.tok.weight.T if self.lm_head is None else self.lm_head.weight)
+
+
+class Transformer(nn.Module):
+    """The encoder-decoder Transformer of "Attention Is All You Need".
+
+    forward(src (B, S), tgt (B, T)) -> logits (B, T, tgt_vocab).  tgt is the decoder's input:
+    the target shifted right behind `bos_id` (see losses.shift_right); logits[:, t] predicts the
+    target token t.  With pad_id, padded source positions are hidden from both attentions
+    (pad targets on the right: the causal mask keeps real positions from seeing them, and
+    seq2seq_loss ignores them).
+    """
+
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, n_heads=4, n_layers=2, d_ff=None, max_len=256,
+                 dropout=0.0, norm='pre', pad_id=None, bos_id=None, positional='sinusoidal', init_std=0.02,
+                 **layer_options):
+        super().__init__()
+        self.src_vocab, self.tgt_vocab, self.max_len = src_vocab, tgt_vocab, max_len
+        self.pad_id, self.bos_id = pad_id, bos_id
+        self.src_embed = Embed(src_vocab, d_model, max_len, positional, dropout)
+        self.tgt_embed = Embed(tgt_vocab, d_model, max_len, positional, dropout)
+        options = dict(self.src_embed.layer_options, **layer_options)
+        self.encoder = Encoder(n_layers, d_model, n_heads, d_ff, dropout, norm, **options)
+        self.decoder = Decoder(n_layers, d_model, n_heads, d_ff, dropout, norm, **options)
+        self.generator = nn.Linear(d_model, tgt_vocab)
+        gpt2_init(self, n_layers, init_std)
+
+    @property
+    def layers(self):
+        return list(self.encoder.layers) + list(self.decoder.layers)
+
+    def new_cache(self):
+        return self.decoder.new_cache()
+
+    def encode(self, src):
+        """src (B, S) -> (memory (B, S, d_model), src_mask (B, 1, 1, S) or None)."""
+        src_mask = padding_mask(src, self.pad_id) if self.pad_id is not None else None
+        return self.encoder(self.src_embed(src), mask=src_mask), src_mask
+
+    def decode(self, tgt, memory, src_mask=None, cache=None):
+        """tgt (B, T) decoder input -> logits (B, T, tgt_vocab); with a cache tgt holds only new tokens."""
+        offset = cache_length(cache)
+        T = tgt.shape[1]
+        h = self.decoder(self.tgt_embed(tgt, offset), memory,
+                         self_mask=causal_mask(T, offset + T, offset, device=tgt.device),
+                         memory_mask=src_mask, cache=cache)
+        return self.generator(h)
+
+    def forward(self, src, tgt):
+        memory, src_mask = self.encode(src)
+        return self.decode(tgt, memory, src_mask)
+
+
+class EncoderOnly(nn.Module):
+    """Encoder-only (BERT-style) model: every token attends to every token (padding aside).
+
+    forward(ids (B, T)) -> hidden states (B, T, d_model)
+    masked_token_logits(ids) -> (B, T, vocab_size)    the MLM head: predict the tokens hidden by a mask id
+    classify(ids) -> (B, n_classes)                   the mean of the hidden states over real (non-pad)
+                                                      positions, then a Linear
+    """
+
+    def __init__(self, vocab_size, d_model=64, n_layers=2, n_heads=4, d_ff=None, max_len=256, dropout=0.0,
+                 norm='pre', pad_id=None, positional='learned', n_classes=None, init_std=0.02, **layer_options):
+        super().__init__()
+        self.vocab_size, self.max_len, self.pad_id, self.n_classes = vocab_size, max_len, pad_id, n_classes
+        self.embed = Embed(vocab_size, d_model, max_len, positional, dropout)
+        self.encoder = Encoder(n_layers, d_model, n_heads, d_ff, dropout, norm,
+                               **self.embed.layer_options, **layer_options)
+        self.mlm_head = nn.Linear(d_model, vocab_size)
+        self.classifier = nn.Linear(d_model, n_classes) if n_classes is not None else None
+        gpt2_init(self, n_layers, init_std)
+
+    @property
+    def layers(self):
+        return self.encoder.layers
+
+    def _mask(self, ids):
+        return padding_mask(ids, self.pad_id) if self.pad_id is not None else None
+
+    def forward(self, ids):
+        return self.encoder(self.embed(ids), mask=self._mask(ids))
+
+    def masked_token_logits(self, ids):
+        return self.mlm_head(self(ids))
+
+    def classify(self, ids):
+        if self.classifier is None:
+            raise ValueError("EncoderOnly.classify: the model has no classification head; "
+                             "build it with n_classes=...")
+        h = self(ids)
+        if self.pad_id is None:
+            pooled = h.mean(axis=1)
+        else:  # mean over the real positions only
+            keep = (ids != self.pad_id).astype(h.dtype).expand_dims(-1)   # (B, T, 1)
+            pooled = (h * keep).sum(axis=1) / keep.sum(axis=1).clip(min=1.0)
+        return self.classifier(pooled)
