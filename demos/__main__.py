@@ -7,6 +7,13 @@ import time
 LESSONS = [
     ('train_xor', 'the engine alone: an MLP learns XOR'),
     ('temperature', 'softmax(x / T): low T is near-argmax, high T is flat'),
+    ('article_trace', "the article's 猫 吃 鱼 trace: PE table (and its typos), X0, layer-1 attention"),
+    ('softmax_saturation', 'Var(q.k) = d_k: without 1/sqrt(d_k) the softmax saturates and stops the gradient'),
+    ('residual_highway', 'per-layer gradients in 24 layers: residual vs none, Pre-LN vs Post-LN'),
+    ('rnn_vs_attention', 'gradient vs distance: the RNN decays (path n), attention does not (path 1)'),
+    ('layernorm_vs_batchnorm', 'LayerNorm ignores the batch; BatchNorm depends on it and on train/eval'),
+    ('train_gpt', 'a tiny character GPT: training, checkpoints, sampling at several temperatures'),
+    ('train_reverse', 'a tiny encoder-decoder Transformer learns to reverse digit sequences'),
 ]
 
 

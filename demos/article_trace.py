@@ -1,0 +1,119 @@
+"""Lesson: the article's 猫 吃 鱼 ("cat eats fish") trace, recomputed (deep-dive §7.1-7.3).
+
+The article sends a 3-word sentence through a small encoder (d_model = 12, h = 3,
+d_k = 4, d_ff = 48) and prints the numbers: "This is not a schematic.  This is a real
+hand calculation: every number was actually computed."  It prints the embeddings, the
+score matrices and the attention tables, but not its weight matrices, so what can be
+recomputed is what follows from printed numbers alone:
+
+1. The sinusoidal positional encoding (§7.2),
+       PE[pos, 2i] = sin(pos / 10000^(2i/d_model)),  PE[pos, 2i+1] = cos(pos / 10000^(2i/d_model)).
+   Position 0 is [0, 1, 0, 1, ...] ("all even dimensions are sin(0) = 0, all odd ones
+   cos(0) = 1").  For positions 1 and 2 the article prints 0.2338, 0.0096, 0.9999 and
+   0.4228, 0.0193, 0.9998: typos.  The formula gives 0.2138, 0.0464, 0.9989 and 0.4177,
+   0.0927, 0.9957, and the article's own X0 rows agree with the formula.
+2. X0 = Embedding + PE (§7.2), first 4 dimensions: [0.21, 1.54, 0.13, 1.82],
+   [1.22, 0.77, 1.12, 1.40], [1.64, -0.26, 0.87, 1.25].
+3. Layer 1 attention (§7.3): the printed Q_i K_i^T of heads 1 and 2, "divided by
+   sqrt(4) = 2" and softmaxed row by row, give exactly the printed tables.  Head 1 is "a
+   uniform head" (every weight 30%-37%), head 2 "a semantic head: every word gives its
+   highest attention to 鱼 (fish)".
+
+Everything goes through the library's own pieces: TokenEmbedding (loaded with the
+article's vectors), SinusoidalPositionalEncoding, and mt.softmax, the op inside
+scaled_dot_product_attention.  The numbers come from transformer/article_data.py.
+"""
+import math
+
+import microtensor as mt
+from transformer import SinusoidalPositionalEncoding, TokenEmbedding
+from transformer import article_data as article
+
+from .report import table
+
+
+def positional_table(T=3, d_model=article.D_MODEL):
+    """PE rows 0 .. T-1 as lists (float64)."""
+    return SinusoidalPositionalEncoding(d_model).table(T, dtype='float64').tolist()
+
+
+def pe_typos(pe):
+    """(pos, dim, printed, formula) wherever the article's printed PE differs from the formula at 4 decimals."""
+    return [(pos, dim, printed, pe[pos][dim])
+            for pos, row in article.PE_PRINTED.items()
+            for dim, printed in enumerate(row) if round(pe[pos][dim], 4) != printed]
+
+
+def x0(pe_rows=None):
+    """X0 = Embedding(猫 吃 鱼) + PE, (3, 12) as lists.  pe_rows: replace the formula's PE (to try the typos)."""
+    embed = TokenEmbedding(len(article.TOKENS), article.D_MODEL)
+    embed.weight.data = mt.tensor([article.EMBEDDINGS[w] for w in article.TOKENS], dtype='float64').data
+    X = embed(mt.tensor([[0, 1, 2]]))                                 # (1, 3, 12)
+    if pe_rows is None:
+        X = SinusoidalPositionalEncoding(article.D_MODEL)(X)
+    else:
+        X = X + mt.tensor(pe_rows, dtype='float64')
+    return X[0].tolist()
+
+
+def attention_weights(head):
+    """softmax(S / sqrt(d_k)) row by row, for the article's printed layer-1 scores S of `head`."""
+    S = mt.tensor(article.LAYER1_SCORES[head], dtype='float64')
+    return mt.softmax(S / math.sqrt(article.D_K), axis=-1).tolist()
+
+
+def max_difference(a, b):
+    return max(abs(x - y) for row_a, row_b in zip(a, b) for x, y in zip(row_a, row_b))
+
+
+def _rows(matrix):
+    return [[word] + list(row) for word, row in zip(article.TOKENS, matrix)]
+
+
+def _vector(values):
+    return '[' + ', '.join(f"{v:.2f}" for v in values) + ']'
+
+
+def run():
+    pe = positional_table()
+    print("1. Sinusoidal PE, d_model = 12:  PE[pos, 2i] = sin(pos / 10000^(2i/12)), PE[pos, 2i+1] = cos(...)")
+    print(table(['pos'] + [f"d{j}" for j in range(12)], [[pos] + row for pos, row in enumerate(pe)], fmt='.4f'))
+    typos = pe_typos(pe)
+    wrong = {(pos, dim) for pos, dim, _, _ in typos}
+    print("\nThe article's printed PE (the 6 dimensions it prints) vs the formula:")
+    print(table(['pos', 'dim', 'article', 'formula', ''],
+                [[pos, dim, printed, pe[pos][dim], 'typo' if (pos, dim) in wrong else 'ok']
+                 for pos, row in article.PE_PRINTED.items() for dim, printed in enumerate(row)], fmt='.4f'))
+
+    X0 = x0()
+    printed_pe = [pe[0]] + [article.PE_PRINTED[p] + pe[p][6:] for p in (1, 2)]  # the typos in, the rest formula
+    X0_with_typos = x0(printed_pe)
+    print("\n2. X0 = Embedding + PE, first 4 dimensions:")
+    print(table(['word', 'article', 'with the formula PE', "with the article's PE"],
+                [[word, _vector(article.X0_PRINTED[i]), _vector(X0[i][:4]), _vector(X0_with_typos[i][:4])]
+                 for i, word in enumerate(article.TOKENS)]))
+    agree = all(round(X0[i][d], 2) == article.X0_PRINTED[i][d] for i in range(3) for d in range(4))
+    print(f"The article's X0 {'matches' if agree else 'does NOT match'} the formula's PE; with its own printed "
+          f"PE (0.2338), 吃 dim 2 would be {X0_with_typos[1][2]:.2f}, not {article.X0_PRINTED[1][2]:.2f}.")
+
+    print("\n3. Layer 1 attention: A = softmax(Q K^T / sqrt(d_k)), d_k = 4, from the article's printed Q K^T")
+    weights = {}
+    for head in (1, 2):
+        S = article.LAYER1_SCORES[head]
+        weights[head] = A = attention_weights(head)
+        print(f"\nhead {head}: Q K^T printed in the article | the same / sqrt(4)")
+        print(table(['Q \\ K'] + article.TOKENS + ['|'] + article.TOKENS,
+                    [r + ['|'] + [v / 2 for v in row] for r, row in zip(_rows(S), S)], fmt='.4f'))
+        print(f"head {head}: A = softmax(Q K^T / 2) computed here | A printed in the article")
+        print(table(['Q \\ K'] + article.TOKENS + ['|'] + article.TOKENS,
+                    [r + ['|'] + printed for r, printed in zip(_rows(A), article.LAYER1_WEIGHTS[head])], fmt='.4f'))
+        difference = max_difference(A, article.LAYER1_WEIGHTS[head])
+        print(f"largest difference: {difference:.1e} (the article rounds to 4 decimals)")
+    print("\nHead 1 is near uniform (the article's 'uniform head'); in head 2 every word puts its largest\n"
+          "weight on 鱼 (its 'semantic head').  Head 3's scores and layer 2's are not printed, nor are the\n"
+          "weight matrices, so the trace cannot be recomputed further.")
+    return {'pe': pe, 'typos': typos, 'x0': X0, 'x0_with_printed_pe': X0_with_typos, 'weights': weights}
+
+
+if __name__ == '__main__':
+    run()

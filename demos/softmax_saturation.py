@@ -1,0 +1,145 @@
+"""Lesson: why attention divides by sqrt(d_k) -- softmax saturation as d_k grows.
+
+The deep-dive article (§1.5): "Problem: when d_k is large, the variance of the dot
+product explodes."  For q, k with independent unit-variance entries,
+
+    Var(q . k) = sum_i Var(q_i) Var(k_i) = d_k,
+
+"if d_k = 64 the variance is 64; d_k = 512, it is 512.  Dividing by sqrt(d_k) brings the
+variance back to 1, however large d_k is."  And why that matters: "if the softmax's
+input is too large (say 20 and -5) its output is close to one-hot ([0.999, 0.000...]):
+the gradient is close to zero and the model cannot learn at all."  sqrt(d_k) is "an
+automatic gain control".
+
+Here, for each d_k, random unit-variance q, k, v go through
+scaled_dot_product_attention twice: with the scale (1/sqrt(d_k)) and with scale=1.0.
+For each we print Var(scores), the largest probability per row (1 = one-hot), the mean
+p(1-p) (the diagonal of the softmax Jacobian diag(p) - p p^T), the entropy (log T_k
+for uniform, 0 for one-hot), and how much of the gradient arriving at the weights p
+gets through the softmax to the scores s, query row by query row:
+
+    dL/ds = p * (dL/dp - sum(dL/dp * p))          passes = |dL/ds| / |dL/dp|  (per row)
+
+and the share of rows that are cut off (passes < 1e-3).  Without the scale, p turns
+one-hot as d_k grows, and more and more rows pass (almost) nothing: the softmax stops
+passing gradient.  With it, every d_k looks like d_k = 4.
+
+A second part (train=True) trains one attention head on a lookup task at a large d_k,
+with and without the scale, by plain SGD (Adam divides each gradient by its own running
+size, which hides part of the effect) from the article's starting point: q and k with
+unit-variance entries.
+"""
+import math
+
+import microtensor as mt
+from microtensor import nn, optim
+from transformer import scaled_dot_product_attention
+from transformer.attention import attend  # scaled_dot_product_attention that also returns the scores
+from transformer.probes import saturation_stats
+
+from .report import save_lines, table, window_means
+
+D_KS = (4, 16, 64, 256, 1024)
+
+
+def saturation(d_k, scaled, n=32, T=16, seed=0):
+    """Random q, k, v (n, T, d_k) ~ N(0, 1) through attention; a dict of the lesson's numbers."""
+    mt.manual_seed(seed)
+    q, k, v = (mt.randn(n, T, d_k, requires_grad=True) for _ in range(3))
+    output, weights, scores = attend(q, k, v, scale=None if scaled else 1.0)
+    weights.retain_grad()
+    scores.retain_grad()
+    (output * mt.randn(*output.shape)).sum().backward()  # a random upstream gradient dL/doutput
+    stats = saturation_stats(scores, weights)
+    passes = row_norms(scores.grad) / row_norms(weights.grad)  # (n, T): one ratio per query row
+    return {'d_k': d_k, 'scaled': scaled, 'var': stats.score_var, 'max_p': stats.max_p, 'p1p': stats.mean_p1p,
+            'entropy': stats.entropy, 'passes': passes.mean().item(),
+            'cut_off': (passes < 1e-3).astype('float32').mean().item()}
+
+
+def row_norms(g):
+    return (g * g).sum(axis=-1).sqrt()
+
+
+def sweep(d_ks=D_KS, **sizes):
+    """saturation() for every d_k, scaled and unscaled."""
+    return [saturation(d_k, scaled, **sizes) for d_k in d_ks for scaled in (True, False)]
+
+
+# ---------------------------------------------------------------------------- the training comparison
+class Lookup(nn.Module):
+    """One attention head: out = softmax(q W_Q (K W_K)^T * scale) V.
+
+    The task: T keys and values (random vectors); the query is a noisy copy of one
+    key; the output should be that key's value.  Learning means turning W_Q W_K^T into
+    something that matches a key to itself.
+    """
+
+    def __init__(self, d, d_k, scaled):
+        super().__init__()
+        self.W_Q, self.W_K = nn.Linear(d, d_k, bias=False), nn.Linear(d, d_k, bias=False)
+        for W in (self.W_Q, self.W_K):  # N(0, 1/d): q and k start with unit-variance entries
+            nn.init.normal_(W.weight, 0.0, 1 / math.sqrt(d))
+        self.scale = None if scaled else 1.0
+
+    def forward(self, query, keys, values):
+        output, _ = scaled_dot_product_attention(self.W_Q(query), self.W_K(keys), values, scale=self.scale)
+        return output
+
+
+def lookup_batch(B, T, d, noise=0.5):
+    keys, values = mt.randn(B, T, d), mt.randn(B, T, d)
+    target = mt.randint(0, T, (B,))
+    rows = mt.arange(B)
+    query = keys[rows, target].reshape(B, 1, d) + noise * mt.randn(B, 1, d)
+    return query, keys, values, values[rows, target].reshape(B, 1, d)
+
+
+def train_lookup(scaled, d=32, d_k=256, T=8, B=32, steps=150, lr=0.5, seed=0):
+    """Loss curve (mean squared error per step) of Lookup trained by SGD with or without the scale."""
+    mt.manual_seed(seed)
+    model = Lookup(d, d_k, scaled)
+    opt = optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    losses = []
+    for _ in range(steps):
+        query, keys, values, target = lookup_batch(B, T, d)
+        loss = ((model(query, keys, values) - target) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def run(d_ks=D_KS, n=32, T=16, train=True, train_steps=150, train_d_k=256):
+    rows = sweep(d_ks, n=n, T=T)
+    print(f"q, k, v ~ N(0, 1): {n} x {T} queries, {T} keys each; uniform attention would have "
+          f"max p = {1 / T:.3f}, entropy = log {T} = {math.log(T):.2f}")
+    print(table(['d_k', 'scale', 'Var(scores)', 'max p', 'mean p(1-p)', 'entropy', 'passes', 'rows cut off'],
+                [[r['d_k'], '1/sqrt(d_k)' if r['scaled'] else 'none', r['var'], r['max_p'], r['p1p'], r['entropy'],
+                  r['passes'], f"{100 * r['cut_off']:.1f}%"] for r in rows]))
+    print("passes = |dL/ds| / |dL/dp| per query row (mean); cut off = rows passing less than 1e-3.\n"
+          "With the scale Var(scores) stays ~1 and every d_k behaves alike; without it Var(scores) ~ d_k,\n"
+          "rows turn one-hot (max p -> 1, entropy -> 0), p(1-p) vanishes and so does the gradient.")
+
+    series = {f"{what}, {'scores / sqrt(d_k)' if scaled else 'no scale'}":
+              [r[key] for r in rows if r['scaled'] == scaled]
+              for key, what in (('p1p', 'mean p(1-p)'), ('passes', 'passes')) for scaled in (True, False)}
+    save_lines('softmax_saturation', series, 'd_k', 'p(1-p), gradient share', 'Softmax saturation as d_k grows',
+               x=list(d_ks), logx=True)
+
+    curves = None
+    if train:
+        curves = {scaled: train_lookup(scaled, d_k=train_d_k, steps=train_steps) for scaled in (True, False)}
+        print(f"\nSGD training one attention head, d_k = {train_d_k}: find the key that matches a noisy query "
+              "and return its value.\nMean squared error (returning the mean of the values scores about 1):")
+        print(table(['steps', 'with 1/sqrt(d_k)', 'without'],
+                    [[steps, a, b] for (steps, a), (_, b) in zip(window_means(curves[True], 5),
+                                                                 window_means(curves[False], 5))]))
+        save_lines('softmax_saturation_training', {'scores / sqrt(d_k)': curves[True], 'no scale': curves[False]},
+                   'step', 'MSE', f'Lookup task by SGD, d_k = {train_d_k}')
+    return {'rows': rows, 'curves': curves}
+
+
+if __name__ == '__main__':
+    run()
