@@ -1,4 +1,6 @@
 """mt.backward_steps: one step per op, in a valid order, with backward()'s gradients."""
+import os
+
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
@@ -148,3 +150,21 @@ def test_random_chains_match_backward(choices, seed):
 
     for expected, got in zip(run(False), run(True)):
         np.testing.assert_array_equal(expected, got)
+
+
+def test_readme_seeing_gradients_examples_run(tmp_path, monkeypatch):
+    """README's 'Seeing gradients' blocks run in order, as a reader would paste them
+    (the optional matplotlib plot line is left out when matplotlib is absent)."""
+    import importlib.util
+    from readme import python_blocks
+    monkeypatch.chdir(tmp_path)
+    blocks = python_blocks('Seeing gradients')
+    assert len(blocks) >= 6
+    namespace = {}
+    for block in blocks:
+        if importlib.util.find_spec('matplotlib') is None:
+            block = '\n'.join(line for line in block.splitlines() if '.plot(' not in line)
+        exec(compile(block, 'README.md', 'exec'), namespace)
+    assert namespace['W'].grad is not None and 'weight' in str(namespace['flow'])
+    assert 'self_attn' in namespace['saturation'].table()
+    assert any(name.startswith(('block.', '.block')) for name in os.listdir(tmp_path))

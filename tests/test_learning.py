@@ -1,11 +1,10 @@
 """Learning tests: small MLPs reach 100% training accuracy with every optimizer, and the
-README's training example (docs/training-example.md) runs as printed.
+README's training example ('Training in ten lines') runs as printed.
 
 Not timing tests: they bound the number of steps, measured with ten seeds when written
 (two moons, n=100, noise 0.1: SGD+momentum 87-184 steps, Adam 53-89, AdamW 53-90; XOR at most 56).
 """
 import os
-import re
 import subprocess
 import sys
 
@@ -15,6 +14,7 @@ import pytest
 import microtensor as mt
 from microtensor import nn, optim
 from test_serialization import two_moons
+from readme import python_blocks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -56,9 +56,8 @@ def test_mlp_reaches_full_training_accuracy(name, dataset, max_steps):
 
 
 def test_readme_training_example_runs_as_printed(tmp_path):
-    """The python blocks of docs/training-example.md, pasted into a fresh interpreter in an empty folder."""
-    with open(os.path.join(ROOT, 'docs', 'training-example.md'), encoding='utf-8') as f:
-        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    """The python blocks of README's 'Training in ten lines', pasted into a fresh interpreter in an empty folder."""
+    blocks = python_blocks('Training in ten lines')
     assert len(blocks) == 2
     train, resume = blocks
     assert len([line for line in train.splitlines() if line.strip() and not line.startswith(('import', 'from'))]) <= 10

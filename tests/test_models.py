@@ -1,5 +1,5 @@
 """The three architectures and their losses (transformer/models.py, losses.py), and the
-quickstart guide (docs/transformer-quickstart.md).
+quickstart (README: 'Build a Transformer in a few lines').
 
 Proves: float64 end-to-end gradient checks of the GPT loss (tied and untied), the
 encoder-decoder loss (with padding) and the encoder-only classification and masked-token
@@ -12,8 +12,6 @@ clear errors for out-of-vocabulary ids, a too-long sequence, bad options, anothe
 every code block of the quickstart runs, and its Transformer does learn to reverse.
 """
 import math
-import os
-import re
 
 import numpy as np
 import pytest
@@ -21,10 +19,10 @@ from hypothesis import given, strategies as st
 
 import microtensor as mt
 from module_check import gradcheck_module
+from readme import python_blocks
 from transformer import (GPT, DecoderLayer, EncoderLayer, EncoderOnly, Transformer, next_token_loss,
                          seq2seq_loss, shift_right)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = dict(d_model=8, n_heads=2, n_layers=1, d_ff=8)  # vocab 7, T = 3: fast float64 checks
 CHECK = dict(max_elements=0)  # every parameter along 3 random directions (layers check elementwise)
 
@@ -192,11 +190,10 @@ def test_models_run_on_the_gpu():
 
 # ---------------------------------------------------------------------------- the quickstart guide
 def test_quickstart_code_blocks_run():
-    with open(os.path.join(ROOT, 'docs', 'transformer-quickstart.md'), encoding='utf-8') as f:
-        blocks = re.findall(r'```python\n(.*?)```', f.read(), flags=re.S)
+    blocks = python_blocks('Build a Transformer in a few lines')
     assert len(blocks) >= 3
     namespace = {}
     for block in blocks:  # one namespace, like a reader typing them in order
-        exec(compile(block, 'transformer-quickstart.md', 'exec'), namespace)
+        exec(compile(block, 'README.md', 'exec'), namespace)
     src, model, generate = namespace['src'], namespace['model'], namespace['generate']
     assert generate(model, src, 5, greedy=True).tolist() == src.numpy()[:, ::-1].tolist()  # as printed there
