@@ -1,0 +1,223 @@
+"""Self-test: every op, forward and backward, against a CPU float64 reference.
+
+    python -m microtensor.selftest                   # on the GPU when there is one, else the CPU
+    python -m microtensor.selftest --device cpu      # float32 CPU run vs the float64 CPU reference
+    python -m microtensor.selftest --device cuda --dtype float32
+
+Each case in CASES runs twice on the same input values and the same upstream
+gradient: once on the reference (CPU, float64) and once on the device under test.
+The table shows the largest difference in the output and in any input's gradient.
+On a GPU this proves the cupy path computes what the numpy path computes; on the
+CPU (float32 vs float64) it shows how much single precision costs each op.
+tests/test_gpu.py runs the same table.
+"""
+import argparse
+import sys
+from dataclasses import dataclass
+from typing import Callable
+
+import microtensor as mt
+
+from . import backend
+
+
+@dataclass(frozen=True)
+class Case:
+    """One row of the self-test: fn(*inputs) -> Tensor, with one input per shape.
+
+    Inputs are drawn uniformly from [low, high); integer or boolean arguments
+    (targets, indices, masks) are built inside fn, on the inputs' device.
+    """
+    name: str
+    fn: Callable
+    shapes: tuple
+    low: float = -2.0
+    high: float = 2.0
+
+
+def _ids(values, x):
+    """An integer tensor on x's device (class targets, gather indices)."""
+    return mt.tensor(values, device=x.device)
+
+
+def _second_derivative(f):
+    """x -> d(f(x))/dx built with create_graph=True: differentiating it runs backward's own backward."""
+    return lambda x: mt.grad(f(x), x, create_graph=True)[0]
+
+
+POSITIVE = dict(low=0.5, high=2.0)  # for log, sqrt, division and powers
+
+CASES = [
+    # elementwise, with broadcasting (the backward loop sums gradients back: SumTo)
+    Case('add', lambda a, b: a + b, ((3, 4), (4,))),
+    Case('sub', lambda a, b: a - b, ((3, 1), (1, 4))),
+    Case('mul', lambda a, b: a * b, ((2, 3, 4), (3, 1))),
+    Case('div', lambda a, b: a / b, ((3, 4), (3, 4)), **POSITIVE),
+    Case('pow', lambda a, b: a ** b, ((3, 4), (4,)), **POSITIVE),
+    Case('scalars', lambda x: 2 * x - 1 / (x * x + 1) + x ** 2 - 0.5, ((3, 4),)),
+    Case('neg', lambda x: -x, ((3, 4),)),
+    Case('exp', lambda x: x.exp(), ((3, 4),)),
+    Case('log', lambda x: x.log(), ((3, 4),), **POSITIVE),
+    Case('sqrt', lambda x: x.sqrt(), ((3, 4),), **POSITIVE),
+    Case('tanh', lambda x: x.tanh(), ((3, 4),)),
+    Case('sin', lambda x: x.sin(), ((3, 4),)),
+    Case('cos', lambda x: x.cos(), ((3, 4),)),
+    Case('sigmoid', lambda x: x.sigmoid(), ((3, 4),)),
+    Case('relu', lambda x: x.relu(), ((3, 4),)),
+    Case('abs', lambda x: x.abs(), ((3, 4),)),
+    Case('erf', lambda x: mt.erf(x), ((3, 4),)),
+    Case('gelu tanh', lambda x: mt.gelu(x), ((3, 4),)),
+    Case('gelu erf', lambda x: mt.gelu(x, approximate='none'), ((3, 4),)),
+    Case('maximum', lambda a, b: mt.maximum(a, b), ((3, 4), (4,))),
+    Case('minimum', lambda a, b: mt.minimum(a, b), ((3, 4), (3, 1))),
+    Case('clip', lambda x: x.clip(-0.5, 1.0), ((3, 4),)),
+    Case('clip max only', lambda x: x.clip(max=0.3), ((3, 4),)),
+    Case('cast', lambda x: x.float().double() * x, ((3, 4),)),
+    # reductions
+    Case('sum', lambda x: x.sum(), ((3, 4),)),
+    Case('sum axis', lambda x: x.sum(axis=1, keepdims=True), ((2, 3, 4),)),
+    Case('mean', lambda x: x.mean(axis=(0, 2)), ((2, 3, 4),)),
+    Case('var', lambda x: x.var(axis=-1), ((2, 3, 4),)),
+    Case('var ddof=1', lambda x: x.var(axis=0, ddof=1), ((3, 4),)),
+    Case('max', lambda x: x.max(axis=1), ((2, 3, 4),)),
+    Case('max all', lambda x: x.max(), ((3, 4),)),
+    Case('min', lambda x: x.min(axis=0, keepdims=True), ((3, 4),)),
+    Case('sum_to', lambda x: x.sum_to((1, 4)), ((3, 4),)),
+    # matrix products
+    Case('matmul', lambda a, b: a @ b, ((3, 4), (4, 5))),
+    Case('matmul batched', lambda a, b: a @ b, ((2, 3, 4), (2, 4, 5))),
+    Case('matmul X @ W', lambda X, W: X @ W, ((2, 3, 4), (4, 5))),
+    Case('matmul broadcast', lambda a, b: a @ b, ((2, 3, 4), (1, 4, 5))),
+    Case('matmul vector', lambda v, W, u: (v @ W) @ u, ((4,), (4, 5), (5,))),
+    # shapes
+    Case('reshape', lambda x: x.reshape(2, 6), ((3, 4),)),
+    Case('transpose', lambda x: x.transpose(2, 0, 1), ((2, 3, 4),)),
+    Case('.T', lambda x: x.T, ((3, 4),)),
+    Case('swapaxes', lambda x: x.swapaxes(0, -1), ((2, 3, 4),)),
+    Case('expand_dims', lambda x: x.expand_dims(1), ((3, 4),)),
+    Case('squeeze', lambda x: x.squeeze(1), ((3, 1, 4),)),
+    Case('broadcast_to', lambda x: x.broadcast_to((2, 3, 4)), ((3, 1),)),
+    Case('slice', lambda x: x[1:, ::2], ((3, 4),)),
+    Case('index ids', lambda x: x[_ids([0, 2, 0], x)], ((3, 4),)),
+    Case('index column ids', lambda x: x[:, _ids([3, 1, 3], x)], ((3, 4),)),
+    Case('index mask', lambda x: x[x > 0], ((3, 4),)),
+    Case('index 2nd order', _second_derivative(lambda x: (x[_ids([0, 2, 0], x)] ** 3).sum()), ((3, 4),)),
+    Case('concatenate', lambda a, b: mt.concatenate([a, b], axis=1), ((3, 4), (3, 2))),
+    Case('stack', lambda a, b: mt.stack([a, b], axis=0), ((3, 4), (3, 4))),
+    Case('split', lambda x: mt.concatenate(mt.split(x, [1, 3], axis=1)[::-1], axis=1), ((3, 4),)),
+    Case('to cpu and back', lambda x: (x.cpu() * 2).to(x.device), ((3, 4),)),
+    # selection
+    Case('where', lambda a, b: mt.where(a > 0, a, b), ((3, 4), (4,))),
+    Case('where scalar', lambda x: mt.where(x > 0, x, 0.0), ((3, 4),)),
+    Case('masked_fill', lambda x: x.masked_fill(x > 0.5, -1.0), ((3, 4),)),
+    # the fused nn ops
+    Case('softmax', lambda x: mt.softmax(x), ((2, 3, 4),)),
+    Case('softmax axis 0', lambda x: mt.softmax(x, axis=0), ((3, 4),)),
+    Case('softmax 2nd order', _second_derivative(lambda x: (mt.softmax(x) ** 2).sum()), ((3, 4),)),
+    Case('log_softmax', lambda x: mt.log_softmax(x), ((2, 3, 4),)),
+    Case('cross_entropy', lambda x: mt.cross_entropy(x, _ids([0, 3, 1], x)), ((3, 4),)),
+    Case('cross_entropy ignore', lambda x: mt.cross_entropy(x, _ids([[0, 3, -1], [-1, 1, 2]], x), ignore_index=-1),
+         ((2, 3, 4),)),
+    Case('layer_norm', lambda x, gamma, beta: mt.layer_norm(x, gamma, beta), ((2, 3, 4), (4,), (4,))),
+]
+
+
+@dataclass
+class Result:
+    case: Case
+    forward_diff: float  # max |y - y_ref|
+    grad_diff: float     # max |dL/dx - dL/dx_ref| over every input
+    passed: bool
+    error: str = ''      # what the run under test raised, if it raised
+
+
+# Allowed difference, relative to the reference's largest magnitude (at least 1).
+TOLERANCE = {'float64': 1e-9, 'float32': 2e-5}
+
+
+def compare(case, device, dtype, seed=0):
+    """Run `case` on (device, dtype) and on the CPU float64 reference; a Result."""
+    rng = backend.host_rng(seed)
+    values = [rng.uniform(case.low, case.high, shape) for shape in case.shapes]
+    ref_inputs, ref_out = _forward(case, values, 'cpu', 'float64')
+    upstream = rng.standard_normal(ref_out.shape)  # a random dL/dy: ones would hide errors that cancel
+    ref_out.backward(mt.tensor(upstream, dtype='float64'))
+    try:
+        inputs, out = _forward(case, values, device, dtype)
+        out.backward(mt.tensor(upstream, dtype=out.dtype, device=out.device))
+    except Exception as error:  # one broken op must not hide the rest of the table
+        return Result(case, float('inf'), float('inf'), False, f"{type(error).__name__}: {error}")
+
+    tolerance = TOLERANCE[str(backend.dtype(dtype))]
+    forward_diff, forward_ok = _difference(out, ref_out, tolerance)
+    grad_diff, grads_ok = 0.0, True
+    for x, ref_x in zip(inputs, ref_inputs):
+        diff, ok = _difference(x.grad, ref_x.grad, tolerance)
+        grad_diff, grads_ok = max(grad_diff, diff), grads_ok and ok
+    return Result(case, forward_diff, grad_diff, forward_ok and grads_ok)
+
+
+def _forward(case, values, device, dtype):
+    inputs = [mt.tensor(v, dtype=dtype, device=device, requires_grad=True) for v in values]
+    return inputs, case.fn(*inputs)
+
+
+def _difference(t, ref, tolerance):
+    """(max |t - ref|, within tolerance?); a gradient missing on one side only is a failure."""
+    if t is None or ref is None:
+        return (0.0, True) if t is None and ref is None else (float('inf'), False)
+    a, b = backend.to_numpy(t.data).astype('float64'), backend.to_numpy(ref.data)
+    if a.shape != b.shape:
+        return float('inf'), False
+    if a.size == 0:
+        return 0.0, True
+    diff = float(abs(a - b).max())  # nan when either side has a nan: then `<=` is False
+    return diff, diff <= tolerance * max(1.0, float(abs(b).max()))
+
+
+def default_device_and_dtype(device=None, dtype=None):
+    """cuda when a GPU is available, else cpu; float64 on the GPU (it must match the CPU
+    closely), float32 on the CPU (there float64 would compare the reference with itself)."""
+    device = backend.check_device(device) if device else ('cuda' if backend.cuda_is_available() else 'cpu')
+    return device, dtype or ('float64' if device == 'cuda' else 'float32')
+
+
+def run(device=None, dtype=None, cases=CASES):
+    """Every case on (device, dtype), defaults as in default_device_and_dtype; a list of Results."""
+    device, dtype = default_device_and_dtype(device, dtype)
+    return [compare(case, device, dtype) for case in cases]
+
+
+def format_table(results):
+    rows = [('op', 'input shapes', 'max |forward diff|', 'max |grad diff|', 'result')]
+    for r in results:
+        shapes = ' '.join(str(s).replace(' ', '') for s in r.case.shapes)
+        rows.append((r.case.name, shapes, f'{r.forward_diff:.2e}', f'{r.grad_diff:.2e}',
+                     'PASS' if r.passed else 'FAIL'))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return '\n'.join('  '.join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog='python -m microtensor.selftest', description=__doc__.splitlines()[0])
+    parser.add_argument('--device', choices=backend.DEVICES, help='default: cuda when a GPU is available, else cpu')
+    parser.add_argument('--dtype', choices=sorted(TOLERANCE), help='default: float64 on cuda, float32 on cpu')
+    args = parser.parse_args(argv)
+    try:
+        device, dtype = default_device_and_dtype(args.device, args.dtype)
+    except RuntimeError as error:  # --device cuda without a GPU
+        parser.error(str(error))
+    print(f"microtensor self-test: {device} {dtype} vs the CPU float64 reference "
+          f"(tolerance {TOLERANCE[dtype]:g} x max(1, max |reference|))\n")
+    results = run(device, dtype)
+    print(format_table(results))
+    for r in results:
+        if r.error:
+            print(f"{r.case.name} raised {r.error}")
+    failed = [r.case.name for r in results if not r.passed]
+    print(f"\n{len(results) - len(failed)} of {len(results)} passed" + (f"; FAILED: {', '.join(failed)}" if failed else ''))
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
