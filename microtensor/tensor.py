@@ -153,9 +153,12 @@ class Tensor:
         """
         if device is not None and str(device).split(':')[0] not in backend.DEVICES:
             device, dtype = None, device  # x.to(mt.float64)
+        try:
+            dtype = None if dtype is None else backend.dtype(dtype)
+        except TypeError:
+            raise TypeError(f"to(): {dtype!r} is neither a device ('cpu' or 'cuda') nor a dtype") from None
         out = self
-        if dtype is not None and backend.dtype(dtype) != self.dtype:
-            dtype = backend.dtype(dtype)
+        if dtype is not None and dtype != self.dtype:
             out = _ew.Cast.apply(out if backend.float_dtype(dtype) else out.detach(), dtype=dtype)
         if device is not None and backend.check_device(device) != self.device:
             out = _shape.ToDevice.apply(out, device=backend.check_device(device))

@@ -70,7 +70,7 @@ class Pow(Function):
 
     def backward(self, g):
         a, b = self.inputs
-        ga = g * b * a ** (b - 1)
+        ga = g * b * a ** (b - 1) if self.needs_grad(0) else None  # 2 ** x needs only gb
         gb = g * self.output * a.log() if self.needs_grad(1) else None  # log(a) needs a > 0
         return ga, gb
 

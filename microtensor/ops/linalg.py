@@ -12,8 +12,6 @@ class MatMul(Function):
     """
 
     def forward(self, a, b):
-        if a.shape[-1] != b.shape[-2]:
-            raise ValueError(f"inner dimensions differ: {a.shape[-1]} != {b.shape[-2]}")
         if b.ndim == 2 and a.ndim > 2:
             return (a.reshape(-1, a.shape[-1]) @ b).reshape(a.shape[:-1] + b.shape[-1:])
         return a @ b
@@ -36,6 +34,10 @@ def matmul(a, b):
     b = as_tensor(b, a)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(f"MatMul: scalars cannot be matrix-multiplied (shapes {a.shape} and {b.shape}); use *")
+    k = b.shape[-2] if b.ndim > 1 else b.shape[0]
+    if a.shape[-1] != k:
+        raise ValueError(f"MatMul: shapes {a.shape} @ {b.shape} do not fit: the inner dimensions differ "
+                         f"({a.shape[-1]} != {k})")
     if a.ndim == 1 and b.ndim == 1:
         return (a.expand_dims(0) @ b.expand_dims(1)).reshape(())
     if a.ndim == 1:

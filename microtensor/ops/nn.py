@@ -5,7 +5,6 @@ tests/test_fused.py checks each against the same function built from primitives.
 from .. import backend
 from ..autograd import Function
 from ..tensor import Tensor
-from .reduce import normalize_axis
 
 
 class Softmax(Function):
@@ -65,7 +64,7 @@ class NLLLoss(Function):
             raise ValueError(f"targets of shape {targets.shape} do not match logits {logp.shape} "
                              "(expected the logits' shape without its last, class axis)")
         if targets.dtype.kind not in 'iu':
-            raise TypeError(f"targets must be integer class ids, not {targets.dtype}")
+            raise TypeError(f"cross_entropy: targets must be integer class ids, not {targets.dtype}")
         counted = targets != ignore_index if ignore_index is not None else xp.ones(targets.shape, dtype=bool)
         bad = counted & ((targets < 0) | (targets >= n_classes))
         if bool(bad.any()):

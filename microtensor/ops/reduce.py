@@ -42,11 +42,10 @@ class Sum(Function):
 
 def mean(x, axis=None, keepdims=False):
     """y = sum(x, axis) / n,  n = the number of elements averaged."""
-    axes = normalize_axis(axis, x.ndim)
+    total = Sum.apply(x, axis=axis, keepdims=keepdims)  # first: it checks the axes and names the op
     n = 1
-    for a in axes:
+    for a in normalize_axis(axis, x.ndim):
         n *= x.shape[a]
-    total = Sum.apply(x, axis=axes, keepdims=keepdims)
     return total * (1.0 / n) if n else total * float('nan')
 
 
@@ -76,6 +75,8 @@ class Max(Function):
 
     def forward(self, x, axis, keepdims):
         self.axes = normalize_axis(axis, x.ndim)
+        if any(x.shape[a] == 0 for a in self.axes):
+            raise ValueError(f"the {self.reduce} over an empty axis is undefined (there is no element to pick)")
         y = getattr(x, self.reduce)(axis=self.axes, keepdims=True)
         winners = x == y
         self.share = (winners / winners.sum(axis=self.axes, keepdims=True)).astype(x.dtype)

@@ -2,7 +2,6 @@
 moves the gradient back the same way (reshape <-> reshape, slice <-> scatter)."""
 from .. import backend
 from ..autograd import Function
-from ..tensor import Tensor
 
 
 class Reshape(Function):
@@ -36,33 +35,44 @@ class Transpose(Function):
         return (g.transpose(*inverse),)
 
 
+def check_axis(op, axis, x, ndim=None):
+    """`axis` (maybe negative) as an index in range(ndim), ndim = x.ndim unless given;
+    else an IndexError that names the op and x's shape."""
+    ndim = x.ndim if ndim is None else ndim
+    if not -ndim <= axis < ndim:
+        raise IndexError(f"{op}: axis {axis} is out of range for a tensor of shape {x.shape}")
+    return axis % ndim
+
+
 def transpose(x, *axes):
     """Permute axes; no axes reverses them (x.T)."""
     axes = tuple(axes[0]) if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
     if not axes:
         axes = tuple(range(x.ndim))[::-1]
-    if len(axes) != x.ndim or sorted(a % max(x.ndim, 1) for a in axes) != list(range(x.ndim)):
+    normalized = tuple(check_axis('Transpose', a, x) for a in axes)
+    if sorted(normalized) != list(range(x.ndim)):
         raise ValueError(f"Transpose: axes {axes} are not a permutation of a tensor of shape {x.shape}")
-    return Transpose.apply(x, axes=tuple(a % x.ndim for a in axes))
+    return Transpose.apply(x, axes=normalized)
 
 
 def swapaxes(x, axis1, axis2):
     axes = list(range(x.ndim))
+    axis1, axis2 = check_axis('swapaxes', axis1, x), check_axis('swapaxes', axis2, x)
     axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
     return transpose(x, *axes)
 
 
 def expand_dims(x, axis):
     """Insert a size-1 axis at `axis` (a reshape)."""
-    axis = axis % (x.ndim + 1)
+    axis = check_axis('expand_dims', axis, x, ndim=x.ndim + 1)
     return Reshape.apply(x, shape=x.shape[:axis] + (1,) + x.shape[axis:])
 
 
 def squeeze(x, axis=None):
     """Remove size-1 axes (all of them, or `axis`), as a reshape."""
-    ndim = x.ndim
-    axes = [a % ndim for a in ((axis,) if isinstance(axis, int) else axis)] if axis is not None else None
-    if axes is not None:
+    axes = None
+    if axis is not None:
+        axes = [check_axis('squeeze', a, x) for a in ((axis,) if isinstance(axis, int) else axis)]
         for a in axes:
             if x.shape[a] != 1:
                 raise ValueError(f"squeeze: axis {a} of shape {x.shape} has size {x.shape[a]}, not 1")
@@ -160,6 +170,7 @@ def stack(tensors, axis=0):
 
 def split(x, indices_or_sections, axis=0):
     """numpy.split: n equal sections, or cut before each given index; a list of slices."""
+    axis = check_axis('split', axis, x)
     size = x.shape[axis]
     if isinstance(indices_or_sections, int):
         n = indices_or_sections
@@ -169,7 +180,7 @@ def split(x, indices_or_sections, axis=0):
     else:
         cuts = list(indices_or_sections)
     bounds = [0] + cuts + [size]
-    lead = (slice(None),) * (axis % x.ndim)
+    lead = (slice(None),) * axis
     return [x[lead + (slice(start, stop),)] for start, stop in zip(bounds[:-1], bounds[1:])]
 
 
