@@ -7,10 +7,30 @@
 matplotlib is optional (pip install matplotlib, or the `demos` extra): without it a
 lesson prints its numbers and says how to get the picture.
 """
+import argparse
 import os
 import unicodedata
 
+import microtensor as mt
+
 RUNS = 'runs'  # relative to where you run the lesson (ignored by git)
+
+
+def command_line(module, doc, options, argv=None, extra=None):
+    """Parse `python -m demos.<module>` arguments: --device plus one --name per entry of
+    `options` (typed by its default); `extra(parser)` may add more."""
+    parser = argparse.ArgumentParser(prog=f'python -m demos.{module}', description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--device', default='cpu', choices=['cpu', 'cuda'], help='cuda: run on the GPU via cupy')
+    for name, default in options.items():
+        parser.add_argument('--' + name.replace('_', '-'), type=type(default), default=default,
+                            help='(default %(default)s)')
+    if extra is not None:
+        extra(parser)
+    args = parser.parse_args(argv)
+    if args.device == 'cuda' and not mt.cuda.is_available():
+        parser.error("--device cuda, but no GPU is usable here (cupy missing or no device)")
+    return args
 
 
 def table(header, rows, fmt=None):

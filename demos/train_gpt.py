@@ -20,7 +20,6 @@ softmax", 1.5 "smooth, diverse"; and greedily (always the most likely character)
     python -m demos.train_gpt --device cuda --steps 2000 # the same on a GPU (cupy)
     python -m demos.train_gpt --steps 2000 --resume      # continue the last run
 """
-import argparse
 import math
 import os
 import random
@@ -30,7 +29,7 @@ import microtensor as mt
 from microtensor import nn, optim
 from transformer import GPT, generate, next_token_loss
 
-from .report import RUNS, save_lines, table, window_means
+from .report import RUNS, command_line, save_lines, table, window_means
 
 # "The Star" by Jane Taylor (1806), public domain.
 TEXT = """Twinkle, twinkle, little star,
@@ -216,23 +215,13 @@ def run(steps=DEFAULTS['steps'], out=os.path.join(RUNS, 'train_gpt'), device='cp
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog='python -m demos.train_gpt', description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('--steps', type=int, default=DEFAULTS['steps'],
-                        help='training steps in all (default %(default)s)')
-    parser.add_argument('--device', default='cpu', choices=['cpu', 'cuda'], help='cuda: train on the GPU via cupy')
-    parser.add_argument('--resume', action='store_true', help='continue from <out>/ckpt.npz')
-    parser.add_argument('--out', default=os.path.join(RUNS, 'train_gpt'), help='folder for the checkpoint and plot')
-    parser.add_argument('--stop-after', type=int, help='stop after this step, as if interrupted (then --resume)')
-    parser.add_argument('--prompt', default='Twinkle')
-    parser.add_argument('--sample-length', type=int, default=160)
-    for name in ('batch_size', 'context', 'd_model', 'n_layers', 'n_heads', 'warmup', 'ckpt_every', 'seed'):
-        parser.add_argument('--' + name.replace('_', '-'), type=int, default=DEFAULTS[name])
-    parser.add_argument('--lr', type=float, default=DEFAULTS['lr'])
-    args = parser.parse_args(argv)
-    if args.device == 'cuda' and not mt.cuda.is_available():
-        parser.error("--device cuda, but no GPU is usable here (cupy missing or no device)")
-    run(**vars(args))
+    def extra(parser):
+        parser.add_argument('--resume', action='store_true', help='continue from <out>/ckpt.npz')
+        parser.add_argument('--out', default=os.path.join(RUNS, 'train_gpt'), help='folder for the checkpoint and plot')
+        parser.add_argument('--stop-after', type=int, help='stop after this step, as if interrupted (then --resume)')
+        parser.add_argument('--prompt', default='Twinkle')
+        parser.add_argument('--sample-length', type=int, default=160)
+    run(**vars(command_line('train_gpt', __doc__, DEFAULTS, argv, extra)))
 
 
 if __name__ == '__main__':

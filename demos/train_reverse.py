@@ -19,14 +19,13 @@ token (ten digits).
     python -m demos.train_reverse                           # the tour's run
     python -m demos.train_reverse --device cuda --length 12 --steps 1000
 """
-import argparse
 import random
 
 import microtensor as mt
 from microtensor import nn, optim
 from transformer import Transformer, generate, seq2seq_loss, shift_right
 
-from .report import save_lines, table, window_means
+from .report import command_line, save_lines, table, window_means
 
 DIGITS, BOS = 10, 10  # tokens 0-9 are digits; the decoder's start token is 10
 
@@ -100,17 +99,8 @@ def run(steps=300, length=6, n_test=200, seed=0, **options):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog='python -m demos.train_reverse', description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('--device', default='cpu', choices=['cpu', 'cuda'])
-    for name, default in (('steps', 300), ('length', 6), ('n_test', 200), ('batch_size', 32), ('d_model', 64),
-                          ('n_heads', 4), ('n_layers', 1), ('seed', 0)):
-        parser.add_argument('--' + name.replace('_', '-'), type=int, default=default)
-    parser.add_argument('--lr', type=float, default=3e-3)
-    args = parser.parse_args(argv)
-    if args.device == 'cuda' and not mt.cuda.is_available():
-        parser.error("--device cuda, but no GPU is usable here (cupy missing or no device)")
-    run(**vars(args))
+    options = dict(steps=300, length=6, n_test=200, batch_size=32, d_model=64, n_heads=4, n_layers=1, seed=0, lr=3e-3)
+    run(**vars(command_line('train_reverse', __doc__, options, argv)))
 
 
 if __name__ == '__main__':

@@ -225,6 +225,8 @@ def backward_loop(roots, root_grads, retain_graph=False, wanted=None):
                 continue
             if gx.shape != x.shape:  # undo broadcasting, in one place for every op
                 gx = gx.sum_to(x.shape)
+            if gx.dtype != x.dtype:  # a float32 x used in a float64 op still gets a float32 gradient
+                gx = gx.to(dtype=x.dtype)
             if _anomaly_mode:
                 _check_finite(fn, gx)
             _accumulate(grads, x, gx)

@@ -301,3 +301,12 @@ def test_training_loop_memory_does_not_grow():
     assert last_loss < first_loss * 0.5  # it really trains
     assert (_live(mt.Tensor), _live(mt.Function)) == (tensors_before, functions_before)
     assert memory_growth < 8_000, f"{memory_growth} bytes kept over 250 steps"
+
+
+def test_gradient_has_the_dtype_of_its_tensor():
+    """Mixed precision: x (float32) used in a float64 op gets a float32 .grad, as in PyTorch."""
+    x = mt.tensor([1.0, 2.0], requires_grad=True)
+    y = mt.tensor([3.0, 4.0], dtype='float64', requires_grad=True)
+    (x * y).sum().backward()
+    assert x.grad.dtype == mt.float32 and y.grad.dtype == mt.float64
+    assert x.grad.numpy().tolist() == [3.0, 4.0]
