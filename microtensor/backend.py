@@ -158,7 +158,7 @@ def erf(array):
     try:
         from scipy.special import erf as scipy_erf
     except ImportError:  # scipy is optional: math.erf per element is exact but slower
-        return _math_erf(array).astype(array.dtype)
+        return numpy.asarray(_math_erf(array), dtype=array.dtype)  # a 0-d input gives a float
     return scipy_erf(array)
 
 
