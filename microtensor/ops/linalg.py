@@ -32,16 +32,17 @@ def matmul(a, b):
     """a @ b with numpy's rules: 1-D operands are promoted to matrices and squeezed back."""
     a = a if isinstance(a, Tensor) else as_tensor(a, b)
     b = as_tensor(b, a)
-    if a.ndim == 0 or b.ndim == 0:
+    a_ndim, b_ndim = a.data.ndim, b.data.ndim
+    if a_ndim == 0 or b_ndim == 0:
         raise ValueError(f"MatMul: scalars cannot be matrix-multiplied (shapes {a.shape} and {b.shape}); use *")
-    k = b.shape[-2] if b.ndim > 1 else b.shape[0]
+    k = b.shape[-2] if b_ndim > 1 else b.shape[0]
     if a.shape[-1] != k:
         raise ValueError(f"MatMul: shapes {a.shape} @ {b.shape} do not fit: the inner dimensions differ "
                          f"({a.shape[-1]} != {k})")
-    if a.ndim == 1 and b.ndim == 1:
+    if a_ndim == 1 and b_ndim == 1:
         return (a.expand_dims(0) @ b.expand_dims(1)).reshape(())
-    if a.ndim == 1:
+    if a_ndim == 1:
         return MatMul.apply(a.expand_dims(0), b).squeeze(-2)
-    if b.ndim == 1:
+    if b_ndim == 1:
         return MatMul.apply(a, b.expand_dims(1)).squeeze(-1)
     return MatMul.apply(a, b)

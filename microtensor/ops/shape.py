@@ -59,7 +59,7 @@ def swapaxes(x, axis1, axis2):
     axes = list(range(x.ndim))
     axis1, axis2 = check_axis('swapaxes', axis1, x), check_axis('swapaxes', axis2, x)
     axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
-    return transpose(x, *axes)
+    return Transpose.apply(x, axes=tuple(axes))  # a valid permutation by construction
 
 
 def expand_dims(x, axis):
