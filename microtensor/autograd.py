@@ -110,11 +110,14 @@ class Function:
             shapes = ', '.join(str(tuple(t.shape)) for t in inputs)
             raise type(error)(f"{cls.__name__}: cannot apply to inputs of shapes {shapes}: {error}") from None
         out = Tensor._wrap(out_data)
+        if out.data.base is not None:  # a view (reshape, slice, transpose...): an in-place change of
+            _share_version(out, inputs)  # either tensor changes both, so both count it
         # (lists, not generators: this runs for every op, and a generator costs ~1 us more)
         if _grad_enabled and any([t.requires_grad for t in inputs]):
             fn.inputs = inputs
-            fn.input_versions = [t._version for t in inputs]
+            fn.input_versions = [t._version[0] for t in inputs]
             fn._output = weakref.ref(out)
+            fn.output_version = out._version[0]
             if _anomaly_mode:
                 fn.created_at = _user_call_site()
             out.requires_grad = True
@@ -123,7 +126,13 @@ class Function:
 
     @property
     def output(self):
-        return self._output()
+        """The output tensor, for ops whose backward reuses it (Exp: g * y)."""
+        y = self._output()
+        if y._version[0] != self.output_version:
+            raise RuntimeError(
+                f"{type(self).__name__}: its output of shape {y.shape} was modified in place after the forward "
+                "pass, but backward needs its old value; use an out-of-place op (y = y + z) instead")
+        return y
 
     def needs_grad(self, i):
         return self.inputs[i].requires_grad
@@ -135,6 +144,15 @@ class Function:
 
     def __repr__(self):
         return f"<{type(self).__name__}>"
+
+
+def _share_version(view, inputs):
+    """Give `view` the in-place counter of the input whose memory it views."""
+    base = view.data.base
+    for t in inputs:
+        if t.data is base or t.data.base is base:
+            view._version = t._version
+            return
 
 
 # ----------------------------------------------------------------------------
@@ -243,10 +261,10 @@ def _accumulate(grads, t, g):
 
 def _check_versions(fn):
     for x, version in zip(fn.inputs, fn.input_versions):
-        if x._version != version:
+        if x._version[0] != version:
             raise RuntimeError(
                 f"{type(fn).__name__}: an input of shape {x.shape} was modified in place after the "
-                f"forward pass (version {version} -> {x._version}), but backward needs its old value; "
+                f"forward pass (version {version} -> {x._version[0]}), but backward needs its old value; "
                 "use an out-of-place op (x = x + y) instead")
 
 

@@ -32,7 +32,7 @@ class Tensor:
         self.name = name
         self._retains_grad = False
         self._hooks = None
-        self._version = 0
+        self._version = [0]  # in-place changes so far; one list shared by tensors sharing memory
         if requires_grad:
             self.requires_grad_()
 
@@ -50,7 +50,7 @@ class Tensor:
         t.name = None
         t._retains_grad = False
         t._hooks = None
-        t._version = 0
+        t._version = [0]
         return t
 
     # ------------------------------------------------------------------ properties
@@ -126,8 +126,10 @@ class Tensor:
         return _HookHandle(self._hooks, hook)
 
     def detach(self):
-        """The same data, cut from the graph (shares memory, like PyTorch)."""
-        return Tensor._wrap(self.data)
+        """The same data, cut from the graph (shares memory, and so the in-place counter, like PyTorch)."""
+        t = Tensor._wrap(self.data)
+        t._version = self._version
+        return t
 
     def zero_grad(self):
         self.grad = None
@@ -185,7 +187,7 @@ class Tensor:
             raise RuntimeError("in-place change of a tensor that requires grad: wrap it in "
                                "`with mt.no_grad():` (as optimizers do) or use an out-of-place op")
         new_data_fn()
-        self._version += 1  # a pending backward that saved this tensor will notice
+        self._version[0] += 1  # a pending backward that saved this memory will notice
         return self
 
     def __setitem__(self, index, value):

@@ -143,6 +143,50 @@ def test_in_place_update_of_a_parameter_before_backward_is_caught():
         loss.backward()
 
 
+@pytest.mark.parametrize('modify', [
+    lambda x, c: c.detach().fill_(5.0),                # detach() shares memory with c
+    lambda x, c: c.reshape(3, 1).__setitem__(0, 5.0),  # so does a view
+    lambda x, c: c[1:].zero_(),                         # and a slice
+], ids=['detach', 'reshape view', 'slice view'])
+def test_in_place_change_through_a_view_is_caught_by_backward(modify):
+    x = t(3, requires_grad=True)
+    c = t(3)
+    y = (x * c).sum()
+    with mt.no_grad():
+        modify(x, c)
+    with pytest.raises(RuntimeError, match=r"Mul: an input of shape \(3,\) was modified in place"):
+        y.backward()
+
+
+def test_in_place_change_of_the_base_of_a_saved_view_is_caught():
+    x = t(6, requires_grad=True)
+    c = t(6)
+    view = c.reshape(2, 3)                # Mul below saves the view...
+    y = (x.reshape(2, 3) * view).sum()
+    c.fill_(0.0)                          # ...and this changes its memory
+    with pytest.raises(RuntimeError, match="Mul: an input of shape \\(2, 3\\) was modified in place"):
+        y.backward()
+
+
+def test_in_place_change_of_a_saved_output_is_caught():
+    """Exp's backward is g * y: changing y in place would make it silently wrong."""
+    x = t(3, requires_grad=True)
+    y = x.exp()
+    with mt.no_grad():
+        y.fill_(0.0)
+    with pytest.raises(RuntimeError, match=r"Exp: its output of shape \(3,\) was modified in place"):
+        y.sum().backward()
+
+
+def test_out_of_place_ops_and_fresh_copies_do_not_trip_the_check():
+    x = t(3, requires_grad=True)
+    c = t(3)
+    y = (x * (c * 1.0)).sum()
+    c.fill_(0.0)                          # c * 1.0 is a new array: Mul saved that, not c
+    y.backward()
+    assert x.grad is not None
+
+
 def test_in_place_change_of_a_leaf_requiring_grad():
     w = t(3, requires_grad=True)
     for modify in [lambda: w.__setitem__(0, 1.0), lambda: w.fill_(0.0), lambda: w.copy_(np.zeros(3))]:
@@ -150,7 +194,7 @@ def test_in_place_change_of_a_leaf_requiring_grad():
             modify()
     with mt.no_grad():
         w.fill_(2.0)  # allowed: this is how optimizers update parameters
-    assert w.numpy().tolist() == [2.0, 2.0, 2.0] and w._version == 1
+    assert w.numpy().tolist() == [2.0, 2.0, 2.0] and w._version[0] == 1
 
 
 # ---------------------------------------------------------------------------- anomaly mode
