@@ -2,7 +2,7 @@
 
 Each one names the op in microtensor/ops/ that does the work.
 """
-from .ops import elementwise, linalg, nn, reduce, select, shape
+from .ops import elementwise, linalg, nn, select, shape
 from .tensor import Tensor, as_tensor
 
 
@@ -23,10 +23,9 @@ pow = _binary(elementwise.Pow)
 maximum = _binary(elementwise.Maximum)
 minimum = _binary(elementwise.Minimum)
 matmul = linalg.matmul
-gelu = elementwise.gelu
 concatenate, stack, split = shape.concatenate, shape.stack, shape.split
 where, masked_fill = select.where, select.masked_fill
-softmax, log_softmax, cross_entropy = nn.softmax, nn.log_softmax, nn.cross_entropy
+softmax, log_softmax, cross_entropy, gelu = nn.softmax, nn.log_softmax, nn.cross_entropy, nn.gelu
 layer_norm, dropout = nn.layer_norm, nn.dropout
 
 

@@ -311,7 +311,7 @@ class Tensor:
         return _ew.Relu.apply(self)
 
     def gelu(self, approximate='tanh'):
-        return _ew.gelu(self, approximate)
+        return _nn.gelu(self, approximate)
 
     def abs(self):
         return _ew.Abs.apply(self)

@@ -48,7 +48,7 @@ def attend(q, k, v, mask=None, scale=None, bias=None, dropout=0.0, training=Fals
         raise ValueError(f"attention: q {q.shape}, k {k.shape}, v {v.shape} do not fit "
                          "(need q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v))")
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = q @ k.swapaxes(-1, -2) * scale
+    scores = (q * scale) @ k.swapaxes(-1, -2)  # = q k^T * scale, with T_k / d_k times fewer multiplications
     if bias is not None:
         scores = scores + bias
     masked = scores if mask is None else mt.where(_check_mask(mask, scores.shape), scores, -math.inf)

@@ -38,7 +38,9 @@ class Mul(Function):
 
     def backward(self, g):
         a, b = self.inputs
-        return g * b, g * a
+        ga = g * b if self.needs_grad(0) else None  # x * mask, x * 0.5: no work for the constant
+        gb = g * a if self.needs_grad(1) else None
+        return ga, gb
 
 
 class Div(Function):
@@ -49,7 +51,9 @@ class Div(Function):
 
     def backward(self, g):
         a, b = self.inputs
-        return g / b, -g * a / (b * b)
+        ga = g / b if self.needs_grad(0) else None
+        gb = -g * a / (b * b) if self.needs_grad(1) else None
+        return ga, gb
 
 
 class Neg(Function):
@@ -232,49 +236,3 @@ class Cast(Function):
 
     def backward(self, g):
         return (g.to(dtype=self.source_dtype),)
-
-
-# ---------------------------------------------------------------------------- GELU
-_SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
-
-
-class GeluTanh(Function):
-    """GELU, tanh form (GPT-2, BERT):
-        y = 0.5 x (1 + tanh(u)),   u = sqrt(2/pi) (x + 0.044715 x^3)
-        dL/dx = g * [0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)],  t = tanh(u)
-    """
-
-    def forward(self, x):
-        xp = backend.array_module(x)
-        return 0.5 * x * (1 + xp.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))  # x*x*x: ~50x faster than x**3
-
-    def backward(self, g):
-        (x,) = self.inputs
-        x2 = x * x
-        t = (_SQRT_2_OVER_PI * x * (1 + 0.044715 * x2)).tanh()
-        du_dx = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x2)
-        return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du_dx),)
-
-
-class GeluErf(Function):
-    """GELU, exact form:  y = x Phi(x),  Phi(x) = 0.5 (1 + erf(x / sqrt 2))
-        dL/dx = g * (Phi(x) + x phi(x)),  phi(x) = exp(-x^2 / 2) / sqrt(2 pi)
-    """
-
-    def forward(self, x):
-        return 0.5 * x * (1 + backend.erf(x * (1 / math.sqrt(2))))
-
-    def backward(self, g):
-        (x,) = self.inputs
-        Phi = 0.5 * (1 + Erf.apply(x * (1 / math.sqrt(2))))
-        phi = (-0.5 * x * x).exp() * (1 / math.sqrt(2 * math.pi))
-        return (g * (Phi + x * phi),)
-
-
-def gelu(x, approximate='tanh'):
-    """GELU; approximate='tanh' (default, GPT-2) or 'none' (exact, with erf)."""
-    if approximate == 'tanh':
-        return GeluTanh.apply(x)
-    if approximate == 'none':
-        return GeluErf.apply(x)
-    raise ValueError(f"gelu: approximate must be 'tanh' or 'none', not {approximate!r}")

@@ -13,7 +13,9 @@ class Where(Function):
 
     def backward(self, g):
         zero = Tensor._wrap(backend.array_module(g.data).zeros((), dtype=g.dtype))
-        return Where.apply(g, zero, cond=self.cond), Where.apply(zero, g, cond=self.cond)
+        ga = Where.apply(g, zero, cond=self.cond) if self.needs_grad(0) else None
+        gb = Where.apply(zero, g, cond=self.cond) if self.needs_grad(1) else None  # masked_fill's value: none
+        return ga, gb
 
 
 def where(cond, a, b):
