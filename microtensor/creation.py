@@ -15,44 +15,44 @@ def tensor(data, dtype=None, device=None, requires_grad=False, name=None):
 def _make(fill, shape, dtype, device, requires_grad, name):
     device = backend.default_device() if device is None else backend.check_device(device)
     shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
-    array = fill(backend.module_for(device), shape, backend.dtype(dtype or DEFAULT_FLOAT))
+    array = fill(device, shape, backend.dtype(dtype or DEFAULT_FLOAT))
     return Tensor(array, requires_grad=requires_grad, name=name)
 
 
 def zeros(*shape, dtype=None, device=None, requires_grad=False, name=None):
-    return _make(lambda xp, s, d: xp.zeros(s, dtype=d), shape, dtype, device, requires_grad, name)
+    return _make(lambda device, s, d: backend.module_for(device).zeros(s, dtype=d), shape, dtype, device, requires_grad, name)
 
 
 def ones(*shape, dtype=None, device=None, requires_grad=False, name=None):
-    return _make(lambda xp, s, d: xp.ones(s, dtype=d), shape, dtype, device, requires_grad, name)
+    return _make(lambda device, s, d: backend.module_for(device).ones(s, dtype=d), shape, dtype, device, requires_grad, name)
 
 
 def full(shape, value, dtype=None, device=None, requires_grad=False, name=None):
-    return _make(lambda xp, s, d: xp.full(s, value, dtype=d), (shape,), dtype, device, requires_grad, name)
+    return _make(lambda device, s, d: backend.module_for(device).full(s, value, dtype=d), (shape,), dtype, device, requires_grad, name)
 
 
 def eye(n, dtype=None, device=None, requires_grad=False, name=None):
-    return _make(lambda xp, s, d: xp.eye(n, dtype=d), (), dtype, device, requires_grad, name)
+    return _make(lambda device, s, d: backend.module_for(device).eye(n, dtype=d), (), dtype, device, requires_grad, name)
 
 
 def randn(*shape, dtype=None, device=None, requires_grad=False, name=None):
     """Standard normal samples from the device's generator (seeded by mt.manual_seed)."""
-    def fill(xp, s, d):
-        return backend.generator(backend.device_of(xp.zeros(0))).standard_normal(s, dtype=d)
+    def fill(device, s, d):
+        return backend.generator(device).standard_normal(s, dtype=d)
     return _make(fill, shape, dtype, device, requires_grad, name)
 
 
 def rand(*shape, dtype=None, device=None, requires_grad=False, name=None):
     """Uniform samples in [0, 1) from the device's generator."""
-    def fill(xp, s, d):
-        return backend.generator(backend.device_of(xp.zeros(0))).random(s, dtype=d)
+    def fill(device, s, d):
+        return backend.generator(device).random(s, dtype=d)
     return _make(fill, shape, dtype, device, requires_grad, name)
 
 
 def randint(low, high, shape, device=None, dtype='int64'):
     """Integers in [low, high) from the device's generator."""
-    def fill(xp, s, d):
-        return backend.generator(backend.device_of(xp.zeros(0))).integers(low, high, s).astype(d)
+    def fill(device, s, d):
+        return backend.generator(device).integers(low, high, s).astype(d)
     return _make(fill, (shape,), dtype, device, False, None)
 
 

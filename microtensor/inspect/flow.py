@@ -14,7 +14,7 @@ import os
 from typing import NamedTuple
 
 from .steps import norm
-from .table import fmt, format_table
+from .table import Rows, fmt, format_table
 
 
 class FlowRow(NamedTuple):
@@ -25,15 +25,8 @@ class FlowRow(NamedTuple):
     update: float    # |W_after - W_before| / |W_before| (None without an optimizer or when |W| = 0)
 
 
-class FlowReport:
-    def __init__(self, rows):
-        self.rows = list(rows)
-
-    def __iter__(self):
-        return iter(self.rows)
-
-    def __len__(self):
-        return len(self.rows)
+class FlowReport(Rows):
+    """One row per parameter; print it for the table."""
 
     def __getitem__(self, name):
         """The row of the parameter called `name` ('layers.0.ffn.W_1.weight')."""
@@ -46,9 +39,6 @@ class FlowReport:
         header = ('parameter', 'shape', '|grad|', '|W|', '|dW|/|W|')
         lines = [(r.name, str(r.shape), fmt(r.grad), fmt(r.weight), fmt(r.update)) for r in self.rows]
         return format_table(header, lines, '<<>>>')
-
-    def __str__(self):
-        return self.table()
 
     def plot(self, path=None):
         """Bars of |grad| and |dW|/|W| per parameter (log scale); saved to `path` if given.

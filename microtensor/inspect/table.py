@@ -12,3 +12,19 @@ def format_table(header, rows, align):
 def fmt(value, spec='.3e'):
     """A number for a table cell; '-' for None (no gradient, nothing measured)."""
     return '-' if value is None else format(value, spec)
+
+
+class Rows:
+    """The rows of a report: len(), iteration, and print() shows its table()."""
+
+    def __init__(self, rows):
+        self.rows = list(rows)
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __str__(self):
+        return self.table()

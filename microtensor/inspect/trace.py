@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from .modules import module_of
 from .steps import backward_steps, norm
-from .table import fmt, format_table
+from .table import Rows, fmt, format_table
 
 
 class TraceRow(NamedTuple):
@@ -27,17 +27,8 @@ class TraceRow(NamedTuple):
     seconds: float
 
 
-class Trace:
+class Trace(Rows):
     """The rows of one backward pass; print it for the table."""
-
-    def __init__(self, rows):
-        self.rows = list(rows)
-
-    def __len__(self):
-        return len(self.rows)
-
-    def __iter__(self):
-        return iter(self.rows)
 
     def __getitem__(self, i):
         return self.rows[i]
@@ -65,9 +56,6 @@ class Trace:
                  for r in rows]
         summary = f"{len(rows)} of {len(self.rows)} ops, backward took {1000 * self.seconds:.2f} ms"
         return format_table(header, lines, '><<<><>') + '\n' + summary
-
-    def __str__(self):
-        return self.table()
 
     def __repr__(self):
         return f"<Trace of {len(self.rows)} ops>"

@@ -24,6 +24,14 @@ def kept_shape(shape, axes):
     return tuple(1 if i in axes else n for i, n in enumerate(shape))
 
 
+def count(shape, axes):
+    """How many elements a reduction over `axes` combines into each result."""
+    n = 1
+    for a in axes:
+        n *= shape[a]
+    return n
+
+
 def spread(g, x_shape, axes):
     """g (reduced shape) -> x_shape, by re-inserting the reduced axes and broadcasting."""
     return g.reshape(kept_shape(x_shape, axes)).broadcast_to(x_shape)
@@ -43,9 +51,7 @@ class Sum(Function):
 def mean(x, axis=None, keepdims=False):
     """y = sum(x, axis) / n,  n = the number of elements averaged."""
     total = Sum.apply(x, axis=axis, keepdims=keepdims)  # first: it checks the axes and names the op
-    n = 1
-    for a in normalize_axis(axis, x.ndim):
-        n *= x.shape[a]
+    n = count(x.shape, normalize_axis(axis, x.ndim))
     return total * (1.0 / n) if n else total * float('nan')
 
 
@@ -61,9 +67,7 @@ class Var(Function):
 
     def backward(self, g):
         (x,) = self.inputs
-        n = 1
-        for a in self.axes:
-            n *= x.shape[a]
+        n = count(x.shape, self.axes)
         centered = x - x.mean(axis=self.axes, keepdims=True)
         return (spread(g, x.shape, self.axes) * centered * (2.0 / (n - self.ddof)),)
 
