@@ -8,17 +8,39 @@
 
 x and F(x) have the same shape (B, T, d_model), so layers stack freely.
 
+The addition is its own op, ResidualAdd, so that a debugger breakpoint on
+`transformer.residual.ResidualAdd.backward` stops exactly where the gradient splits
+into the "+1" road (back to x) and the F road (back into the sub-layer).
+
 Every layer routes its sub-layers through `residual_connection`, which is the one
 place a probe can watch the highway: when `layer.residual_probe` is set it is called
 as probe(layer, name, x, fx, y) with name 'self_attn', 'cross_attn' or 'ffn'.
 Probes only read; when none is set this costs one attribute lookup.
 """
+from microtensor.autograd import Function
+
+
+class ResidualAdd(Function):
+    """y = x + alpha * fx          (x: the residual stream, fx = F(x): the sub-layer's output)
+
+        dL/dx  = g              the "+1" road: the gradient reaches x unchanged
+        dL/dfx = alpha * g      the F road: it continues into the sub-layer, where dF/dx acts
+
+    so dL/dx in total = g + alpha * g dF/dx, the lesson's dy/dx = 1 + alpha dF/dx.
+    """
+
+    def forward(self, x, fx, alpha):
+        self.alpha = alpha
+        return x + fx if alpha == 1 else x + alpha * fx
+
+    def backward(self, g):
+        return g, (g if self.alpha == 1 else self.alpha * g)
 
 
 def residual_connection(layer, name, x, fx):
     """y = x + layer.alpha * fx  (or y = fx when layer.residual is False)."""
     if layer.residual:
-        y = x + (fx if layer.alpha == 1 else layer.alpha * fx)
+        y = ResidualAdd.apply(x, fx, alpha=layer.alpha)
     else:
         y = fx
     if layer.residual_probe is not None:
