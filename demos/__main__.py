@@ -1,8 +1,19 @@
-"""The demo tour: `python -m demos` runs every lesson in order; `python -m demos NAME` one;
-`python -m demos --list` names them."""
+"""The demo tour.
+
+    python -m demos                      every lesson in order, then the list of files written
+    python -m demos NAME [options]       one lesson, with its own options (python -m demos NAME --help)
+    python -m demos NAME NAME ...        several lessons with their defaults
+    python -m demos --device cuda        the tour on the GPU (every lesson gets --device)
+    python -m demos --list               the lessons' names
+"""
 import argparse
 import importlib
+import importlib.util
+import os
+import sys
 import time
+
+from . import report
 
 LESSONS = [
     ('train_xor', 'the engine alone: an MLP learns XOR'),
@@ -18,23 +29,49 @@ LESSONS = [
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog='python -m demos', description=__doc__)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    known = dict(LESSONS)
+    names = argv[:next((i for i, a in enumerate(argv) if a.startswith('-')), len(argv))]
+    if len(names) == 1 and names[0] in known:  # one lesson: everything after its name is its own
+        return tour([(names[0], argv[1:])])
+    parser = argparse.ArgumentParser(prog='python -m demos', description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('lessons', nargs='*', help='lesson names (default: all)')
     parser.add_argument('--list', action='store_true', help='list the lessons and exit')
-    args = parser.parse_args(argv)
+    parser.add_argument('--device', choices=['cpu', 'cuda', 'auto'], help="passed to every lesson")
+    for name in names:
+        if name not in known:
+            parser.error(f"unknown lesson {name!r}; try --list")
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)} (a lesson's own options go after a single "
+                     "lesson name: python -m demos NAME --help lists them)")
     if args.list:
         for name, what in LESSONS:
             print(f"{name:24s} {what}")
-        return
-    known = dict(LESSONS)
-    for name in args.lessons:
-        if name not in known:
-            parser.error(f"unknown lesson {name!r}; try --list")
-    for name in args.lessons or [n for n, _ in LESSONS]:
-        print(f"\n=== {name}: {known[name]} ===")
+        return None
+    options = ['--device', args.device] if args.device else []
+    return tour([(name, options) for name in args.lessons or known])
+
+
+def tour(lessons):
+    """Run each (name, argv) through the lesson's main(argv), then list the files they wrote."""
+    first = len(report.WRITTEN)
+    results = {}
+    for name, argv in lessons:
+        print(f"\n=== {name}: {dict(LESSONS)[name]} ===")
         start = time.perf_counter()
-        importlib.import_module(f"demos.{name}").run()
+        results[name] = importlib.import_module(f"demos.{name}").main(argv)
         print(f"({time.perf_counter() - start:.1f} s)")
+    written = dict(report.WRITTEN[first:])  # path: what; a file written twice is listed once
+    if written:
+        width = max(map(len, written))
+        print(f"\nFiles written (paths relative to {os.getcwd()}):")
+        print('\n'.join(f"  {path:{width}s}  {what}" for path, what in written.items()))
+    else:
+        print("\nNo files written" + (" (plots need matplotlib: pip install matplotlib)."
+                                       if importlib.util.find_spec('matplotlib') is None else "."))
+    return results
 
 
 if __name__ == '__main__':
