@@ -86,19 +86,18 @@ def command_line(module, doc, options, argv=None, extra=None, check=None):
 
 def _add_option(parser, name, option):
     flag, default = '--' + name.replace('_', '-'), option.default
-    shown = ' '.join(map(str, default)) if isinstance(default, (tuple, list)) else default
-    text = f"{option.help} (default: {shown})".strip().replace('%', '%%')
+    many = isinstance(default, (tuple, list))
+    shown = ('yes' if default else 'no') if isinstance(default, bool) else ' '.join(map(str, default)) if many \
+        else default
+    text = f"{option.help} (default: {shown})".replace('%', '%%')
     if isinstance(default, bool):  # --name / --no-name (argparse.BooleanOptionalAction's help differs by version)
         group = parser.add_mutually_exclusive_group()
-        group.add_argument(flag, dest=name, action='store_true', default=default,
-                           help=f"{option.help} (default: {'yes' if default else 'no'})".replace('%', '%%'))
+        group.add_argument(flag, dest=name, action='store_true', default=default, help=text)
         group.add_argument('--no-' + flag[2:], dest=name, action='store_false', help='the opposite')
-    elif isinstance(default, (tuple, list)):
-        parser.add_argument(flag, nargs='+', type=_checked(type(default[0]), name, option.minimum),
+    elif many or isinstance(default, (int, float)):
+        kind = type(default[0] if many else default)
+        parser.add_argument(flag, nargs='+' if many else None, type=_checked(kind, name, option.minimum),
                             default=default, metavar=name.upper(), help=text)
-    elif isinstance(default, (int, float)):
-        parser.add_argument(flag, type=_checked(type(default), name, option.minimum), default=default,
-                            metavar=name.upper(), help=text)
     else:
         parser.add_argument(flag, type=type(default), default=default, help=text)
 
@@ -109,7 +108,7 @@ def _checked(kind, name, minimum):
         low, strict = (0, True) if kind is float else (0 if name.endswith('seed') else 1, False)
     else:
         low, strict = minimum, False
-    rule = (f"> {low}" if strict else f">= {low}") if low != -math.inf else "any number"
+    rule = '' if low == -math.inf else f" > {low}" if strict else f" >= {low}"
 
     def parse(text):
         try:
@@ -118,8 +117,8 @@ def _checked(kind, name, minimum):
             raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, "
                                              f"got {text!r}") from None
         if not math.isfinite(value) or value < low or (strict and value == low):
-            raise argparse.ArgumentTypeError(f"must be a finite number {rule}, got {text}" if kind is float
-                                             else f"must be {rule}, got {text}")
+            raise argparse.ArgumentTypeError(f"must be {'a finite number' if kind is float else 'an integer'}"
+                                             f"{rule}, got {text}")
         return value
     parse.__name__ = kind.__name__
     return parse
