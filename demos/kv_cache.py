@@ -103,9 +103,10 @@ LARGE = [  # (configuration, kind, module options); layers and context from arti
 SHAPES = {'LLaMA-2-7B width': article.LLAMA2_7B, 'DeepSeek 67B': article.DEEPSEEK_67B, 'DeepSeek-V2': article.DEEPSEEK_V2}
 
 
-def measure(small=True, large=True, prompt=8, new_tokens=24):
+def measure(small=True, large=SHAPES, prompt=8, new_tokens=24):
     """Rows {'config', 'kind', 'layers', 'per_layer' (numbers / token / layer), 'bytes_fp32' (per token,
-    all layers, measured), 'context', 'params' (of one attention layer)}."""
+    all layers, measured), 'context', 'params' (of one attention layer)}.  large: the names of the
+    large configurations to measure (SHAPES' keys)."""
     rows = []
     if small:
         for kind in ('MHA', 'GQA', 'MQA', 'MLA'):
@@ -115,15 +116,16 @@ def measure(small=True, large=True, prompt=8, new_tokens=24):
             rows.append({'config': 'small GPT (64 wide, 8 heads)', 'kind': kind, 'layers': len(cache),
                          'per_layer': cache_numbers(cache) / T / len(cache), 'bytes_fp32': cache_bytes(cache) / T,
                          'context': T, 'params': model.layers[0].self_attn.num_parameters()})
-    if large:
-        for config, kind, options in LARGE:
-            shape = SHAPES[config]
-            module = one_layer(kind, shape['d_model'], shape['n_heads'], **options)
-            numbers, nbytes = measure_one_layer(module)
-            rows.append({'config': config, 'kind': kind, 'layers': shape['n_layers'], 'per_layer': numbers,
-                         'bytes_fp32': nbytes * shape['n_layers'], 'context': 4096,
-                         'params': module.num_parameters()})
-            del module
+    for config, kind, options in LARGE:
+        if config not in large:
+            continue
+        shape = SHAPES[config]
+        module = one_layer(kind, shape['d_model'], shape['n_heads'], **options)
+        numbers, nbytes = measure_one_layer(module)
+        rows.append({'config': config, 'kind': kind, 'layers': shape['n_layers'], 'per_layer': numbers,
+                     'bytes_fp32': nbytes * shape['n_layers'], 'context': 4096,
+                     'params': module.num_parameters()})
+        del module  # up to 600 MB of weights: free them before the next
     return rows
 
 
@@ -140,7 +142,7 @@ def deepseek_comparison(rows):
 
 
 def run(small_only=False):
-    rows = measure(large=not small_only)
+    rows = measure(large=() if small_only else SHAPES)
     mha = {r['config']: r['per_layer'] for r in rows if r['kind'] == 'MHA'}
     print("KV cache per token, read from the caches after generating (large: one layer of the real width "
           "x layers):")
