@@ -47,7 +47,7 @@ def love_differences(A, tolerance=0.005):
 
 
 def text_cells():
-    """For each cell the text names: (indices, the pair it names, value named, S at those indices, the pair that has it)."""
+    """Each cell the text names: (indices, the pair it names, the value it gives, S there, where that value is)."""
     S, words = article.LOVE_SCORES, article.LOVE_TOKENS
     rows = []
     for (i, j), value, named in article.LOVE_TEXT_CELLS:
@@ -100,7 +100,8 @@ def hard_vs_soft(T=4, d_k=8, seed=0, eps=1e-4):
     soft_grad, hard_grad = autograd(soft), autograd(hard)
     return {'soft': (_norm(soft_grad), (soft_grad - central(soft)).abs().max().item()),
             'hard': (_norm(hard_grad), central(hard).abs().max().item()),
-            'temperatures': [(t, _norm(autograd(lambda S, t=t: soft(S, t)))) for t in (1.0, 0.3, 0.1, 0.03, 0.01, 0.003)]}
+            'temperatures': [(t, _norm(autograd(lambda S, t=t: soft(S, t))))
+                             for t in (1.0, 0.3, 0.1, 0.03, 0.01, 0.003)]}
 
 
 def _norm(t):
@@ -138,16 +139,18 @@ def run(samples=20000, seed=0):
                 [[w] + S[i] + ['|'] + scaled_printed[i] + ['|'] + scaled[i] for i, w in enumerate(words)], fmt='.2f'))
     print("\nA = softmax(S / 2): computed | printed in the article")
     print(table(['Q \\ K'] + words + ['sum', '|'] + words + ['sum'],
-                [[w] + A[i] + [sum(A[i]), '|'] + article.LOVE_WEIGHTS_PRINTED[i] + [sum(article.LOVE_WEIGHTS_PRINTED[i])]
-                 for i, w in enumerate(words)], fmt='.3f'))
+                [[w] + A[i] + [sum(A[i]), '|'] + printed + [sum(printed)]
+                 for i, (w, printed) in enumerate(zip(words, article.LOVE_WEIGHTS_PRINTED))], fmt='.3f'))
     wrong = love_differences(A)
     print(f"\n{len(wrong)} printed weights are not softmax(S / 2) (to 2 decimals):")
     print(table(['query', 'key', 'article', 'softmax(S / 2)'], wrong, fmt='.3f'))
-    print(f"So 我 keeps {A[0][0]:.0%} on itself (the article: 72%) and 你 gives {A[2][1]:.0%} to 爱 (the article: 70%);\n"
+    print(f"So 我 keeps {A[0][0]:.0%} on itself (the article: 72%) and 你 gives {A[2][1]:.0%} to 爱 "
+          "(the article: 70%);\n"
           "row 爱 is right.  The printed rows sum to 1 but do not follow from the printed S / 2.")
     print("\nThe cells the text names (S_{i,j}, 0-based as its S_{1,2} = 4.7 needs):")
     print(table(['cell', 'the text says', 'value', 'S at that cell', 'where the value is'],
-                [[f"S_{{{i},{j}}}", named, value, actual, holder] for (i, j), named, value, actual, holder in text_cells()]))
+                [[f"S_{{{i},{j}}}", named, value, actual, holder]
+                 for (i, j), named, value, actual, holder in text_cells()]))
 
     plot_love(A)
 

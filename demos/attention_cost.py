@@ -126,10 +126,10 @@ def run(max_n=1024, d=64, repeats=3, full=False, device='cpu'):
     else:
         print(f"Measured: the curves do not cross for n <= {last['n']}: attention is "
               f"{'faster' if last['attention_s'] < last['rnn_s'] else 'slower'} at every n here.")
-    save_lines('attention_cost', {f"attention time (slope {slopes['attention time']:.2f})": [r['attention_s'] for r in rows],
-                                  f"RNN time (slope {slopes['RNN time']:.2f})": [r['rnn_s'] for r in rows],
-                                  f"score matrix GiB (slope {slopes['score memory']:.2f})":
-                                      [r['score_bytes'] / 2 ** 30 for r in rows]},
+    series = {f"attention time (slope {slopes['attention time']:.2f})": [r['attention_s'] for r in rows],
+              f"RNN time (slope {slopes['RNN time']:.2f})": [r['rnn_s'] for r in rows],
+              f"score matrix GiB (slope {slopes['score memory']:.2f})": [r['score_bytes'] / 2 ** 30 for r in rows]}
+    save_lines('attention_cost', series,
                'sequence length n', 'seconds / GiB', f'One layer, d = {d}: time and memory against n', x=ns,
                logx=True, logy=True)
     return {'rows': rows, 'slopes': slopes, 'crossing': cross}

@@ -100,7 +100,8 @@ LARGE = [  # (configuration, kind, module options); layers and context from arti
     ('DeepSeek 67B', 'GQA', {'n_kv_heads': 8}),
     ('DeepSeek-V2', 'MLA', {k: article.DEEPSEEK_V2[k] for k in ('d_c', 'd_rope', 'd_head', 'd_cq')}),
 ]
-SHAPES = {'LLaMA-2-7B width': article.LLAMA2_7B, 'DeepSeek 67B': article.DEEPSEEK_67B, 'DeepSeek-V2': article.DEEPSEEK_V2}
+SHAPES = {'LLaMA-2-7B width': article.LLAMA2_7B, 'DeepSeek 67B': article.DEEPSEEK_67B,
+          'DeepSeek-V2': article.DEEPSEEK_V2}
 
 
 def measure(small=True, large=SHAPES, prompt=8, new_tokens=24):
@@ -131,7 +132,8 @@ def measure(small=True, large=SHAPES, prompt=8, new_tokens=24):
 
 def deepseek_comparison(rows):
     """The 93.3%: DeepSeek-V2 (MLA) against DeepSeek 67B (GQA), per token, from the measured rows."""
-    per_token = {r['config']: r['per_layer'] * r['layers'] for r in rows if r['config'] in ('DeepSeek 67B', 'DeepSeek-V2')}
+    per_token = {r['config']: r['per_layer'] * r['layers'] for r in rows
+                 if r['config'] in ('DeepSeek 67B', 'DeepSeek-V2')}
     v2, old = per_token['DeepSeek-V2'], per_token['DeepSeek 67B']
     same_precision = 1 - v2 / old
     deployed = 1 - (v2 * article.DEEPSEEK_V2_CACHE_BITS) / (old * article.DEEPSEEK_67B_CACHE_BITS)

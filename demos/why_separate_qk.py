@@ -126,7 +126,8 @@ def run(steps=200, seed=0, full=False, T=8):
     print("With a shared projection S is exactly symmetric, but A is not: each row is divided by its own\n"
           "Z_i = sum_k exp(S_ik), so A_ij / A_ji = Z_j / Z_i.  The article's 'A_ij = A_ji' overstates it;\n"
           "what is symmetric is the score (before the row normalisation).  Shared-projection weights:")
-    print(table(['Q \\ K'] + [str(j) for j in range(5)], [[i] + row for i, row in enumerate(sym[True]['A'])], fmt='.3f'))
+    print(table(['Q \\ K'] + [str(j) for j in range(5)], [[i] + row for i, row in enumerate(sym[True]['A'])],
+                fmt='.3f'))
 
     results = compare(steps, seed, T=T)
     print(f"\n2. Copy the previous token ({T} tokens, 10 symbols, no mask, one head, {steps} Adam steps):")

@@ -188,8 +188,8 @@ class MultiHeadAttention(nn.Module):
         if self.n_kv_heads != self.n_heads:
             extras.append(f"n_kv_heads={self.n_kv_heads}")
         extras += [name for name, on in (('rope', self.rope is not None), ('alibi', self.alibi),
-                                         ('shared_qk', self.W_K is self.W_Q), ("scale='learned'", self.log_scale is not None))
-                   if on]
+                                         ('shared_qk', self.W_K is self.W_Q),
+                                         ("scale='learned'", self.log_scale is not None)) if on]
         return ', '.join(extras)
 
 
