@@ -23,7 +23,8 @@ the cache in 16-bit (bf16), so bytes are given for 2 bytes per number.
 
 What "93.3%" compares: the DeepSeek-V2 paper's "reduces the KV cache by 93.3%" is
 DeepSeek-V2 against DeepSeek 67B (GQA, 8 K/V heads, 95 layers), as deployed: DeepSeek-V2's
-cache is also quantized to about 6 bits per number (paper §3.2.3), 67B's is 16-bit.  At
+cache is also quantized to about 6 bits per number (the paper's section on inference
+efficiency), 67B's is 16-bit.  At
 the same precision MLA alone gives 82.2%; with the 6 bits, 93.3%.  It is not "MLA vs MHA"
 (that would be 98.2% for DeepSeek-V2's own 128 heads x 128).
 
@@ -130,6 +131,26 @@ def measure(small=True, large=SHAPES, prompt=8, new_tokens=24):
     return rows
 
 
+DESIGNS = [  # the article's design table, one attention layer each: (row, kind, module options)
+    ('shared: W_Q = W_K', 'MHA', {'shared_qk': True}),
+    ('independent: W_Q, W_K, W_V (MHA)', 'MHA', {}),
+    ('grouped: GQA, 2 K/V heads', 'MHA', {'n_kv_heads': 2}),
+    ('grouped: MQA, 1 K/V head', 'MHA', {'n_kv_heads': 1}),
+    ('low-rank: MLA, d_c = 32, d_rope = 4', 'MLA', {'d_c': 32, 'd_rope': 4}),
+]
+
+
+def design_table(d_model=64, n_heads=8):
+    """Rows (design, parameters, cached numbers per token) of one layer of each design, measured."""
+    rows = []
+    for design, kind, options in DESIGNS:
+        mt.manual_seed(0)
+        module = (MultiHeadLatentAttention(d_model, n_heads, **options) if kind == 'MLA'
+                  else MultiHeadAttention(d_model, n_heads, bias=False, **options))
+        rows.append((design, module.num_parameters(), int(measure_one_layer(module)[0])))
+    return rows
+
+
 def deepseek_comparison(rows):
     """The 93.3%: DeepSeek-V2 (MLA) against DeepSeek 67B (GQA), per token, from the measured rows."""
     per_token = {r['config']: r['per_layer'] * r['layers'] for r in rows
@@ -144,6 +165,10 @@ def deepseek_comparison(rows):
 
 
 def run(small_only=False):
+    design = design_table()
+    print("The article's design table, one layer 64 wide with 8 heads (d_h = 8), no biases:")
+    print(table(['projections', 'parameters', 'cached numbers / token'], design))
+    print("Sharing W_Q = W_K saves parameters, not cache (K is still stored); grouping and low rank shrink the cache.\n")
     rows = measure(large=() if small_only else SHAPES)
     mha = {r['config']: r['per_layer'] for r in rows if r['kind'] == 'MHA'}
     print("KV cache per token, read from the caches after generating (large: one layer of the real width "
@@ -156,7 +181,7 @@ def run(small_only=False):
                   f"{r['per_layer'] / mha[r['config']]:.3f}" if r['config'] in mha else '-'] for r in rows]))
     print("MLA caches d_c + d_rope numbers per layer (latent c + shared RoPE key); MQA caches 2 d_h, which is\n"
           "less; MLA's bet is that it keeps MHA's quality while caching about as little as a small GQA.")
-    result = {'rows': rows}
+    result = {'rows': rows, 'design': design}
     if not small_only:
         ds = deepseek_comparison(rows)
         result['deepseek'] = ds

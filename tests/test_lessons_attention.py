@@ -105,6 +105,13 @@ def test_kv_cache_sizes_from_the_caches_and_the_93_percent():
     assert ds['vs_own_mha'] == pytest.approx(1 - 576 / 32768, abs=1e-9)
 
 
+def test_kv_cache_design_table():
+    shared, mha, gqa, mqa, mla = kv_cache.design_table()         # (design, parameters, cached per token)
+    assert shared[0].startswith('shared') and mla[0].startswith('low-rank')
+    assert shared[2] == mha[2] == 128 and shared[1] == mha[1] - 64 * 64      # fewer parameters, same cache
+    assert (gqa[2], mqa[2], mla[2]) == (32, 16, 36)
+
+
 def test_kv_cache_generation_is_the_library_generation():
     model = kv_cache.small_gpt('MLA')
     prompt = mt.tensor([[3, 1, 4]])

@@ -129,11 +129,11 @@ HEATMAP_ROWS = {'The': [0.1, 0.2, 0.1, 0.1, 0.1],
 
 # ---------------------------------------------------------------------------- KV cache (atom 2.2.4)
 MLA_KV_CACHE_REDUCTION = 0.933  # "KV Cache reduced by 93.3%" (DeepSeek-V2 vs DeepSeek 67B, per the DeepSeek-V2 paper)
-# Published configurations (Hugging Face config.json of each model; DeepSeek-V2 paper §2.1, §3.1.2).
+# Published configurations (each model's Hugging Face config.json; the DeepSeek-V2 paper's hyper-parameters).
 LLAMA2_7B = dict(n_layers=32, d_model=4096, n_heads=32, context=4096)
 DEEPSEEK_67B = dict(n_layers=95, d_model=8192, n_heads=64, n_kv_heads=8, context=4096)
 DEEPSEEK_V2 = dict(n_layers=60, d_model=5120, n_heads=128, d_head=128, d_c=512, d_rope=64, d_cq=1536,
                    context=131072)
-# DeepSeek-V2 §3.2.3: deployed, its KV cache is quantized to about 6 bits per element on average;
-# DeepSeek 67B's is 16-bit (bf16).
+# The DeepSeek-V2 paper (inference efficiency): deployed, its KV cache is quantized to about 6 bits per
+# element on average; DeepSeek 67B's is 16-bit (bf16).
 DEEPSEEK_V2_CACHE_BITS, DEEPSEEK_67B_CACHE_BITS = 6, 16
