@@ -25,6 +25,12 @@ LESSONS = [
     ('layernorm_vs_batchnorm', 'LayerNorm ignores the batch; BatchNorm depends on it and on train/eval'),
     ('train_gpt', 'a tiny character GPT: training, checkpoints, sampling at several temperatures'),
     ('train_reverse', 'a tiny encoder-decoder Transformer learns to reverse digit sequences'),
+    ('attention_by_hand', 'issue 12 items 1, 6, 9: 我爱你 by hand (2 rows misprinted), hard vs soft, small numbers'),
+    ('why_separate_qk', 'issue 12 item 2: W_Q = W_K gives symmetric scores; copy the previous token: shared vs not'),
+    ('kv_cache', 'issue 12 items 3, 4: MHA/GQA/MQA/MLA cache per token, measured; what the "93.3%" compares'),
+    ('scale_variants', 'issue 12 item 5: 1/sqrt(d_k), 1/d_k, none, learned: score variance, sharpness, training'),
+    ('attention_cost', 'issue 12 item 7: time and memory vs n: attention O(n^2 d) but parallel, RNN serial'),
+    ('attention_maps', 'issue 12 item 8: trained attention maps: reversal is an anti-diagonal; a char-GPT head'),
 ]
 
 
