@@ -155,7 +155,8 @@ def run(steps=300, copy_steps=150, seeds=1, full=False, device='cpu'):
                  ['FFN', p['ffn'], f"8 d^2 + 5 d = {8 * d * d + 5 * d}", f"{100 * p['ffn'] / p['layer']:.2f}%"],
                  ['2 LayerNorms', p['norms'], f"4 d = {4 * d}", f"{100 * p['norms'] / p['layer']:.2f}%"],
                  ['layer', p['layer'], '', '100%']]))
-    print(f"FFN / (attention + FFN) = {share:.4f} (2/3 = {2 / 3:.4f}: weights 8d^2 against 4d^2, the biases 5d against 4d).")
+    print(f"FFN / (attention + FFN) = {share:.4f} (2/3 = {2 / 3:.4f}: weights 8d^2 against 4d^2, "
+          "the biases 5d against 4d).")
     print(table(['MultiHeadAttention(512, h)', 'd_k', 'parameters'],
                 [[f"h = {n}", d // n, v] for n, v in p['heads'].items()]))
     print(f"Every h gives the same count: the h heads' W_Q are the column blocks of one (d, d) matrix.  Had each\n"

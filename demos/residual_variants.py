@@ -137,11 +137,13 @@ def run(steps=150, seed=0, device='cpu'):
     print(f"\n2. A 2-layer gated GPT learns to copy ({steps} steps): loss {sum(losses[:10]) / 10:.3f} -> "
           f"{sum(losses[-10:]) / 10:.3f}")
     print(table(['', 'mean gate g', '+1 share'],
-                [['before training', f"{g0:.3f}", f"{100 * s0:.1f}%"], ['after training', f"{g1:.3f}", f"{100 * s1:.1f}%"]]))
+                [['before training', f"{g0:.3f}", f"{100 * s0:.1f}%"],
+                 ['after training', f"{g1:.3f}", f"{100 * s1:.1f}%"]]))
     before, after = trained['channels_before'], trained['channels_after']
     print(table(['gate (channels: min / mean / max)', 'before training', 'after training'],
                 [[name.replace('decoder.layers.', 'layer ')] +
-                 [f"{min(g[name]):.2f} / {sum(g[name]) / len(g[name]):.2f} / {max(g[name]):.2f}" for g in (before, after)]
+                 [f"{min(g[name]):.2f} / {sum(g[name]) / len(g[name]):.2f} / {max(g[name]):.2f}"
+                  for g in (before, after)]
                  for name in before]))
     moved = max(abs(a - b) for name in before for a, b in zip(before[name], after[name]))
     print(f"The largest change of one channel's mean opening: {moved:.2f}.  " +
