@@ -159,3 +159,11 @@ def test_small_numbers():
     (n32, s32), (n2, s2) = result['batchnorm'][32], result['batchnorm'][2]
     assert (n32, n2) == (320, 20) and 3 < s2 / s32 < 5
     assert result['speedup'] > 0
+
+
+def test_readme_section_runs():
+    from readme import python_blocks
+    blocks = python_blocks('Depth, position and architecture')
+    assert blocks
+    for block in blocks:
+        exec(compile(block, 'README.md', 'exec'), {})
