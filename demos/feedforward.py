@@ -165,7 +165,7 @@ def run(steps=300, copy_steps=150, seeds=1, full=False, device='cpu'):
 
     save_lines('feedforward', {f"{a or 'no activation'}": [sum(r[i] for r in curves['|x|', a]) / seeds
                                                            for i in range(steps)] for a in (None, 'relu', 'gelu')},
-               'step', 'mean squared error', 'An FFN learning |x|: without the activation it plateaus at 1 - 2/pi')
+               'step', 'mean squared error', 'An FFN learning |x| (the best linear fit: 1 - 2/pi)')
     return {'collapse': c, 'final': final, 'plateau': plateau, 'sin_plateau': _sin_plateau(),
             'copy_final': copy_final, 'params': p, 'ffn_share': share}
 

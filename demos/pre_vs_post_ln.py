@@ -137,7 +137,7 @@ def run(n_layers=4, steps=80, warmup=30, lr=1e-2, seeds=1, grad_seeds=3, full=Fa
                 [[f"seed {s}"] + [f"{finals[c][s]:.3f} {verdict(finals[c][s])}" for c in configs]
                  for s in range(seeds)]))
     save_lines('pre_vs_post_ln', {names[c]: mean[c] for c in configs}, 'step', 'copy loss (nats)',
-               f'{n_layers}-layer GPT, lr {lr}: Post-LN needs warm-up, Pre-LN does not', logy=False)
+               f'{n_layers}-layer GPT copying, Adam lr {lr}, with and without warm-up', logy=False)
     save_lines('pre_vs_post_ln_gradients', {'Post-LN': [grads['post', L]['W_2'] for L in DEPTHS],
                                             'Pre-LN': [grads['pre', L]['W_2'] for L in DEPTHS]},
                'layers L', "|dL/dW_2| of the last layer at init", 'Last-layer gradient vs depth', x=list(DEPTHS),
