@@ -117,8 +117,13 @@ def run(n_layers=4, steps=80, warmup=30, lr=1e-2, seeds=1, grad_seeds=3, full=Fa
                      f"{math.sqrt(L / DEPTHS[0]):.2f}"])
     print(table(['L', 'Post |dW_1|', 'Pre |dW_1|', 'Post |dW_2|', 'Pre |dW_2|', 'Pre |dW_2| sqrt(L)',
                  'Post/Pre', f'Post/Pre vs L={DEPTHS[0]}', f'sqrt(L/{DEPTHS[0]})'], rows))
-    print("Pre-LN's gradient shrinks like 1/sqrt(L) (times sqrt(L) it stays about level: Xiong's bound);\n"
-          "Post-LN's does not shrink, so the ratio grows with depth, here at least as fast as sqrt(L).")
+    level = [grads['pre', L]['W_2'] * math.sqrt(L) for L in DEPTHS]
+    growth = ratios[DEPTHS[-1]] / ratios[DEPTHS[0]]
+    print(f"Pre-LN's gradient times sqrt(L) stays within {max(level) / min(level):.2f}x of itself: it shrinks like "
+          f"1/sqrt(L) (Xiong's bound).\nPost-LN's goes from {grads['post', DEPTHS[0]]['W_2']:.2f} to "
+          f"{grads['post', DEPTHS[-1]]['W_2']:.2f} (Xiong's bound for it does not depend on L).  From L = {DEPTHS[0]} to "
+          f"{DEPTHS[-1]} the ratio grows {growth:.1f}x, sqrt({DEPTHS[-1]}/{DEPTHS[0]}) = "
+          f"{math.sqrt(DEPTHS[-1] / DEPTHS[0]):.1f}.")
 
     print(f"\n2. Training a {n_layers}-layer GPT to copy, Adam lr {lr}, {steps} steps, "
           f"{seeds} seed{'s' * (seeds > 1)}; chance = ln {VOCAB} = {math.log(VOCAB):.2f}")
@@ -136,6 +141,8 @@ def run(n_layers=4, steps=80, warmup=30, lr=1e-2, seeds=1, grad_seeds=3, full=Fa
     print(table(['last steps, per seed'] + [names[c] for c in configs],
                 [[f"seed {s}"] + [f"{finals[c][s]:.3f} {verdict(finals[c][s])}" for c in configs]
                  for s in range(seeds)]))
+    print("learned (last steps below half of chance): " + ', '.join(
+        f"{names[c]} {sum(verdict(f) == 'learns' for f in finals[c])}/{seeds}" for c in configs))
     save_lines('pre_vs_post_ln', {names[c]: mean[c] for c in configs}, 'step', 'copy loss (nats)',
                f'{n_layers}-layer GPT copying, Adam lr {lr}, with and without warm-up', logy=False)
     save_lines('pre_vs_post_ln_gradients', {'Post-LN': [grads['post', L]['W_2'] for L in DEPTHS],
