@@ -24,7 +24,7 @@ def integer(value, where, name, min=None, max=None, allow_none=False):
         return None
     rule = 'an integer' + _range(min, max, False, False) + (' or None' if allow_none else '')
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{where}: {name} must be {rule}, not {_show(value)}")
+        raise TypeError(f"{where}: {name} must be {rule}, not {describe(value)}")
     value = int(value)
     if (min is not None and value < min) or (max is not None and value > max):
         raise ValueError(f"{where}: {name} must be {rule}, not {value}")
@@ -40,7 +40,7 @@ def number(value, where, name, min=None, max=None, min_open=False, max_open=Fals
     finite = '' if allow_inf else 'finite '
     rule = f'a {finite}number' + _range(min, max, min_open, max_open) + (' or None' if allow_none else '')
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{where}: {name} must be {rule}, not {_show(value)}")
+        raise TypeError(f"{where}: {name} must be {rule}, not {describe(value)}")
     value = float(value)
     inside = ((min is None or (value > min if min_open else value >= min))
               and (max is None or (value < max if max_open else value <= max)))
@@ -52,14 +52,14 @@ def number(value, where, name, min=None, max=None, min_open=False, max_open=Fals
 def boolean(value, where, name):
     """`value` if it is True or False (a flag given as 1, 'yes' or None is refused, not guessed)."""
     if not isinstance(value, bool):
-        raise TypeError(f"{where}: {name} must be True or False, not {_show(value)}")
+        raise TypeError(f"{where}: {name} must be True or False, not {describe(value)}")
     return value
 
 
 def choice(value, where, name, options):
     """`value` if it is one of the strings in `options`."""
     if not isinstance(value, str) or value not in options:
-        raise ValueError(f"{where}: {name} must be one of {', '.join(map(repr, options))}, not {_show(value)}")
+        raise ValueError(f"{where}: {name} must be one of {', '.join(map(repr, options))}, not {describe(value)}")
     return value
 
 
@@ -73,7 +73,7 @@ def _range(low, high, low_open, high_open):
     return ''
 
 
-def _show(value):
+def describe(value):
     """What a bad value was, short: "float 2.5", "str '3'", "NoneType"."""
     if value is None:
         return 'None'

@@ -25,6 +25,7 @@ import math
 import microtensor as mt
 from microtensor import nn
 
+from . import checks
 from .positional import RotaryEmbedding, alibi_bias
 
 
@@ -113,13 +114,9 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, d_model, n_heads, n_kv_heads=None, bias=True, dropout=0.0, rope=False, alibi=False,
                  scale=None):
         super().__init__()
-        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
-        if d_model % n_heads:
-            raise ValueError(f"MultiHeadAttention: d_model={d_model} is not divisible by n_heads={n_heads} "
-                             "(each head gets d_k = d_model / n_heads dimensions)")
-        if n_heads % n_kv_heads:
-            raise ValueError(f"MultiHeadAttention: n_heads={n_heads} is not divisible by n_kv_heads={n_kv_heads} "
-                             "(each K/V head must serve the same number of query heads)")
+        d_model, n_heads, n_kv_heads = checks.heads('MultiHeadAttention', d_model, n_heads, n_kv_heads)
+        bias, dropout, rope, alibi, scale = checks.arguments('MultiHeadAttention', bias=bias, dropout=dropout,
+                                                             rope=rope, alibi=alibi, scale=scale)
         self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
         self.d_k = d_model // n_heads
         self.dropout, self.scale, self.alibi = dropout, scale, alibi

@@ -49,7 +49,7 @@ def fans(tensor):
 
 def _check_tensor(tensor):
     if not isinstance(tensor, Tensor):
-        raise TypeError(f"nn.init: needs a Tensor to fill, not {argcheck._show(tensor)}")
+        raise TypeError(f"nn.init: needs a Tensor to fill, not {argcheck.describe(tensor)}")
     if not backend.float_dtype(tensor.dtype):
         raise TypeError(f"nn.init: needs a floating-point tensor, not {tensor.dtype}")
 

@@ -206,7 +206,7 @@ class Module:
         where = f"{type(self).__name__}.load_state_dict"
         if not isinstance(state, dict):
             raise TypeError(f"{where}: expected a dict of {{name: tensor}} (from state_dict()), "
-                            f"not {argcheck._show(state)}")
+                            f"not {argcheck.describe(state)}")
         strict = argcheck.boolean(strict, where, 'strict')
         own = dict(self.named_parameters() + self.named_buffers())
         missing = [k for k in own if k not in state]

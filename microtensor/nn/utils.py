@@ -21,11 +21,11 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0):
         parameters = [parameters]
     if not hasattr(parameters, '__iter__'):
         raise TypeError(f"clip_grad_norm_: parameters must be a Tensor or an iterable of tensors, "
-                        f"not {argcheck._show(parameters)}")
+                        f"not {argcheck.describe(parameters)}")
     parameters = list(parameters)
     for i, p in enumerate(parameters):
         if not isinstance(p, Tensor):
-            raise TypeError(f"clip_grad_norm_: parameter {i} is {argcheck._show(p)}, not a Tensor")
+            raise TypeError(f"clip_grad_norm_: parameter {i} is {argcheck.describe(p)}, not a Tensor")
     max_norm = argcheck.number(max_norm, 'clip_grad_norm_', 'max_norm', min=0, allow_inf=True)
     norm_type = argcheck.number(norm_type, 'clip_grad_norm_', 'norm_type', min=0, min_open=True, allow_inf=True)
     grads = [p for p in parameters if p.grad is not None]

@@ -23,7 +23,7 @@ class Adam(Optimizer):
         group = super()._check_hyperparameters(group)
         name, betas = type(self).__name__, group['betas']
         if not isinstance(betas, (tuple, list)) or len(betas) != 2:
-            raise TypeError(f"{name}: betas must be two numbers in [0, 1), not {argcheck._show(betas)}")
+            raise TypeError(f"{name}: betas must be two numbers in [0, 1), not {argcheck.describe(betas)}")
         group['betas'] = tuple(argcheck.number(b, name, f'betas[{i}]', min=0, max=1, max_open=True)
                                for i, b in enumerate(betas))
         group['eps'] = argcheck.number(group['eps'], name, 'eps', min=0)

@@ -29,7 +29,7 @@ class Optimizer:
         name = type(self).__name__
         if isinstance(params, (Tensor, dict)) or not hasattr(params, '__iter__'):
             raise TypeError(f"{name}: params must be an iterable of tensors (e.g. model.parameters()) "
-                            f"or of dicts, not {argcheck._show(params)}")
+                            f"or of dicts, not {argcheck.describe(params)}")
         groups = list(params)
         if not groups:
             raise ValueError(f"{name}: got an empty parameter list "
@@ -43,7 +43,7 @@ class Optimizer:
         for group in groups:
             if not isinstance(group, dict) or 'params' not in group:
                 raise TypeError(f"{name}: give either tensors or dicts with a 'params' entry, not a mix "
-                                f"(got {argcheck._show(group)})")
+                                f"(got {argcheck.describe(group)})")
             group = {**self.defaults, **group}
             group['params'] = [group['params']] if isinstance(group['params'], Tensor) else list(group['params'])
             for i, p in enumerate(group['params']):
@@ -144,7 +144,7 @@ class Optimizer:
         that does not fit raises and changes nothing."""
         where = f"{type(self).__name__}.load_state_dict"
         if not isinstance(state_dict, dict):
-            raise TypeError(f"{where}: expected the dict made by state_dict(), not {argcheck._show(state_dict)}")
+            raise TypeError(f"{where}: expected the dict made by state_dict(), not {argcheck.describe(state_dict)}")
         missing = [k for k in ('optimizer', 'state', 'param_groups') if k not in state_dict]
         if missing:
             raise ValueError(f"{where}: the dict lacks {missing}; pass what state_dict() returned")
@@ -162,7 +162,7 @@ class Optimizer:
         if not isinstance(saved_groups, (list, tuple)) or not all(
                 isinstance(g, dict) and isinstance(g.get('params'), (list, tuple)) for g in saved_groups):
             raise ValueError(f"{where}: 'param_groups' must be a list of dicts with 'params' lists, "
-                             f"not {argcheck._show(saved_groups)}")
+                             f"not {argcheck.describe(saved_groups)}")
         if [len(g['params']) for g in saved_groups] != [len(g['params']) for g in self.param_groups]:
             raise ValueError(f"{where}: the saved groups hold {[len(g['params']) for g in saved_groups]} "
                              f"parameters, this optimizer's {[len(g['params']) for g in self.param_groups]}")
@@ -184,7 +184,7 @@ class Optimizer:
     def _checked_state(self, where, saved_state):
         """{id(parameter): state entry} from the saved state, each array checked and copied."""
         if not isinstance(saved_state, dict):
-            raise ValueError(f"{where}: 'state' must be a dict, not {argcheck._show(saved_state)}")
+            raise ValueError(f"{where}: 'state' must be a dict, not {argcheck.describe(saved_state)}")
         params, new_state = self._parameters(), {}
         for key, saved in saved_state.items():
             i = int(key) if isinstance(key, str) and key.isdigit() else key
@@ -202,7 +202,7 @@ class Optimizer:
                 array = saved[field].data if isinstance(saved[field], Tensor) else saved[field]
                 if not backend.is_array(array) or array.dtype.kind not in 'fiu':
                     raise ValueError(f"{where}: {field!r} of parameter {i} must be a tensor or an array of "
-                                     f"numbers, not {argcheck._show(saved[field])}")
+                                     f"numbers, not {argcheck.describe(saved[field])}")
                 if tuple(array.shape) != p.shape:
                     raise ValueError(f"{where}: {field!r} of parameter {i} has shape "
                                      f"{tuple(array.shape)}, the parameter {p.shape}")

@@ -64,7 +64,7 @@ class LRScheduler:
     def __init__(self, optimizer, lr_at):
         _check_optimizer(self, optimizer)
         if not callable(lr_at):
-            raise TypeError(f"{type(self).__name__}: lr_at must be a function of the step, not {argcheck._show(lr_at)}")
+            raise TypeError(f"{type(self).__name__}: lr_at must be a function of the step, not {argcheck.describe(lr_at)}")
         self.optimizer, self.lr_at = optimizer, lr_at
         self.last_step = 0
         optimizer.lr = lr_at(0)
@@ -84,7 +84,7 @@ class LRScheduler:
         where = f"{type(self).__name__}.load_state_dict"
         if not isinstance(state, dict) or 'last_step' not in state:
             raise TypeError(f"{where}: expected the dict made by state_dict() ({{'last_step': n}}), "
-                            f"not {argcheck._show(state)}")
+                            f"not {argcheck.describe(state)}")
         last_step = argcheck.integer(state['last_step'], where, 'last_step', min=0)
         self.optimizer.lr = self.lr_at(last_step)
         self.last_step = last_step
@@ -104,4 +104,4 @@ class WarmupCosine(LRScheduler):
 
 def _check_optimizer(scheduler, optimizer):
     if not isinstance(optimizer, Optimizer):
-        raise TypeError(f"{type(scheduler).__name__}: optimizer must be an Optimizer, not {argcheck._show(optimizer)}")
+        raise TypeError(f"{type(scheduler).__name__}: optimizer must be an Optimizer, not {argcheck.describe(optimizer)}")
