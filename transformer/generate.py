@@ -81,7 +81,7 @@ def _decode(step, first_input, max_new_tokens, temperature, top_k, greedy):
     """The loop both architectures share: logits of the last position -> next token -> feed it back."""
     tokens, x = [], first_input
     for _ in range(max_new_tokens):
-        x = pick_next(step(x)[:, -1], temperature, top_k, greedy)
+        x = _sample(step(x)[:, -1], temperature, top_k, greedy, 'generate')
         tokens.append(x)
     return tokens
 
@@ -90,12 +90,17 @@ def pick_next(logits, temperature=1.0, top_k=None, greedy=False):
     """logits (B, V) -> next token ids (B, 1): greedy, or a sample from softmax(logits / T) (top-k).
     Logits with a NaN, or a row of only -inf, are an error (there is no distribution to follow)."""
     temperature, top_k, greedy = _check_sampling('pick_next', temperature, top_k, greedy)
-    _check_logits('pick_next', logits)
+    return _sample(logits, temperature, top_k, greedy, 'pick_next')
+
+
+def _sample(logits, temperature, top_k, greedy, where):
+    """pick_next with its options already checked; logits are checked here, naming `where`."""
+    _check_logits(where, logits)
     B = logits.shape[0]
     if greedy or temperature == 0:
         return logits.argmax(axis=-1).reshape(B, 1)
     if top_k is not None and top_k < logits.shape[-1]:
-        logits = top_k_filter(logits, top_k)  # the k largest of logits / T are those of logits
+        logits = _keep_top_k(logits, top_k)  # the k largest of logits / T are those of logits
     u = mt.rand(*logits.shape, dtype=logits.dtype, device=logits.device).clip(min=1e-30)
     gumbel = -(-u.log()).log()
     scores = logits / temperature + gumbel if temperature >= 1 else logits + gumbel * temperature
@@ -106,6 +111,10 @@ def top_k_filter(logits, k):
     """Keep the k largest logits of each row and set the rest to -inf (equal values stay together)."""
     k = argcheck.integer(k, 'top_k_filter', 'k', min=1)
     _check_logits('top_k_filter', logits)
+    return _keep_top_k(logits, k)
+
+
+def _keep_top_k(logits, k):
     rest = logits
     for _ in range(k - 1):  # remove the current maximum k - 1 times; what is left has the k-th largest on top
         rest = rest.masked_fill(rest == rest.max(axis=-1, keepdims=True), float('-inf'))
