@@ -293,3 +293,38 @@ def test_scheduler_sets_the_optimizers_lr_each_step_and_resumes():
     custom.step()
     custom.step()
     assert opt.lr == pytest.approx(0.025) and custom.state_dict() == {'last_step': 2}
+
+
+# ---------------------------------------------------------------------- a step is an in-place change
+@pytest.mark.parametrize('make', [lambda ps: optim.SGD(ps, lr=0.1), lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9),
+                                  lambda ps: optim.Adam(ps), lambda ps: optim.AdamW(ps)], ids=['SGD', 'momentum', 'Adam', 'AdamW'])
+def test_a_step_between_two_backward_passes_is_refused(make):
+    """backward(retain_graph=True); step(); backward() would mix the new weights with activations
+    of the old ones: as in PyTorch it raises, through views of the weight too."""
+    w = nn.Parameter(mt.tensor([[1.0, -2.0], [0.5, 3.0]], dtype='float64'))
+    x = mt.tensor([[2.0, 1.0]], dtype='float64')
+    opt = make([w])
+    for loss_of in (lambda: ((x @ w) ** 2).sum(), lambda: ((x @ w.T) ** 2).sum()):  # w itself, then a view of it
+        loss = loss_of()
+        loss.backward(retain_graph=True)
+        first = w.grad.numpy().copy()
+        loss.backward(retain_graph=True)  # without a step in between: allowed, and it accumulates
+        np.testing.assert_array_equal(w.grad.numpy(), 2 * first)
+        version = w._version[0]
+        opt.step()
+        assert w._version[0] == version + 1
+        with pytest.raises(RuntimeError, match='modified in place after the forward pass'):
+            loss.backward()
+        opt.zero_grad()
+
+
+def test_a_step_costs_no_copy_beyond_the_update():
+    """The bump is a counter: the step still assigns the update's own array (no extra copy)."""
+    w = nn.Parameter(mt.ones(1000))
+    w.grad = mt.ones(1000)
+    opt = optim.SGD([w], lr=0.1)
+    arrays = []
+    real_update = opt.update
+    opt.update = lambda p, g, state, group: arrays.append(real_update(p, g, state, group)) or arrays[-1]
+    opt.step()
+    assert w.data is arrays[0]

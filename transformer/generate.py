@@ -13,7 +13,8 @@ Sampling uses the Gumbel-max trick: argmax(logits / T + g) with g = -log(-log(u)
 u ~ U(0, 1) per entry, is an exact sample from softmax(logits / T) -- no cumulative sums,
 only microtensor ops, so it runs on the GPU as is.  For T < 1 the same argmax is computed
 as argmax(logits + T g) (multiplied through by T > 0), which cannot overflow: logits / 1e-39
-would be +-inf in float32, and every positive logit would tie.  u comes from the backend's generator:
+would be +-inf in float32, and every positive logit would tie.  (Both in float64, so that
+any finite T > 0 works, 1e300 included.)  u comes from the backend's generator:
 mt.manual_seed(s), or seed=s here, makes generation reproducible.
 
 The KV cache: each layer's self-attention keeps the K and V of every position seen so far,
@@ -102,7 +103,8 @@ def _sample(logits, temperature, top_k, greedy, where):
     if top_k is not None and top_k < logits.shape[-1]:
         logits = _keep_top_k(logits, top_k)  # the k largest of logits / T are those of logits
     u = mt.rand(*logits.shape, dtype=logits.dtype, device=logits.device).clip(min=1e-30)
-    gumbel = -(-u.log()).log()
+    gumbel = (-(-u.log()).log()).to(dtype=mt.float64)
+    logits = logits.to(dtype=mt.float64)  # so that logits / T and T * g stay finite for any finite T > 0
     scores = logits / temperature + gumbel if temperature >= 1 else logits + gumbel * temperature
     return scores.argmax(axis=-1).reshape(B, 1)
 

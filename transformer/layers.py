@@ -29,7 +29,7 @@ from microtensor import argcheck, nn
 
 from . import checks
 from .attention import MultiHeadAttention
-from .feedforward import FeedForward
+from .feedforward import ACTIVATIONS, FeedForward
 from .norm import BatchNorm1d, LayerNorm, RMSNorm
 from .residual import residual_connection
 
@@ -83,6 +83,7 @@ class EncoderLayer(_Layer):
                  activation='gelu', n_kv_heads=None, rope=False, alibi=False, norm_type='layer'):
         checks.heads('EncoderLayer', d_model, n_heads, n_kv_heads)
         checks.arguments('EncoderLayer', d_ff=d_ff, rope=rope, alibi=alibi)
+        argcheck.choice(activation, 'EncoderLayer', 'activation', sorted(ACTIVATIONS))
         super().__init__(d_model, dropout, norm, residual, alpha, norm_type)
         self.self_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv_heads, dropout=dropout,
                                             rope=rope, alibi=alibi)
@@ -111,6 +112,7 @@ class DecoderLayer(_Layer):
                  cross_attention=True):
         checks.heads('DecoderLayer', d_model, n_heads, n_kv_heads)
         checks.arguments('DecoderLayer', d_ff=d_ff, rope=rope, alibi=alibi, cross_attention=cross_attention)
+        argcheck.choice(activation, 'DecoderLayer', 'activation', sorted(ACTIVATIONS))
         super().__init__(d_model, dropout, norm, residual, alpha, norm_type)
         self.self_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv_heads, dropout=dropout,
                                             rope=rope, alibi=alibi)

@@ -45,11 +45,12 @@ from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 POSITIONAL = ('sinusoidal', 'learned', 'rope', 'alibi', 'none')
 
 
-def _check_stack(where, d_model, n_heads, n_kv_heads, d_ff, dropout, norm, positional):
+def _check_stack(where, d_model, n_heads, n_kv_heads, d_ff, dropout, norm, positional, layer_options):
     """What a model's arguments must satisfy before its embedding and layers are built, checked
-    here so that the error names the model; the layers check their own options."""
+    here so that the error names the model (the layers check the options that have no rule here)."""
     d_model, n_heads, _ = checks.heads(where, d_model, n_heads, n_kv_heads)
-    checks.arguments(where, d_ff=d_ff, dropout=dropout)
+    checks.arguments(where, d_ff=d_ff, dropout=dropout,
+                     **{name: value for name, value in layer_options.items() if name in checks.RULES})
     argcheck.choice(norm, where, 'norm', ('pre', 'post'))
     argcheck.choice(positional, where, 'positional', POSITIONAL)
     if positional == 'sinusoidal' and d_model % 2:
@@ -204,7 +205,7 @@ class GPT(nn.Module):
         vocab_size, max_len, n_layers, init_std, tie_weights = checks.arguments(
             'GPT', vocab_size=vocab_size, max_len=max_len, n_layers=n_layers, init_std=init_std,
             tie_weights=tie_weights)
-        _check_stack('GPT', d_model, n_heads, n_kv_heads, d_ff, dropout, norm, positional)
+        _check_stack('GPT', d_model, n_heads, n_kv_heads, d_ff, dropout, norm, positional, layer_options)
         self.vocab_size, self.max_len = vocab_size, max_len
         self.embed = Embed(vocab_size, d_model, max_len, positional, dropout)
         self.decoder = Decoder(n_layers, d_model, n_heads, d_ff, dropout, norm, cross_attention=False,
@@ -246,7 +247,8 @@ class Transformer(nn.Module):
         src_vocab, tgt_vocab, max_len, n_layers, init_std = checks.arguments(
             'Transformer', src_vocab=src_vocab, tgt_vocab=tgt_vocab, max_len=max_len, n_layers=n_layers,
             init_std=init_std)
-        _check_stack('Transformer', d_model, n_heads, layer_options.get('n_kv_heads'), d_ff, dropout, norm, positional)
+        _check_stack('Transformer', d_model, n_heads, layer_options.get('n_kv_heads'), d_ff, dropout, norm, positional,
+                     layer_options)
         pad_id = checks.token_id(pad_id, 'Transformer', 'pad_id', min(src_vocab, tgt_vocab))
         bos_id = checks.token_id(bos_id, 'Transformer', 'bos_id', tgt_vocab)
         self.src_vocab, self.tgt_vocab, self.max_len = src_vocab, tgt_vocab, max_len
@@ -304,7 +306,7 @@ class EncoderOnly(nn.Module):
             'EncoderOnly', vocab_size=vocab_size, max_len=max_len, n_layers=n_layers, init_std=init_std,
             n_classes=n_classes)
         _check_stack('EncoderOnly', d_model, n_heads, layer_options.get('n_kv_heads'), d_ff, dropout, norm,
-                     positional)
+                     positional, layer_options)
         pad_id = checks.token_id(pad_id, 'EncoderOnly', 'pad_id', vocab_size)
         self.vocab_size, self.max_len, self.pad_id, self.n_classes = vocab_size, max_len, pad_id, n_classes
         self.embed = Embed(vocab_size, d_model, max_len, positional, dropout)

@@ -36,11 +36,13 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0):
         raise RuntimeError(f"clip_grad_norm_: gradients are on several devices {sorted(devices)}; "
                            "move the model to one device first")
     xp = backend.array_module(grads[0].grad.data)
-    if norm_type == math.inf:
-        total = max((float(xp.abs(p.grad.data).max()) for p in grads if p.grad.size), default=0.0)
+    arrays = [p.grad.data.astype('float64') for p in grads if p.grad.size]
+    # ||g||_p = m * ||g / m||_p with m = max |g|: no |g|**p overflows (or underflows to 0) for a large p
+    m = float(xp.stack([xp.abs(g).max() for g in arrays]).max()) if arrays else 0.0
+    if norm_type == math.inf or not 0 < m < math.inf:
+        total = m  # (0, inf or nan already are the norm)
     else:  # summed in float64 on the device, one host transfer at the end
-        total = float(sum(xp.sum(xp.abs(p.grad.data.astype('float64')) ** norm_type) for p in grads)
-                      ** (1.0 / norm_type))
+        total = m * float(sum(xp.sum((xp.abs(g) / m) ** norm_type) for g in arrays) ** (1.0 / norm_type))
     scale = max_norm / (total + 1e-6)
     if scale < 1:
         for p in grads:

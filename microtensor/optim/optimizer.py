@@ -178,7 +178,10 @@ class Optimizer:
             if sorted(hyper) != own:
                 raise ValueError(f"{where}: the saved hyper-parameters are {sorted(hyper)}, "
                                  f"{type(self).__name__}'s are {own}")
-            hypers.append(self._check_hyperparameters(hyper))
+            try:
+                hypers.append(self._check_hyperparameters(hyper))
+            except (ValueError, TypeError) as error:
+                raise type(error)(f"{where}: a saved hyper-parameter is invalid ({error})") from None
         return hypers
 
     def _checked_state(self, where, saved_state):
