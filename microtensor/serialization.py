@@ -27,9 +27,10 @@ Nothing is lost on a crash: save() writes a temporary file `.NAME.<pid>-<hex>.tm
 the same folder, flushes it to disk and renames it over `path` in one step (os.replace),
 so `path` always holds either the old checkpoint or the new one, complete.
 Two processes saving to one path take turns: each save holds a lock on `.NAME.lock`
-beside the file (flock on POSIX, msvcrt.locking on Windows), so the file is always one
-complete checkpoint, the last one saved; a save that waits more than LOCK_TIMEOUT seconds
-raises TimeoutError.  While it holds the lock, a save removes the temporary files that
+beside the file (flock on POSIX, msvcrt.locking on Windows; removed when the save ends),
+so the file is always one complete checkpoint, the last one saved; a save that waits more
+than LOCK_TIMEOUT seconds raises TimeoutError.  (On a file system without locks, saves
+go ahead unlocked: still atomic, the last rename wins.)  While it holds the lock, a save removes the temporary files that
 killed saves to the same path left behind (no live save can own one then).
 """
 import contextlib
@@ -155,26 +156,44 @@ def _write_atomically(path, write):
 @contextlib.contextmanager
 def _save_lock(folder, base):
     """Hold an exclusive lock on `.base.lock` while saving; yields whether a lock is held
-    (False where the file system offers none: the save then goes ahead unlocked)."""
+    (False where the file system offers none: the save then goes ahead unlocked).
+
+    The holder removes the lock file before unlocking it, so none is left behind; a waiter
+    that then gets the lock of the removed file sees that its path is gone (or is a newer
+    file) and starts again with the file now at that path."""
     lock_path = os.path.join(folder, f".{base}.lock")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
-    held = None
+    deadline = time.monotonic() + LOCK_TIMEOUT
+    while True:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+        held = _try_lock(fd)
+        if held is not False and (held is None or _is_file_at(fd, lock_path)):
+            break
+        _release(fd, held)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"mt.save: another process has been saving to {os.path.join(folder, base)!r} for "
+                               f"more than {LOCK_TIMEOUT:.0f} s (it holds {lock_path!r}); two runs writing one "
+                               "checkpoint overwrite each other: give each its own path")
+        time.sleep(0.005 if held else 0.01)
     try:
-        deadline = time.monotonic() + LOCK_TIMEOUT
-        while True:
-            held = _try_lock(fd)
-            if held is not False:
-                break
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"mt.save: another process has been saving to {os.path.join(folder, base)!r} for "
-                                   f"more than {LOCK_TIMEOUT:.0f} s (it holds {lock_path!r}); two runs writing one "
-                                   "checkpoint overwrite each other: give each its own path")
-            time.sleep(0.01)
         yield bool(held)
     finally:
-        if msvcrt is not None and held:
-            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
-        os.close(fd)  # releases a flock
+        with contextlib.suppress(OSError):  # (Windows cannot remove an open file: it stays, harmless)
+            os.unlink(lock_path)
+        _release(fd, held)
+
+
+def _is_file_at(fd, path):
+    try:
+        here, there = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (here.st_ino, here.st_dev) == (there.st_ino, there.st_dev)
+
+
+def _release(fd, held):
+    if held and msvcrt is not None:
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+    os.close(fd)  # (releases a flock)
 
 
 def _try_lock(fd):

@@ -435,3 +435,24 @@ def test_generate_checks_the_prompt(prompt):
     array = np.asarray(prompt)
     assert valid_prompt(prompt) and out.shape == array.shape[:-1] + (array.shape[-1] + 1,)
     assert out.numpy()[..., :-1].tolist() == array.tolist()
+
+
+def test_the_encoder_decoder_checks_source_and_target_ids_and_its_cache():
+    model = Transformer(5, 6, d_model=8, n_heads=2, n_layers=1, max_len=4, positional='learned', bos_id=1)
+    good = [[1, 2, 3]]
+    assert model(good, good).shape == (1, 3, 6)
+    for src, tgt, error, message in [
+            ([[1.0, 2.0]], good, TypeError, r'Transformer.encode: ids must be integer token ids, not float'),
+            ([[1, 5]], good, IndexError, r'Transformer.encode: token ids must be in \[0, 5\), got values from 1 to 5'),
+            (good, [[1, 6]], IndexError, r'Transformer.decode: token ids must be in \[0, 6\)'),
+            ([1, 2], good, ValueError, r'Transformer.encode: ids must have shape \(B, T\) with B, T >= 1, got \(2,\); '
+                                       r'for one sequence use ids.reshape\(1, -1\)'),
+            (good, [[1, 2, 3, 4, 5]], ValueError, r'Transformer.decode: positions 0..4 were asked for, but the learned '
+                                                  r'position table only has max_len=4 rows')]:
+        with pytest.raises(error, match=message):
+            model(src, tgt)
+    memory, mask = model.encode(good)
+    with pytest.raises(TypeError, match='Transformer.decode: cache must be the list of KVCaches made by'):
+        model.decode(good, memory, mask, cache={})
+    with pytest.raises(ValueError, match='Transformer.decode: cache has 2 entries but there are 1 layers'):
+        model.decode(good, memory, mask, cache=model.new_cache() * 2)
