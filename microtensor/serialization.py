@@ -30,8 +30,9 @@ Two processes saving to one path take turns: each save holds a lock on `.NAME.lo
 beside the file (flock on POSIX, msvcrt.locking on Windows; removed when the save ends),
 so the file is always one complete checkpoint, the last one saved; a save that waits more
 than LOCK_TIMEOUT seconds raises TimeoutError.  (On a file system without locks, saves
-go ahead unlocked: still atomic, the last rename wins.)  While it holds the lock, a save removes the temporary files that
-killed saves to the same path left behind (no live save can own one then).
+go ahead unlocked: still atomic, the last rename wins.)  While it holds the lock, a save
+removes the temporary files that killed saves to the same path left behind (no live save
+can own one then).
 """
 import contextlib
 import hashlib

@@ -130,8 +130,15 @@ def valid(tmp_path):
     return members_of(path)
 
 
-def test_a_crafted_copy_of_a_valid_checkpoint_loads(tmp_path, valid):
-    assert load_or_refuse(craft(tmp_path / 'copy.npz', *valid)) == 'ok'
+def test_a_checkpoint_is_stored_members_each_described_by_the_header(tmp_path, valid):
+    with zipfile.ZipFile(tmp_path / 'c.npz') as archive:
+        assert {info.compress_type for info in archive.infolist()} == {zipfile.ZIP_STORED}
+    members, header = valid
+    assert header['version'] == 2 and header['arrays'] == {
+        'w': {'dtype': '<f4', 'shape': [3], 'sha256': hashlib.sha256(SAVED['w'].numpy().tobytes()).hexdigest()},
+        'a': {'dtype': '<i2', 'shape': [2], 'sha256': hashlib.sha256(SAVED['a'].tobytes()).hexdigest()}}
+    assert sorted(members) == ['a.npy', 'w.npy']
+    assert load_or_refuse(craft(tmp_path / 'copy.npz', *valid)) == 'ok'  # zipfile's own writing loads too
 
 
 @pytest.mark.parametrize('change, reason', [

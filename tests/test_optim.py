@@ -297,7 +297,8 @@ def test_scheduler_sets_the_optimizers_lr_each_step_and_resumes():
 
 # ---------------------------------------------------------------------- a step is an in-place change
 @pytest.mark.parametrize('make', [lambda ps: optim.SGD(ps, lr=0.1), lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9),
-                                  lambda ps: optim.Adam(ps), lambda ps: optim.AdamW(ps)], ids=['SGD', 'momentum', 'Adam', 'AdamW'])
+                                  lambda ps: optim.Adam(ps), lambda ps: optim.AdamW(ps)],
+                         ids=['SGD', 'momentum', 'Adam', 'AdamW'])
 def test_a_step_between_two_backward_passes_is_refused(make):
     """backward(retain_graph=True); step(); backward() would mix the new weights with activations
     of the old ones: as in PyTorch it raises, through views of the weight too."""

@@ -188,6 +188,7 @@ OPTIMIZER_ARGUMENTS = [
 ]
 
 
+@pytest.mark.filterwarnings('ignore:overflow encountered:RuntimeWarning')  # weight_decay=1e40 is valid, and diverges
 @pytest.mark.parametrize('make, kwargs, argument, rule', OPTIMIZER_ARGUMENTS,
                          ids=[f"{c[0].__name__}-{c[2]}" for c in OPTIMIZER_ARGUMENTS])
 @given(value=st.one_of(ANY_VALUE, st.tuples(ANY_VALUE, ANY_VALUE), st.tuples(st.floats(0, 1), st.floats(0, 1))))

@@ -223,8 +223,8 @@ class Module:
             value = state[key]
             array = value.data if isinstance(value, Tensor) else backend.as_array(value)
             if not backend.is_array(array) or array.dtype.kind not in 'biuf':
-                problems.append(f"{key!r}: expected a tensor or an array of numbers, got "
-                                f"{type(value).__name__}{'' if not backend.is_array(array) else ' of ' + str(array.dtype)}")
+                of_dtype = f" of {array.dtype}" if backend.is_array(array) else ''
+                problems.append(f"{key!r}: expected a tensor or an array of numbers, got {type(value).__name__}{of_dtype}")
             elif tuple(array.shape) != target.shape:
                 problems.append(f"size mismatch for {key!r}: shape {tuple(array.shape)} in the state, "
                                 f"{target.shape} in the model")

@@ -64,7 +64,8 @@ class LRScheduler:
     def __init__(self, optimizer, lr_at):
         _check_optimizer(self, optimizer)
         if not callable(lr_at):
-            raise TypeError(f"{type(self).__name__}: lr_at must be a function of the step, not {argcheck.describe(lr_at)}")
+            raise TypeError(f"{type(self).__name__}: lr_at must be a function of the step, "
+                            f"not {argcheck.describe(lr_at)}")
         self.optimizer, self.lr_at = optimizer, lr_at
         self.last_step = 0
         optimizer.lr = lr_at(0)
@@ -104,4 +105,5 @@ class WarmupCosine(LRScheduler):
 
 def _check_optimizer(scheduler, optimizer):
     if not isinstance(optimizer, Optimizer):
-        raise TypeError(f"{type(scheduler).__name__}: optimizer must be an Optimizer, not {argcheck.describe(optimizer)}")
+        raise TypeError(f"{type(scheduler).__name__}: optimizer must be an Optimizer, "
+                        f"not {argcheck.describe(optimizer)}")
