@@ -1,32 +1,63 @@
-"""mt.save / mt.load: checkpoints in one .npz file, never pickled.
+"""mt.save / mt.load: checkpoints in one .npz file, never pickled, checked on the way in.
 
     mt.save({'model': model.state_dict(), 'optim': opt.state_dict(),
              'step': step, 'config': {'d_model': 64, 'norm': 'pre'}}, 'ckpt.npz')
     ckpt = mt.load('ckpt.npz', device='cuda')
     model.load_state_dict(ckpt['model']); opt.load_state_dict(ckpt['optim'])
 
-What can be saved: tensors, arrays, Python numbers, bools, strings and None, inside
-dicts (str or int keys), lists and tuples, nested as deep as you like.
+What can be saved: tensors, arrays (numbers, bools, strings), Python numbers, bools,
+strings and None, inside dicts (str or int keys), lists and tuples, up to MAX_DEPTH
+levels deep.
 
-The file is a plain .npz: each tensor or array is one member named by its path
-('model/fc1.weight'), so numpy.load('ckpt.npz') shows them too, and the member
-'__microtensor__' holds JSON describing the structure (which arrays were tensors,
-the plain values, the format version).
+The file (format version 2) is a plain zip of uncompressed members, so numpy.load shows
+the arrays too:
+    'model/fc1.weight.npy', ...   one .npy file per tensor or array, named by its path
+    '__microtensor__.json'        the header: the structure (which arrays were tensors,
+                                  the plain values) and, for every array, its dtype,
+                                  shape and the SHA-256 of its bytes
 
-Nothing is lost on a crash: save() writes a temporary file in the same folder,
-flushes it to disk and renames it over `path` in one step (os.replace), so `path`
-always holds either the old checkpoint or the new one, complete.  load() reads with
-allow_pickle=False and turns every problem (truncated, corrupted, not a checkpoint,
-needs pickle) into a CheckpointError that names the file.
+mt.load trusts nothing in the file: it refuses compressed members (a 2 KB member can
+inflate to gigabytes) and members the header does not describe, checks every declared
+size against the size of the file before allocating anything, reads every member to its
+end (so the zip's CRC-32 is checked) and compares each array's dtype, shape and SHA-256
+with the header.  Whatever is wrong becomes a CheckpointError naming the file and the
+reason; "it would need pickle" is said only of pickles.
+
+Nothing is lost on a crash: save() writes a temporary file `.NAME.<pid>-<hex>.tmp` in
+the same folder, flushes it to disk and renames it over `path` in one step (os.replace),
+so `path` always holds either the old checkpoint or the new one, complete.
+Two processes saving to one path take turns: each save holds a lock on `.NAME.lock`
+beside the file (flock on POSIX, msvcrt.locking on Windows; removed when the save ends),
+so the file is always one complete checkpoint, the last one saved; a save that waits more
+than LOCK_TIMEOUT seconds raises TimeoutError.  (On a file system without locks, saves
+go ahead unlocked: still atomic, the last rename wins.)  While it holds the lock, a save
+removes the temporary files that killed saves to the same path left behind (no live save
+can own one then).
 """
+import contextlib
+import hashlib
 import json
 import os
+import re
+import time
+import zipfile
 
 from . import backend
 from .tensor import Tensor
 
-FORMAT, VERSION = 'microtensor-checkpoint', 1
-META_KEY = '__microtensor__'
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
+try:
+    import msvcrt
+except ImportError:  # POSIX
+    msvcrt = None
+
+FORMAT, VERSION = 'microtensor-checkpoint', 2
+HEADER = '__microtensor__.json'
+MAX_DEPTH = 100      # nesting levels of dicts/lists/tuples (deeper is refused, cycles too)
+LOCK_TIMEOUT = 60.0  # seconds a save waits for another process saving to the same path
 
 
 class CheckpointError(ValueError):
@@ -39,12 +70,14 @@ def save(obj, path):
     """Write `obj` (nested dicts/lists/tuples of tensors, arrays, numbers, strings) to `path` atomically."""
     arrays = {}
     tree = _encode(obj, [], arrays)
-    arrays[META_KEY] = json.dumps({'format': FORMAT, 'version': VERSION, 'tree': tree})
-    _write_atomically(os.fspath(path), arrays)
+    _write_atomically(os.fspath(path), lambda f: _write_zip(f, tree, arrays))
 
 
 def _encode(value, path, arrays):
     """A JSON description of `value`; its tensors and arrays go into `arrays` under their path."""
+    if len(path) > MAX_DEPTH:
+        raise ValueError(f"mt.save: the value is nested more than {MAX_DEPTH} levels deep (at {_where(path[:3])}/...); "
+                         "does a list or dict contain itself?")
     if isinstance(value, Tensor):
         return {'tensor': _store(value.data, path, arrays), 'requires_grad': value.requires_grad}
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -66,9 +99,12 @@ def _encode(value, path, arrays):
 
 def _store(array, path, arrays):
     key = '/'.join(path) or 'root'
-    if key in arrays or key == META_KEY:
+    if key in arrays:
         raise ValueError(f"mt.save: two values would be stored under the name {key!r}; "
                          "rename the dict keys (a key containing '/' can collide with a nested path)")
+    if array.dtype.kind not in backend.NPY_KINDS:
+        raise TypeError(f"mt.save: the array at {key!r} has dtype {array.dtype}, which cannot be stored without "
+                        "pickle; store numbers, bools or strings")
     arrays[key] = array
     return key
 
@@ -77,23 +113,129 @@ def _where(path):
     return '/'.join(path) or 'the top level'
 
 
-def _write_atomically(path, arrays):
-    """Write to a temporary file beside `path`, fsync it, then rename it over `path`."""
-    folder = os.path.dirname(os.path.abspath(path))
+def _write_zip(file, tree, arrays):
+    """The checkpoint into the open binary `file`: one stored .npy member per array, then the header."""
+    described = {}
+    with zipfile.ZipFile(file, 'w', zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, value in arrays.items():
+            header, data, descr, shape = backend.npy_parts(value)
+            info = zipfile.ZipInfo(name + '.npy', date_time=(1980, 1, 1, 0, 0, 0))
+            info.file_size = len(header) + data.nbytes  # known in advance: zip64 only where needed
+            with archive.open(info, 'w') as member:
+                member.write(header)
+                member.write(data)
+            described[name] = {'dtype': descr, 'shape': list(shape), 'sha256': hashlib.sha256(data).hexdigest()}
+        archive.writestr(zipfile.ZipInfo(HEADER, date_time=(1980, 1, 1, 0, 0, 0)),
+                         json.dumps({'format': FORMAT, 'version': VERSION, 'tree': tree, 'arrays': described}))
+
+
+def _write_atomically(path, write):
+    """write(f) into a temporary file beside `path`, fsync it, then rename it over `path`."""
+    folder, base = os.path.split(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"mt.save: the folder {folder!r} does not exist (create it first)")
-    tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
-    try:
-        with open(tmp, 'xb') as f:
-            backend.write_npz(f, arrays)
-            f.flush()
-            os.fsync(f.fileno())  # the bytes are on disk before the name points at them
-        os.replace(tmp, path)     # atomic: readers see the old file or the new one
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"mt.save: {path!r} is a folder; give a file name, e.g. "
+                                f"{os.path.join(path, 'ckpt.npz')!r}")
+    with _save_lock(folder, base) as locked:
+        if locked:
+            _remove_stale_temporaries(folder, base)
+        tmp = os.path.join(folder, f".{base}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
+        try:
+            with open(tmp, 'xb') as f:
+                write(f)
+                f.flush()
+                os.fsync(f.fileno())  # the bytes are on disk before the name points at them
+            os.replace(tmp, path)     # atomic: readers see the old file or the new one
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
     _fsync_folder(folder)
+
+
+@contextlib.contextmanager
+def _save_lock(folder, base):
+    """Hold an exclusive lock on `.base.lock` while saving; yields whether a lock is held
+    (False where the file system offers none: the save then goes ahead unlocked).
+
+    The holder removes the lock file before unlocking it, so none is left behind; a waiter
+    that then gets the lock of the removed file sees that its path is gone (or is a newer
+    file) and starts again with the file now at that path."""
+    lock_path = os.path.join(folder, f".{base}.lock")
+    deadline = time.monotonic() + LOCK_TIMEOUT
+    while True:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+        held = _try_lock(fd)
+        if held is not False and (held is None or _is_file_at(fd, lock_path)):
+            break
+        _release(fd, held)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"mt.save: another process has been saving to {os.path.join(folder, base)!r} for "
+                               f"more than {LOCK_TIMEOUT:.0f} s (it holds {lock_path!r}); two runs writing one "
+                               "checkpoint overwrite each other: give each its own path")
+        time.sleep(0.005 if held else 0.01)
+    try:
+        yield bool(held)
+    finally:
+        with contextlib.suppress(OSError):  # (Windows cannot remove an open file: it stays, harmless)
+            os.unlink(lock_path)
+        _release(fd, held)
+
+
+def _is_file_at(fd, path):
+    try:
+        here, there = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (here.st_ino, here.st_dev) == (there.st_ino, there.st_dev)
+
+
+def _release(fd, held):
+    if held and msvcrt is not None:
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+    os.close(fd)  # (releases a flock)
+
+
+def _try_lock(fd):
+    """True: locked; False: another process holds it; None: this system cannot lock the file."""
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        elif msvcrt is not None:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        else:
+            return None
+        return True
+    except (BlockingIOError, PermissionError):  # held elsewhere (EWOULDBLOCK on POSIX, EACCES on Windows)
+        return False
+    except OSError:  # e.g. a file system without locks
+        return None
+
+
+def _remove_stale_temporaries(folder, base):
+    """Remove `.base.<pid>-<hex>.tmp` files of saves that were killed.  Called with the lock
+    held, so no live save owns one; on POSIX the owner's pid must also be gone."""
+    pattern = re.compile(rf"\.{re.escape(base)}\.(\d+)-[0-9a-f]{{8}}\.tmp")
+    for name in os.listdir(folder):
+        match = pattern.fullmatch(name)
+        if match and not _process_alive(int(match.group(1))):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(folder, name))
+
+
+def _process_alive(pid):
+    if os.name != 'posix':
+        return False  # (os.kill would terminate it on Windows); the lock alone decides there
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a process of another user
+        return True
+    except (OverflowError, ValueError):  # not a possible pid: nobody's
+        return False
+    return True
 
 
 def _fsync_folder(folder):
@@ -112,65 +254,203 @@ def _fsync_folder(folder):
 
 # ----------------------------------------------------------------------------
 # loading
+class _Refused(Exception):
+    """Why a file is not a loadable checkpoint (load turns it into a CheckpointError)."""
+
+
 def load(path, device=None):
     """Read a checkpoint written by mt.save.
 
     Tensors land on `device` (default: the default device, normally 'cpu'); arrays stay
     numpy arrays unless `device` is given.  Raises CheckpointError for anything that is not
-    an intact microtensor checkpoint.
+    an intact microtensor checkpoint, FileNotFoundError if there is no file.
     """
     path = os.fspath(path)
-    if not os.path.isfile(path):
+    tensor_device = backend.default_device() if device is None else backend.check_device(device)
+    if not os.path.exists(path):
         raise FileNotFoundError(f"mt.load: no checkpoint file at {path!r}")
     try:
-        arrays = backend.read_npz(path)
-    except Exception as error:
-        if 'pickle' in str(error):
-            reason = "it would need pickle to load, and mt.load never unpickles (a pickle can run any code)"
-        else:
-            reason = "it is truncated, corrupted or not an .npz file"
-        raise CheckpointError(f"mt.load: cannot read {path!r}: {reason} "
-                              f"({type(error).__name__}: {error})") from error
-    header = _read_header(path, arrays)
-    tensor_device = backend.default_device() if device is None else backend.check_device(device)
+        if os.path.isdir(path):
+            raise _Refused("it is a folder, not a checkpoint file")
+        with open(path, 'rb') as f:
+            header, arrays = _read_zip(f, os.fstat(f.fileno()).st_size)
+        return _decode(header['tree'], arrays, tensor_device, device)
+    except _Refused as reason:
+        raise CheckpointError(f"mt.load: cannot read {path!r}: {reason}") from None
 
-    def decode(node):
-        if 'value' in node:
-            return node['value']
-        if 'dict' in node:
-            return {k: decode(v) for k, v in node['dict']}
-        if 'list' in node:
-            return [decode(v) for v in node['list']]
-        if 'tuple' in node:
-            return tuple(decode(v) for v in node['tuple'])
-        key = node.get('tensor', node.get('array'))
-        if key not in arrays:
-            raise CheckpointError(f"mt.load: {path!r} describes an array {key!r} that it does not contain")
-        if 'tensor' in node:
-            t = Tensor._wrap(backend.to_device(arrays[key], tensor_device))
-            return t.requires_grad_() if node.get('requires_grad') else t
-        return arrays[key] if device is None else backend.to_device(arrays[key], device)
 
+def _read_zip(f, size):
+    """(header, {name: numpy array}) from an open checkpoint file of `size` bytes, all checked."""
+    if size == 0:
+        raise _Refused("the file is empty (0 bytes)")
+    start = f.read(8)
+    f.seek(0)
+    if not start.startswith(b'PK'):
+        raise _Refused(_not_a_zip(start))
     try:
-        return decode(header['tree'])
-    except CheckpointError:
-        raise
-    except (KeyError, TypeError, ValueError, AttributeError) as error:
-        raise CheckpointError(f"mt.load: {path!r} has a malformed structure description ({error})") from error
+        archive = zipfile.ZipFile(f)
+        infos = archive.infolist()
+    except Exception as error:  # BadZipFile, or ValueError/OSError/struct.error from a mangled directory
+        raise _Refused(f"it is truncated or corrupted: its zip directory cannot be read ({error})") from None
+    with archive:
+        names = [info.filename for info in infos]
+        if HEADER not in names:
+            raise _Refused(_foreign_zip(archive, infos))
+        if len(set(names)) != len(names):
+            raise _Refused("it holds two members with the same name")
+        for info in infos:
+            _check_member(info, size)
+        if sum(info.file_size for info in infos) > size:
+            raise _Refused(f"its members declare {sum(i.file_size for i in infos)} bytes in all, more than "
+                           f"the whole file ({size} bytes)")
+        header = _parse_header(_read_member(archive, archive.getinfo(HEADER)))
+        described = header['arrays']
+        extra = sorted(set(names) - {HEADER} - {name + '.npy' for name in described})
+        missing = sorted(set(described) - {name[:-4] for name in names if name.endswith('.npy')})
+        if extra or missing:
+            raise _Refused(f"its header does not match its members (members it does not describe: {extra[:5]}; "
+                           f"arrays it describes but does not hold: {missing[:5]})")
+        return header, {name: _read_array(archive, name, entry) for name, entry in described.items()}
 
 
-def _read_header(path, arrays):
-    if META_KEY not in arrays:
-        raise CheckpointError(f"mt.load: {path!r} is an .npz file but not a microtensor checkpoint "
-                              f"(it has no {META_KEY!r} entry); numpy.load can read its arrays")
+def _not_a_zip(start):
+    if start[:1] == b'\x80' and start[1:2] in (b'\x02', b'\x03', b'\x04', b'\x05'):
+        return ("it is a Python pickle (e.g. written by pickle.dump or an old torch.save); loading it would need "
+                "pickle, and mt.load never unpickles (a pickle can run any code)")
+    if start.startswith(b'\x93NUMPY'):
+        return "it is a single .npy array (numpy.save), not a checkpoint; numpy.load(path) reads it"
+    return f"it is not a checkpoint (not a zip archive: it starts with {start!r})"
+
+
+def _foreign_zip(archive, infos):
+    """Why a zip without our header is not a checkpoint, naming pickle only when that is the reason."""
+    names = [info.filename for info in infos]
+    if '__microtensor__.npy' in names:
+        return ("it was written by an older microtensor (checkpoint format version 1, whose arrays carry no "
+                "checksums), which mt.load no longer reads; numpy.load(path, allow_pickle=False) still reads "
+                "its arrays: save them again with mt.save")
+    pickles = [n for n in names if n.endswith('.pkl')]
+    for info in infos:
+        if not pickles and info.filename.endswith('.npy') and info.compress_type == zipfile.ZIP_STORED \
+                and info.file_size < 2 ** 16:
+            with contextlib.suppress(Exception), archive.open(info) as member:
+                if b"'descr': '|O'" in member.read(256):
+                    pickles.append(info.filename)
+    if pickles:
+        return (f"its member {pickles[0]!r} would need pickle to load, and mt.load never unpickles "
+                "(a pickle can run any code)")
+    return (f"it is a zip/.npz file but not a microtensor checkpoint (it has no {HEADER!r} member); "
+            "numpy.load can read its arrays")
+
+
+def _check_member(info, size):
+    """Refuse, before reading anything, a member that is compressed, encrypted or bigger than the file."""
+    name = info.filename
+    if info.compress_type != zipfile.ZIP_STORED:
+        raise _Refused(f"its member {name!r} is compressed (method {info.compress_type}); mt.save writes stored "
+                       "members only, and a compressed member can expand to far more than the file's size")
+    if info.flag_bits & 0x1:
+        raise _Refused(f"its member {name!r} is encrypted")
+    if info.file_size != info.compress_size or info.header_offset + info.compress_size > size:
+        raise _Refused(f"its member {name!r} declares {info.file_size} bytes, which do not fit in the file "
+                       f"({size} bytes): it is truncated or corrupted")
+
+
+def _read_member(archive, info):
+    """All the bytes of a (small) member; reading to the end checks its CRC-32."""
     try:
-        header = json.loads(str(arrays.pop(META_KEY).item()))
-    except ValueError as error:
-        raise CheckpointError(f"mt.load: {path!r} has an unreadable {META_KEY!r} entry ({error})") from error
-    if not isinstance(header, dict) or header.get('format') != FORMAT or 'tree' not in header:
-        raise CheckpointError(f"mt.load: {path!r} is not a microtensor checkpoint (its {META_KEY!r} "
-                              "entry describes something else)")
-    if header.get('version', 0) > VERSION:
-        raise CheckpointError(f"mt.load: {path!r} has format version {header['version']}, newer than this "
-                              f"microtensor reads ({VERSION}); upgrade microtensor")
+        with archive.open(info) as member:
+            data = member.read(info.file_size + 1)
+    except Exception as error:  # BadZipFile (bad CRC, bad local header), OSError, ...
+        raise _Refused(f"its member {info.filename!r} is corrupted ({error})") from None
+    if len(data) != info.file_size:
+        raise _Refused(f"its member {info.filename!r} holds {len(data)} bytes, not the {info.file_size} it declares")
+    return data
+
+
+def _parse_header(data):
+    try:
+        header = json.loads(data.decode('utf-8'))
+    except RecursionError:
+        raise _Refused(f"its {HEADER!r} is nested too deeply") from None
+    except ValueError as error:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise _Refused(f"its {HEADER!r} is not valid JSON ({error})") from None
+    if not isinstance(header, dict) or header.get('format') != FORMAT:
+        raise _Refused(f"its {HEADER!r} describes something else than a microtensor checkpoint")
+    version = header.get('version')
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise _Refused(f"its header has no valid format version (got {version!r})")
+    if version > VERSION:
+        raise _Refused(f"it has format version {version}, newer than this microtensor reads ({VERSION}); "
+                       "upgrade microtensor")
+    if version < VERSION:
+        raise _Refused(f"it has format version {version}, older than this microtensor reads ({VERSION})")
+    if 'tree' not in header or not isinstance(header.get('arrays'), dict):
+        raise _Refused("its header lacks the structure ('tree') or the array descriptions ('arrays')")
     return header
+
+
+def _read_array(archive, name, entry):
+    """Array `name`, read completely and checked against its description {'dtype', 'shape', 'sha256'}."""
+    if not isinstance(entry, dict) or sorted(entry) != ['dtype', 'sha256', 'shape']:
+        raise _Refused(f"the header's description of {name!r} is malformed")
+    shape = entry['shape']
+    if not isinstance(shape, list) or len(shape) > 32 or \
+            not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
+        raise _Refused(f"the header gives {name!r} an invalid shape {shape!r}")
+    try:
+        dtype = backend.npy_dtype(entry['dtype'])
+        info = archive.getinfo(name + '.npy')
+        digest = hashlib.sha256()
+        with archive.open(info) as member:
+            array = backend.read_npy(member, dtype, shape, info.file_size, digest)
+            if member.read(1):  # also reaches the end, where zipfile compares the CRC-32
+                raise ValueError("it holds more bytes than it declares")
+    except _Refused:
+        raise
+    except Exception as error:
+        raise _Refused(f"its member {name + '.npy'!r} is corrupted or does not match the header: {error}") from None
+    if digest.hexdigest() != entry['sha256']:
+        raise _Refused(f"the SHA-256 of {name!r} differs from the one saved in the header: its bytes were changed")
+    return array
+
+
+def _decode(tree, arrays, tensor_device, device):
+    """The saved object from its JSON description; each array is used exactly once."""
+    used = set()
+
+    def decode(node, depth):
+        if depth > MAX_DEPTH:
+            raise _Refused(f"its structure is nested more than {MAX_DEPTH} levels deep")
+        kind = sorted(node) if isinstance(node, dict) else None
+        if kind == ['value'] and (node['value'] is None or isinstance(node['value'], (bool, int, float, str))):
+            return node['value']
+        if kind == ['dict'] and isinstance(node['dict'], list) and all(
+                isinstance(e, list) and len(e) == 2 and isinstance(e[0], (str, int)) and not isinstance(e[0], bool)
+                for e in node['dict']):
+            result = {k: decode(v, depth + 1) for k, v in node['dict']}
+            if len(result) == len(node['dict']):
+                return result
+        if kind in (['list'], ['tuple']) and isinstance(node[kind[0]], list):
+            items = [decode(v, depth + 1) for v in node[kind[0]]]
+            return items if kind == ['list'] else tuple(items)
+        if kind in (['array'], ['requires_grad', 'tensor']):
+            name = node.get('array', node.get('tensor'))
+            if not isinstance(name, str) or name not in arrays or name in used:
+                raise _Refused(f"its structure refers to an array {name!r} that the header does not describe "
+                               "(or refers to it twice)")
+            used.add(name)
+            if kind == ['array']:
+                return arrays[name] if device is None else backend.to_device(arrays[name], device)
+            requires_grad = node['requires_grad']
+            if not isinstance(requires_grad, bool) or (requires_grad and arrays[name].dtype.kind != 'f'):
+                raise _Refused(f"its structure gives the tensor {name!r} an invalid requires_grad")
+            t = Tensor._wrap(backend.to_device(arrays[name], tensor_device))
+            return t.requires_grad_() if requires_grad else t
+        what = f"a dict with keys {kind[:5]}" if kind is not None else f"a {type(node).__name__}"
+        raise _Refused(f"its structure holds an entry it cannot decode ({what})")
+
+    result = decode(tree, 0)
+    if used != set(arrays):
+        raise _Refused(f"its header describes arrays its structure never uses: {sorted(set(arrays) - used)[:5]}")
+    return result

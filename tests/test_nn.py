@@ -193,7 +193,7 @@ def test_load_state_dict_names_the_key_and_both_shapes_on_mismatch():
         model.load_state_dict(state)
     with pytest.raises(RuntimeError, match=r"size mismatch for 'fc1.weight'"):
         model.load_state_dict(state, strict=False)  # shapes are checked even when not strict
-    with pytest.raises(RuntimeError, match="'seen': expected a tensor or an array, got str"):
+    with pytest.raises(RuntimeError, match="'seen': expected a tensor or an array of numbers, got str"):
         model.load_state_dict({**model.state_dict(), 'seen': 'zero'})
 
 
@@ -343,7 +343,65 @@ def test_clip_grad_norm_leaves_small_gradients_and_supports_inf_norm():
     assert nn.utils.clip_grad_norm_([p], max_norm=2.0, norm_type=math.inf) == pytest.approx(4.0)
     np.testing.assert_allclose(p.grad.numpy(), [0.25, -2.0, 0.5], rtol=1e-5)
     assert nn.utils.clip_grad_norm_([nn.Parameter(mt.zeros(2))], 1.0) == 0.0
-    with pytest.raises(ValueError, match='max_norm must be >= 0'):
+    with pytest.raises(ValueError, match='clip_grad_norm_: max_norm must be a number >= 0, not -1.0'):
         nn.utils.clip_grad_norm_([p], -1.0)
     with pytest.raises(ValueError, match='norm_type'):
         nn.utils.clip_grad_norm_([p], 1.0, norm_type=0)
+
+
+# ---------------------------------------------------------------------- writers bump the version
+def pending_backward(model):
+    """A loss whose backward (retain_graph=True) has run once and needs the model's weights again."""
+    loss = (model(mt.tensor([[0.5, -1.0, 2.0]], dtype=model.fc1.weight.dtype)) ** 2).sum()
+    loss.backward(retain_graph=True)
+    return loss
+
+
+@pytest.mark.parametrize('write', [
+    lambda m: m.load_state_dict(MLP().state_dict()),
+    lambda m: m.load_state_dict(m.state_dict()),  # the same values: still a write
+    lambda m: nn.init.normal_(m.fc1.weight),
+    lambda m: nn.init.xavier_uniform_(m.fc2.weight),
+    lambda m: nn.init.zeros_(m.fc1.bias),
+    lambda m: m.to(dtype='float64'),
+], ids=['load_state_dict', 'load_same_values', 'normal_', 'xavier_uniform_', 'zeros_', 'to(float64)'])
+def test_writing_weights_between_two_backward_passes_is_refused(write):
+    model = MLP()
+    loss = pending_backward(model)
+    write(model)
+    with pytest.raises(RuntimeError, match='modified in place after the forward pass'):
+        loss.backward()
+
+
+def test_moving_to_the_same_dtype_or_clipping_gradients_writes_no_weight():
+    """to() with nothing to change and clip_grad_norm_ (it replaces .grad, never writes an
+    array a graph saved) leave a pending backward valid, and it gives the same gradient."""
+    model = MLP()
+    loss = pending_backward(model)
+    first = model.fc1.weight.grad.numpy().copy()
+    model.to(dtype='float32')
+    nn.utils.clip_grad_norm_(model.parameters(), 1e-3)
+    clipped = model.fc1.weight.grad
+    model.zero_grad()
+    loss.backward()
+    np.testing.assert_array_equal(model.fc1.weight.grad.numpy(), first)
+    assert np.abs(clipped.numpy()).max() < np.abs(first).max()
+
+
+@pytest.mark.parametrize('bad', [None, [('fc1.weight', mt.ones(3, 5))], 'weights.npz', 3])
+def test_load_state_dict_of_something_else_than_a_dict_is_a_type_error(bad):
+    model = MLP()
+    before = model.fc1.weight.numpy().copy()
+    with pytest.raises(TypeError, match=r"MLP.load_state_dict: expected a dict of \{name: tensor\}"):
+        model.load_state_dict(bad)
+    np.testing.assert_array_equal(model.fc1.weight.numpy(), before)
+    with pytest.raises(TypeError, match='MLP.load_state_dict: strict must be True or False'):
+        model.load_state_dict(model.state_dict(), strict='no')
+
+
+def test_clip_grad_norm_of_a_large_p_is_close_to_the_max_norm():
+    """||g||_p -> max |g| as p -> inf; computed as m ||g / m||_p, no |g|**p overflows on the way."""
+    p, q = nn.Parameter(mt.zeros(3)), nn.Parameter(mt.zeros(2, dtype='float64'))
+    p.grad, q.grad = mt.tensor([3.0, -40.0, 0.5]), mt.tensor([1e-30, 39.0], dtype='float64')
+    for norm_type, expected in ((1e300, 40.0), (400.0, 40.0 * (1 + (39 / 40) ** 400) ** (1 / 400)), (1.0, 82.5)):
+        assert nn.utils.clip_grad_norm_([p, q], math.inf, norm_type) == pytest.approx(expected, rel=1e-12)

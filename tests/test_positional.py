@@ -58,7 +58,7 @@ def test_sinusoidal_forward_adds_the_table_and_extrapolates():
     np.testing.assert_allclose(pe(x[:, 7:], offset=7).numpy(), pe(x).numpy()[:, 7:], atol=1e-12)
     with pytest.raises(ValueError, match='d_model must be even'):
         SinusoidalPositionalEncoding(5)
-    with pytest.raises(ValueError, match='offset must be >= 0'):
+    with pytest.raises(ValueError, match='offset must be an integer >= 0'):
         pe.table(3, offset=-1)
     with pytest.raises(ValueError, match=r'expected x of shape \(B, T, 6\)'):
         pe(mt.randn(2, 3, 4))

@@ -28,6 +28,7 @@ import math
 import microtensor as mt
 from microtensor import nn
 
+from . import checks
 from .positional import RelativePositionBias, RotaryEmbedding, alibi_bias
 
 
@@ -117,16 +118,16 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, d_model, n_heads, n_kv_heads=None, bias=True, dropout=0.0, rope=False, alibi=False,
                  scale=None, shared_qk=False, relative=False):
         super().__init__()
-        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
-        if d_model % n_heads:
-            raise ValueError(f"MultiHeadAttention: d_model={d_model} is not divisible by n_heads={n_heads} "
-                             "(each head gets d_k = d_model / n_heads dimensions)")
-        if n_heads % n_kv_heads:
-            raise ValueError(f"MultiHeadAttention: n_heads={n_heads} is not divisible by n_kv_heads={n_kv_heads} "
-                             "(each K/V head must serve the same number of query heads)")
-        if isinstance(scale, str) and scale != 'learned':
-            raise ValueError(f"MultiHeadAttention: scale must be None (1/sqrt(d_k)), a number or 'learned', "
-                             f"not {scale!r}")
+        d_model, n_heads, n_kv_heads = checks.heads('MultiHeadAttention', d_model, n_heads, n_kv_heads)
+        bias, dropout, rope, alibi, relative, shared_qk = checks.arguments(
+            'MultiHeadAttention', bias=bias, dropout=dropout, rope=rope, alibi=alibi, relative=relative,
+            shared_qk=shared_qk)
+        if isinstance(scale, str):
+            if scale != 'learned':
+                raise ValueError(f"MultiHeadAttention: scale must be None (1/sqrt(d_k)), a number or 'learned', "
+                                 f"not {scale!r}")
+        else:
+            scale = checks.arguments('MultiHeadAttention', scale=scale)
         if shared_qk and n_kv_heads != n_heads:
             raise ValueError(f"MultiHeadAttention: shared_qk=True needs n_kv_heads == n_heads (K = Q), "
                              f"got n_heads={n_heads}, n_kv_heads={n_kv_heads}")

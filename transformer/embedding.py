@@ -10,26 +10,22 @@ Transformer, so they are not drowned by the positional encoding added next.
 import math
 
 import microtensor as mt
-from microtensor import nn
+from microtensor import argcheck, nn
+
+from . import checks
 
 
 class TokenEmbedding(nn.Module):
     def __init__(self, vocab_size, d_model, scale=False):
         super().__init__()
+        vocab_size, d_model = checks.arguments('TokenEmbedding', vocab_size=vocab_size, d_model=d_model)
+        scale = argcheck.boolean(scale, 'TokenEmbedding', 'scale')
         self.vocab_size, self.d_model, self.scale = vocab_size, d_model, scale
         self.weight = nn.Parameter(mt.randn(vocab_size, d_model))  # N(0, 1), as torch.nn.Embedding
 
     def forward(self, ids):
         """ids: (B, T) integer Tensor (or nested list) -> (B, T, d_model)."""
-        ids = ids if isinstance(ids, mt.Tensor) else mt.tensor(ids, device=self.weight.device)
-        if ids.dtype.kind not in 'iu':
-            raise TypeError(f"TokenEmbedding: ids must be integer token ids, not {ids.dtype}")
-        if ids.device != self.weight.device:
-            raise RuntimeError(f"TokenEmbedding: ids are on {ids.device} but the table is on "
-                               f"{self.weight.device}; move one with .to(device)")
-        if ids.size and not (0 <= ids.min().item() and ids.max().item() < self.vocab_size):
-            raise IndexError(f"TokenEmbedding: token ids must be in [0, {self.vocab_size}), got values from "
-                             f"{ids.min().item()} to {ids.max().item()} (is vocab_size too small?)")
+        ids = checks.token_ids(ids, 'TokenEmbedding', self.vocab_size, self.weight.device)
         X = self.weight[ids]
         return X * math.sqrt(self.d_model) if self.scale else X
 

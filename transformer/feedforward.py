@@ -12,7 +12,9 @@ or ReLU (the original Transformer).  Without it the two layers would collapse in
 linear map.  Dropout, when on, acts on the d_ff hidden activations.
 """
 import microtensor as mt
-from microtensor import nn
+from microtensor import argcheck, nn
+
+from . import checks
 
 ACTIVATIONS = {'gelu': mt.gelu, 'relu': mt.relu}
 
@@ -20,8 +22,8 @@ ACTIVATIONS = {'gelu': mt.gelu, 'relu': mt.relu}
 class FeedForward(nn.Module):
     def __init__(self, d_model, d_ff=None, activation='gelu', dropout=0.0):
         super().__init__()
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"FeedForward: activation must be one of {sorted(ACTIVATIONS)}, not {activation!r}")
+        d_model, d_ff, dropout = checks.arguments('FeedForward', d_model=d_model, d_ff=d_ff, dropout=dropout)
+        argcheck.choice(activation, 'FeedForward', 'activation', sorted(ACTIVATIONS))
         self.d_model, self.d_ff = d_model, 4 * d_model if d_ff is None else d_ff
         self.activation = activation
         self.W_1 = nn.Linear(d_model, self.d_ff)

@@ -28,10 +28,11 @@ norm2 goes with the FFN): that is the decoder-only GPT block.  Each sub-layer's 
 goes through dropout before the residual addition, as in the original paper.
 """
 import microtensor as mt
-from microtensor import nn
+from microtensor import argcheck, nn
 
+from . import checks
 from .attention import MultiHeadAttention
-from .feedforward import FeedForward
+from .feedforward import ACTIVATIONS, FeedForward
 from .norm import BatchNorm1d, LayerNorm, RMSNorm
 from .residual import ResidualGate, residual_connection
 
@@ -45,8 +46,9 @@ class _Layer(nn.Module):
         super().__init__()
         if norm not in ('pre', 'post'):
             raise ValueError(f"{type(self).__name__}: norm must be 'pre' or 'post', not {norm!r}")
-        if norm_type not in NORM_TYPES:
-            raise ValueError(f"{type(self).__name__}: norm_type must be one of {sorted(NORM_TYPES)}, not {norm_type!r}")
+        argcheck.choice(norm_type, type(self).__name__, 'norm_type', sorted(NORM_TYPES))
+        d_model, dropout, residual, alpha = checks.arguments(type(self).__name__, d_model=d_model, dropout=dropout,
+                                                             residual=residual, alpha=alpha)
         self.d_model, self.dropout, self.norm = d_model, dropout, norm
         self.residual, self.alpha = residual, alpha
         self.norm_type = norm_type
@@ -87,6 +89,9 @@ class EncoderLayer(_Layer):
     def __init__(self, d_model, n_heads, d_ff=None, dropout=0.0, norm='pre', residual=True, alpha=1.0,
                  activation='gelu', n_kv_heads=None, rope=False, alibi=False, norm_type='layer', relative=False,
                  gate=False):
+        checks.heads('EncoderLayer', d_model, n_heads, n_kv_heads)
+        checks.arguments('EncoderLayer', d_ff=d_ff, rope=rope, alibi=alibi, relative=relative, gate=gate)
+        argcheck.choice(activation, 'EncoderLayer', 'activation', sorted(ACTIVATIONS))
         super().__init__(d_model, dropout, norm, residual, alpha, norm_type, gate)
         self.self_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv_heads, dropout=dropout,
                                             rope=rope, alibi=alibi, relative=relative)
@@ -114,6 +119,10 @@ class DecoderLayer(_Layer):
     def __init__(self, d_model, n_heads, d_ff=None, dropout=0.0, norm='pre', residual=True, alpha=1.0,
                  activation='gelu', n_kv_heads=None, rope=False, alibi=False, norm_type='layer',
                  cross_attention=True, relative=False, gate=False):
+        checks.heads('DecoderLayer', d_model, n_heads, n_kv_heads)
+        checks.arguments('DecoderLayer', d_ff=d_ff, rope=rope, alibi=alibi, cross_attention=cross_attention,
+                         relative=relative, gate=gate)
+        argcheck.choice(activation, 'DecoderLayer', 'activation', sorted(ACTIVATIONS))
         super().__init__(d_model, dropout, norm, residual, alpha, norm_type, gate)
         self.self_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv_heads, dropout=dropout,
                                             rope=rope, alibi=alibi, relative=relative)

@@ -11,6 +11,7 @@ so those keys get exactly zero weight (e^-inf = 0).
     1 1 1 1
 """
 import microtensor as mt
+from microtensor import argcheck
 
 
 def causal_mask(T_q, T_k=None, offset=0, device=None):
@@ -20,7 +21,9 @@ def causal_mask(T_q, T_k=None, offset=0, device=None):
     T_k defaults to offset + T_q: the new queries see every cached key and the new
     keys up to themselves.  The decoder's "no peeking at future words".
     """
-    T_k = offset + T_q if T_k is None else T_k
+    T_q = argcheck.integer(T_q, 'causal_mask', 'T_q', min=0)
+    offset = argcheck.integer(offset, 'causal_mask', 'offset', min=0)
+    T_k = offset + T_q if T_k is None else argcheck.integer(T_k, 'causal_mask', 'T_k', min=0)
     query_position = mt.arange(offset, offset + T_q, device=device).reshape(T_q, 1)
     key_position = mt.arange(T_k, device=device).reshape(1, T_k)
     return key_position <= query_position
@@ -32,6 +35,7 @@ def padding_mask(ids, pad_id):
     ids: (B, T_k) integer token ids (a Tensor or a nested list).
     """
     ids = ids if isinstance(ids, mt.Tensor) else mt.tensor(ids)
+    pad_id = argcheck.integer(pad_id, 'padding_mask', 'pad_id')
     if ids.ndim != 2:
         raise ValueError(f"padding_mask: ids must have shape (B, T), got {ids.shape}")
     B, T_k = ids.shape

@@ -33,8 +33,9 @@ norm_type='rms', n_kv_heads=2, ...) go to every layer (see layers.py).
 import math
 
 import microtensor as mt
-from microtensor import nn
+from microtensor import argcheck, nn
 
+from . import checks
 from .attention import KVCache
 from .embedding import TokenEmbedding
 from .layers import NORM_TYPES, DecoderLayer, EncoderLayer
@@ -42,6 +43,21 @@ from .masks import causal_mask, padding_mask
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 
 POSITIONAL = ('sinusoidal', 'learned', 'rope', 'alibi', 'none')
+
+
+def _check_stack(where, d_model, n_heads, n_kv_heads, d_ff, dropout, norm, positional, layer_options):
+    """What a model's arguments must satisfy before its embedding and layers are built, checked
+    here so that the error names the model (the layers check the options that have no rule here)."""
+    d_model, n_heads, _ = checks.heads(where, d_model, n_heads, n_kv_heads)
+    checks.arguments(where, d_ff=d_ff, dropout=dropout,
+                     **{name: value for name, value in layer_options.items() if name in checks.RULES})
+    argcheck.choice(norm, where, 'norm', ('pre', 'post'))
+    argcheck.choice(positional, where, 'positional', POSITIONAL)
+    if positional == 'sinusoidal' and d_model % 2:
+        raise ValueError(f"{where}: positional='sinusoidal' needs an even d_model (sin/cos pairs), got {d_model}")
+    if positional == 'rope' and (d_model // n_heads) % 2:
+        raise ValueError(f"{where}: positional='rope' needs an even d_k = d_model / n_heads (it rotates pairs), "
+                         f"got {d_model} / {n_heads} = {d_model // n_heads}")
 
 
 class Embed(nn.Module):
@@ -55,8 +71,9 @@ class Embed(nn.Module):
 
     def __init__(self, vocab_size, d_model, max_len, positional, dropout=0.0):
         super().__init__()
-        if positional not in POSITIONAL:
-            raise ValueError(f"positional must be one of {POSITIONAL}, not {positional!r}")
+        vocab_size, d_model, max_len, dropout = checks.arguments('Embed', vocab_size=vocab_size, d_model=d_model,
+                                                                 max_len=max_len, dropout=dropout)
+        argcheck.choice(positional, 'Embed', 'positional', POSITIONAL)
         self.vocab_size, self.max_len, self.positional, self.dropout = vocab_size, max_len, positional, dropout
         # sin/cos rows have unit amplitude: scale the tokens up to match (see gpt2_init)
         self.tok = TokenEmbedding(vocab_size, d_model, scale=positional == 'sinusoidal')
@@ -71,6 +88,14 @@ class Embed(nn.Module):
         """What the layers' attention must do for this kind of position."""
         return {'rope': self.positional == 'rope', 'alibi': self.positional == 'alibi'}
 
+    def check(self, ids, where, offset=0):
+        """ids as a (B, T) integer Tensor of token ids whose positions offset .. offset+T-1 this
+        embedding can encode; a clear error (naming `where`) before any arithmetic otherwise."""
+        ids = checks.token_ids(ids, where, self.vocab_size, self.tok.weight.device, ndims=(2,))
+        if self.positional == 'learned':
+            self.pos.check_positions(offset, ids.shape[1], where)
+        return ids
+
     def forward(self, ids, offset=0):
         x = self.tok(ids)
         if self.pos is not None:
@@ -84,6 +109,8 @@ class Encoder(nn.Module):
     def __init__(self, n_layers, d_model, n_heads, d_ff=None, dropout=0.0, norm='pre', norm_type='layer',
                  **layer_options):
         super().__init__()
+        n_layers = checks.arguments('Encoder', n_layers=n_layers)
+        checks.heads('Encoder', d_model, n_heads, layer_options.get('n_kv_heads'))
         self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, norm=norm, norm_type=norm_type,
                                                  **layer_options) for _ in range(n_layers))
         self.final_norm = NORM_TYPES[norm_type](d_model) if norm == 'pre' else None
@@ -105,6 +132,8 @@ class Decoder(nn.Module):
     def __init__(self, n_layers, d_model, n_heads, d_ff=None, dropout=0.0, norm='pre', norm_type='layer',
                  cross_attention=True, **layer_options):
         super().__init__()
+        n_layers = checks.arguments('Decoder', n_layers=n_layers)
+        checks.heads('Decoder', d_model, n_heads, layer_options.get('n_kv_heads'))
         self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff, dropout, norm=norm, norm_type=norm_type,
                                                  cross_attention=cross_attention, **layer_options)
                                     for _ in range(n_layers))
@@ -114,9 +143,7 @@ class Decoder(nn.Module):
         return [KVCache() for _ in self.layers]
 
     def forward(self, x, memory=None, self_mask=None, memory_mask=None, cache=None):
-        if cache is not None and len(cache) != len(self.layers):
-            raise ValueError(f"Decoder: cache has {len(cache)} entries but there are {len(self.layers)} layers "
-                             "(make it with new_cache())")
+        check_cache(cache, 'Decoder', len(self.layers))
         for i, layer in enumerate(self.layers):
             x = layer(x, memory, self_mask=self_mask, memory_mask=memory_mask,
                       cache=None if cache is None else cache[i])
@@ -128,9 +155,23 @@ def cache_length(cache):
     return 0 if cache is None else cache[0].length
 
 
+def check_cache(cache, where, n_layers):
+    """None, or the list of n_layers KVCaches that new_cache() makes."""
+    if cache is None:
+        return
+    if not isinstance(cache, (list, tuple)) or not all(isinstance(c, KVCache) for c in cache):
+        raise TypeError(f"{where}: cache must be the list of KVCaches made by model.new_cache(), "
+                        f"not {argcheck.describe(cache)}")
+    if len(cache) != n_layers:
+        raise ValueError(f"{where}: cache has {len(cache)} entries but there are {n_layers} layers "
+                         "(make it with new_cache())")
+
+
 def gpt2_init(model, n_layers, std=0.02):
     """GPT-2's initialisation, in place (see the module docstring); returns the model.
     With another `std`, the residual projections get std / sqrt(2 * n_layers)."""
+    n_layers = checks.arguments('gpt2_init', n_layers=n_layers)
+    std = argcheck.number(std, 'gpt2_init', 'std', min=0)
     residual_std = std / math.sqrt(2 * n_layers)
     for m in model.modules():
         if isinstance(m, nn.Linear):
@@ -161,6 +202,10 @@ class GPT(nn.Module):
                  norm='pre', tie_weights=False, positional='learned', n_kv_heads=None, init_std=0.02,
                  **layer_options):
         super().__init__()
+        vocab_size, max_len, n_layers, init_std, tie_weights = checks.arguments(
+            'GPT', vocab_size=vocab_size, max_len=max_len, n_layers=n_layers, init_std=init_std,
+            tie_weights=tie_weights)
+        _check_stack('GPT', d_model, n_heads, n_kv_heads, d_ff, dropout, norm, positional, layer_options)
         self.vocab_size, self.max_len = vocab_size, max_len
         self.embed = Embed(vocab_size, d_model, max_len, positional, dropout)
         self.decoder = Decoder(n_layers, d_model, n_heads, d_ff, dropout, norm, cross_attention=False,
@@ -176,7 +221,9 @@ class GPT(nn.Module):
         return self.decoder.new_cache()
 
     def forward(self, ids, cache=None):
+        check_cache(cache, 'GPT', len(self.layers))
         offset = cache_length(cache)
+        ids = self.embed.check(ids, 'GPT', offset)  # a clear error before any arithmetic
         T = ids.shape[1]
         h = self.decoder(self.embed(ids, offset), self_mask=causal_mask(T, offset + T, offset, device=ids.device),
                          cache=cache)
@@ -197,6 +244,13 @@ class Transformer(nn.Module):
                  dropout=0.0, norm='pre', pad_id=None, bos_id=None, positional='sinusoidal', init_std=0.02,
                  **layer_options):
         super().__init__()
+        src_vocab, tgt_vocab, max_len, n_layers, init_std = checks.arguments(
+            'Transformer', src_vocab=src_vocab, tgt_vocab=tgt_vocab, max_len=max_len, n_layers=n_layers,
+            init_std=init_std)
+        _check_stack('Transformer', d_model, n_heads, layer_options.get('n_kv_heads'), d_ff, dropout, norm, positional,
+                     layer_options)
+        pad_id = checks.token_id(pad_id, 'Transformer', 'pad_id', min(src_vocab, tgt_vocab))
+        bos_id = checks.token_id(bos_id, 'Transformer', 'bos_id', tgt_vocab)
         self.src_vocab, self.tgt_vocab, self.max_len = src_vocab, tgt_vocab, max_len
         self.pad_id, self.bos_id = pad_id, bos_id
         self.src_embed = Embed(src_vocab, d_model, max_len, positional, dropout)
@@ -216,12 +270,15 @@ class Transformer(nn.Module):
 
     def encode(self, src):
         """src (B, S) -> (memory (B, S, d_model), src_mask (B, 1, 1, S) or None)."""
+        src = self.src_embed.check(src, 'Transformer.encode')
         src_mask = padding_mask(src, self.pad_id) if self.pad_id is not None else None
         return self.encoder(self.src_embed(src), mask=src_mask), src_mask
 
     def decode(self, tgt, memory, src_mask=None, cache=None):
         """tgt (B, T) decoder input -> logits (B, T, tgt_vocab); with a cache tgt holds only new tokens."""
+        check_cache(cache, 'Transformer.decode', len(self.decoder.layers))
         offset = cache_length(cache)
+        tgt = self.tgt_embed.check(tgt, 'Transformer.decode', offset)
         T = tgt.shape[1]
         h = self.decoder(self.tgt_embed(tgt, offset), memory,
                          self_mask=causal_mask(T, offset + T, offset, device=tgt.device),
@@ -245,6 +302,12 @@ class EncoderOnly(nn.Module):
     def __init__(self, vocab_size, d_model=64, n_layers=2, n_heads=4, d_ff=None, max_len=256, dropout=0.0,
                  norm='pre', pad_id=None, positional='learned', n_classes=None, init_std=0.02, **layer_options):
         super().__init__()
+        vocab_size, max_len, n_layers, init_std, n_classes = checks.arguments(
+            'EncoderOnly', vocab_size=vocab_size, max_len=max_len, n_layers=n_layers, init_std=init_std,
+            n_classes=n_classes)
+        _check_stack('EncoderOnly', d_model, n_heads, layer_options.get('n_kv_heads'), d_ff, dropout, norm,
+                     positional, layer_options)
+        pad_id = checks.token_id(pad_id, 'EncoderOnly', 'pad_id', vocab_size)
         self.vocab_size, self.max_len, self.pad_id, self.n_classes = vocab_size, max_len, pad_id, n_classes
         self.embed = Embed(vocab_size, d_model, max_len, positional, dropout)
         self.encoder = Encoder(n_layers, d_model, n_heads, d_ff, dropout, norm,
@@ -261,6 +324,7 @@ class EncoderOnly(nn.Module):
         return padding_mask(ids, self.pad_id) if self.pad_id is not None else None
 
     def forward(self, ids):
+        ids = self.embed.check(ids, 'EncoderOnly')
         return self.encoder(self.embed(ids), mask=self._mask(ids))
 
     def masked_token_logits(self, ids):
@@ -270,6 +334,7 @@ class EncoderOnly(nn.Module):
         if self.classifier is None:
             raise ValueError("EncoderOnly.classify: the model has no classification head; "
                              "build it with n_classes=...")
+        ids = self.embed.check(ids, 'EncoderOnly.classify')
         h = self(ids)
         if self.pad_id is None:
             pooled = h.mean(axis=1)

@@ -20,11 +20,13 @@ Shapes: x (..., d_model) -> the same shape.
 import microtensor as mt
 from microtensor import nn
 
+from . import checks
+
 
 class LayerNorm(nn.Module):
     def __init__(self, d_model, eps=1e-5):
         super().__init__()
-        self.d_model, self.eps = d_model, eps
+        self.d_model, self.eps = checks.arguments('LayerNorm', d_model=d_model, eps=eps)
         self.gamma = nn.Parameter(mt.ones(d_model))
         self.beta = nn.Parameter(mt.zeros(d_model))
 
@@ -38,7 +40,7 @@ class LayerNorm(nn.Module):
 class RMSNorm(nn.Module):
     def __init__(self, d_model, eps=1e-8):
         super().__init__()
-        self.d_model, self.eps = d_model, eps
+        self.d_model, self.eps = checks.arguments('RMSNorm', d_model=d_model, eps=eps)
         self.gamma = nn.Parameter(mt.ones(d_model))
 
     def forward(self, x):
@@ -61,7 +63,8 @@ class BatchNorm1d(nn.Module):
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1):
         super().__init__()
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.num_features, self.eps, self.momentum = checks.arguments(
+            'BatchNorm1d', num_features=num_features, eps=eps, momentum=momentum)
         self.gamma = nn.Parameter(mt.ones(num_features))
         self.beta = nn.Parameter(mt.zeros(num_features))
         self.register_buffer('running_mean', mt.zeros(num_features))

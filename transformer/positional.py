@@ -29,7 +29,9 @@ Relative position bias (T5, Raffel et al. 2019), added to the attention scores:
 import math
 
 import microtensor as mt
-from microtensor import nn
+from microtensor import argcheck, nn
+
+from . import checks
 
 
 def sinusoid_angles(T, dim, base=10000.0, offset=0, device=None):
@@ -56,6 +58,8 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def __init__(self, d_model, max_len=None):
         super().__init__()
+        d_model = checks.arguments('SinusoidalPositionalEncoding', d_model=d_model)
+        max_len = argcheck.integer(max_len, 'SinusoidalPositionalEncoding', 'max_len', min=1, allow_none=True)
         if d_model % 2:
             raise ValueError(f"SinusoidalPositionalEncoding: d_model must be even (sin/cos pairs), got {d_model}")
         self.d_model, self.max_len = d_model, max_len
@@ -63,8 +67,7 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def table(self, T, offset=0, dtype=None, device=None):
         """PE rows offset .. offset+T-1: a (T, d_model) Tensor, even columns sin, odd columns cos."""
-        if offset < 0:
-            raise ValueError(f"SinusoidalPositionalEncoding: positions start at 0, offset must be >= 0, not {offset}")
+        offset = _check_offset(self, offset)
         dtype = mt.float32 if dtype is None else mt.backend.dtype(dtype)
         cache = self._cache
         if cache is None or len(cache) < offset + T or cache.dtype != dtype or (device and cache.device != device):
@@ -88,16 +91,23 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def __init__(self, max_len, d_model):
         super().__init__()
+        max_len, d_model = checks.arguments('LearnedPositionalEmbedding', max_len=max_len, d_model=d_model)
         self.max_len, self.d_model = max_len, d_model
         self.weight = nn.Parameter(mt.randn(max_len, d_model))  # N(0, 1), as torch.nn.Embedding
+
+    def check_positions(self, offset, T, where='LearnedPositionalEmbedding'):
+        """Refuse positions offset .. offset+T-1 beyond the table (callers check before computing)."""
+        offset = _check_offset(self, offset)
+        if offset + T > self.max_len:
+            raise ValueError(f"{where}: positions {offset}..{offset + T - 1} were asked for, but the learned "
+                             f"position table only has max_len={self.max_len} rows (positions 0..{self.max_len - 1}); "
+                             "a learned table cannot extrapolate: use a larger max_len or a shorter sequence")
+        return offset
 
     def forward(self, x, offset=0):
         _check_features(self, x, self.d_model)
         T = x.shape[-2]
-        if offset + T > self.max_len:
-            raise ValueError(f"LearnedPositionalEmbedding: positions {offset}..{offset + T - 1} were asked for, but "
-                             f"the table only has max_len={self.max_len} rows (positions 0..{self.max_len - 1}); "
-                             "a learned table cannot extrapolate: use a larger max_len or a shorter sequence")
+        offset = self.check_positions(offset, T)
         return x + self.weight[offset:offset + T]
 
     def extra_repr(self):
@@ -116,14 +126,17 @@ class RotaryEmbedding(nn.Module):
 
     def __init__(self, d_k, base=10000):
         super().__init__()
+        d_k = checks.arguments('RotaryEmbedding', d_k=d_k)
+        base = argcheck.number(base, 'RotaryEmbedding', 'base', min=0, min_open=True)
         if d_k % 2:
             raise ValueError(f"RotaryEmbedding: d_k must be even (it rotates pairs), got {d_k}")
         self.d_k, self.base = d_k, base
 
     def rotate(self, x, offset=0):
-        *lead, T, d_k = x.shape
-        if d_k != self.d_k:
+        offset = argcheck.integer(offset, 'RotaryEmbedding', 'offset')  # any integer: rotations go both ways
+        if x.ndim < 2 or x.shape[-1] != self.d_k:
             raise ValueError(f"RotaryEmbedding(d_k={self.d_k}): got x of shape {x.shape}")
+        *lead, T, d_k = x.shape
         angles = sinusoid_angles(T, d_k, self.base, offset, device=x.device)  # (T, d_k/2)
         cos, sin = angles.cos().to(dtype=x.dtype), angles.sin().to(dtype=x.dtype)
         pairs = x.reshape(*lead, T, d_k // 2, 2)
@@ -144,6 +157,7 @@ def alibi_slopes(n_heads, dtype=None, device=None):
     def geometric(n):
         return [2 ** (-8 * (k + 1) / n) for k in range(n)]
 
+    n_heads = checks.arguments('alibi_slopes', n_heads=n_heads)
     n = 2 ** int(math.log2(n_heads))
     slopes = geometric(n) + geometric(2 * n)[0::2][:n_heads - n]
     return mt.tensor(slopes, dtype=dtype or mt.float32, device=device)
@@ -216,6 +230,10 @@ class RelativePositionBias(nn.Module):
     def extra_repr(self):
         return (f"n_heads={self.n_heads}, num_buckets={self.num_buckets}, max_distance={self.max_distance}, "
                 f"bidirectional={self.bidirectional}")
+
+
+def _check_offset(module, offset):
+    return argcheck.integer(offset, type(module).__name__, 'offset', min=0)
 
 
 def _check_features(module, x, d_model):

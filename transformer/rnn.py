@@ -14,6 +14,8 @@ import math
 import microtensor as mt
 from microtensor import nn
 
+from . import checks
+
 
 class RNNCell(nn.Module):
     """One step: h' = tanh(x @ W_xh + h @ W_hh + b).  x (B, d_in), h (B, d_hidden) -> h' (B, d_hidden).
@@ -23,16 +25,17 @@ class RNNCell(nn.Module):
 
     def __init__(self, d_in, d_hidden):
         super().__init__()
-        self.d_in, self.d_hidden = d_in, d_hidden
+        self.d_in, self.d_hidden = checks.arguments('RNNCell', d_in=d_in, d_hidden=d_hidden)
+        d_in, d_hidden = self.d_in, self.d_hidden
         bound = 1 / math.sqrt(d_hidden)
         self.W_xh = nn.Parameter(nn.init.uniform_(mt.zeros(d_in, d_hidden), -bound, bound))
         self.W_hh = nn.Parameter(nn.init.uniform_(mt.zeros(d_hidden, d_hidden), -bound, bound))
         self.b = nn.Parameter(nn.init.uniform_(mt.zeros(d_hidden), -bound, bound))
 
     def forward(self, x, h=None):
-        if x.shape[-1] != self.d_in:
+        if x.ndim == 0 or x.shape[-1] != self.d_in:
             raise ValueError(f"RNNCell({self.d_in}, {self.d_hidden}): input has last dimension "
-                             f"{x.shape[-1]}, shape {x.shape}")
+                             f"{x.shape[-1] if x.ndim else None}, shape {x.shape}; expected (B, {self.d_in})")
         return self.step(x @ self.W_xh, h)
 
     def step(self, x_proj, h=None):
@@ -53,12 +56,16 @@ class RNN(nn.Module):
 
     def __init__(self, d_in, d_hidden):
         super().__init__()
+        d_in, d_hidden = checks.arguments('RNN', d_in=d_in, d_hidden=d_hidden)
         self.cell = RNNCell(d_in, d_hidden)
 
     def forward(self, x, h0=None):
-        if x.ndim != 3 or x.shape[-1] != self.cell.d_in:
-            raise ValueError(f"RNN(d_in={self.cell.d_in}): expected x of shape (B, T, {self.cell.d_in}), "
-                             f"got {x.shape}")
+        if x.ndim != 3 or x.shape[-1] != self.cell.d_in or x.shape[1] == 0:
+            raise ValueError(f"RNN(d_in={self.cell.d_in}): expected x of shape (B, T, {self.cell.d_in}) with "
+                             f"T >= 1, got {x.shape}")
+        if h0 is not None and h0.shape != (x.shape[0], self.cell.d_hidden):
+            raise ValueError(f"RNN(d_hidden={self.cell.d_hidden}): h0 must have shape (B, d_hidden) = "
+                             f"{(x.shape[0], self.cell.d_hidden)}, got {h0.shape}")
         x_proj = x @ self.cell.W_xh  # (B, T, d_hidden): the part that does not wait, in one matmul
         h, outputs = h0, []
         for t in range(x.shape[1]):  # the part that does: step t needs h_{t-1}

@@ -11,12 +11,15 @@ through many layers (Kaiming/He, for ReLU with gain sqrt(2)), and
 Var(W) = 2 / (fan_in + fan_out) balances the forward and backward passes (Xavier/Glorot).
 
 Every function returns the tensor it filled, draws from the generator of the tensor's
-device (seeded by mt.manual_seed), and records no graph.
+device (seeded by mt.manual_seed), and records no graph.  Filling is an in-place change
+(through copy_/fill_): the tensor's version goes up, so a graph recorded before the fill
+cannot be back-propagated after it.
 """
 import math
 
-from .. import backend
+from .. import argcheck, backend
 from ..autograd import no_grad
+from ..tensor import Tensor
 
 _GAINS = {'linear': 1.0, 'sigmoid': 1.0, 'tanh': 5.0 / 3, 'relu': math.sqrt(2.0)}
 
@@ -24,6 +27,7 @@ _GAINS = {'linear': 1.0, 'sigmoid': 1.0, 'tanh': 5.0 / 3, 'relu': math.sqrt(2.0)
 def calculate_gain(nonlinearity='linear', negative_slope=0.01):
     """The factor that keeps the activations' variance at 1 through `nonlinearity`."""
     if nonlinearity == 'leaky_relu':
+        negative_slope = argcheck.number(negative_slope, 'calculate_gain', 'negative_slope')
         return math.sqrt(2.0 / (1 + negative_slope ** 2))
     if nonlinearity not in _GAINS:
         raise ValueError(f"calculate_gain: unknown nonlinearity {nonlinearity!r}; "
@@ -33,17 +37,26 @@ def calculate_gain(nonlinearity='linear', negative_slope=0.01):
 
 def fans(tensor):
     """(fan_in, fan_out) of a weight of shape (..., in, out); a vector counts as (n, n)."""
+    _check_tensor(tensor)
     if tensor.ndim == 0:
         raise ValueError("nn.init: a 0-d tensor has no fan-in or fan-out")
+    if tensor.size == 0:
+        raise ValueError(f"nn.init: a tensor of shape {tensor.shape} has no elements, so no fan-in or fan-out")
     if tensor.ndim == 1:
         return tensor.shape[0], tensor.shape[0]
     return tensor.shape[-2], tensor.shape[-1]
 
 
-def _fill(tensor, make):
-    """tensor[...] = make(generator, shape, dtype), without recording a graph."""
+def _check_tensor(tensor):
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"nn.init: needs a Tensor to fill, not {argcheck.describe(tensor)}")
     if not backend.float_dtype(tensor.dtype):
         raise TypeError(f"nn.init: needs a floating-point tensor, not {tensor.dtype}")
+
+
+def _fill(tensor, make):
+    """tensor[...] = make(generator, shape, dtype), without recording a graph."""
+    _check_tensor(tensor)
     rng = backend.generator(tensor.device)
     with no_grad():
         tensor.copy_(make(rng, tensor.shape, tensor.dtype))
@@ -52,15 +65,22 @@ def _fill(tensor, make):
 
 def uniform_(tensor, a=0.0, b=1.0):
     """Samples from U(a, b)."""
+    a, b = argcheck.number(a, 'nn.init.uniform_', 'a'), argcheck.number(b, 'nn.init.uniform_', 'b')
+    if a > b:
+        raise ValueError(f"nn.init.uniform_: needs a <= b, got a={a}, b={b}")
     return _fill(tensor, lambda rng, shape, dtype: a + (b - a) * rng.random(shape, dtype=dtype))
 
 
 def normal_(tensor, mean=0.0, std=1.0):
     """Samples from N(mean, std**2)."""
+    mean = argcheck.number(mean, 'nn.init.normal_', 'mean')
+    std = argcheck.number(std, 'nn.init.normal_', 'std', min=0)
     return _fill(tensor, lambda rng, shape, dtype: mean + std * rng.standard_normal(shape, dtype=dtype))
 
 
 def constant_(tensor, value):
+    _check_tensor(tensor)
+    value = argcheck.number(value, 'nn.init.constant_', 'value', allow_inf=True)
     with no_grad():
         return tensor.fill_(value)
 
@@ -76,13 +96,14 @@ def ones_(tensor):
 def xavier_uniform_(tensor, gain=1.0):
     """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)), so Var(W) = gain**2 * 2 / (fan_in + fan_out)."""
     fan_in, fan_out = fans(tensor)
-    a = gain * math.sqrt(6.0 / (fan_in + fan_out))
+    a = argcheck.number(gain, 'nn.init.xavier_uniform_', 'gain', min=0) * math.sqrt(6.0 / (fan_in + fan_out))
     return uniform_(tensor, -a, a)
 
 
 def xavier_normal_(tensor, gain=1.0):
     """N(0, std**2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
     fan_in, fan_out = fans(tensor)
+    gain = argcheck.number(gain, 'nn.init.xavier_normal_', 'gain', min=0)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))
 
 

@@ -1,7 +1,7 @@
 """nn.Linear: y = x @ W + b, in the articles' notation (Q = X @ W_Q)."""
 import math
 
-from .. import creation
+from .. import argcheck, creation
 from . import init
 from .module import Module
 from .parameter import Parameter
@@ -16,6 +16,9 @@ class Linear(Module):
 
     def __init__(self, in_features, out_features, bias=True, dtype=None, device=None):
         super().__init__()
+        in_features = argcheck.integer(in_features, 'Linear', 'in_features', min=1)
+        out_features = argcheck.integer(out_features, 'Linear', 'out_features', min=1)
+        bias = argcheck.boolean(bias, 'Linear', 'bias')
         self.in_features, self.out_features = in_features, out_features
         bound = 1 / math.sqrt(in_features)
         self.weight = Parameter(init.uniform_(creation.zeros(in_features, out_features, dtype=dtype, device=device),

@@ -13,7 +13,7 @@ optimizer all see the same deterministic order, with dotted names ('fc1.weight')
 """
 from collections import namedtuple
 
-from .. import backend
+from .. import argcheck, backend
 from ..tensor import Tensor
 from .parameter import Parameter
 
@@ -164,7 +164,10 @@ class Module:
             return array
 
         for t in self.parameters() + self.buffers():
-            t.data = convert(t.data)
+            new = convert(t.data)
+            if new is not t.data:
+                t.data = new
+                t._version[0] += 1  # a graph recorded before the move holds the old values
             if t.grad is not None:
                 t.grad = Tensor._wrap(convert(t.grad.data))
         return self
@@ -194,10 +197,17 @@ class Module:
         """Copy the values in `state` (tensors or arrays) into this module's parameters and buffers.
 
         Each value is copied onto the parameter's device and cast to its dtype.  Everything is
-        checked before anything is copied: missing or unexpected keys (unless strict=False) and
-        shape mismatches raise a RuntimeError that lists them, and leave the model untouched.
+        checked before anything is copied: missing or unexpected keys (unless strict=False),
+        values that are not arrays of numbers and shape mismatches raise a RuntimeError that
+        lists them, and leave the model untouched.  A loaded tensor counts as changed in place
+        (its version goes up), so a graph recorded before cannot be back-propagated after.
         Returns (missing_keys, unexpected_keys).
         """
+        where = f"{type(self).__name__}.load_state_dict"
+        if not isinstance(state, dict):
+            raise TypeError(f"{where}: expected a dict of {{name: tensor}} (from state_dict()), "
+                            f"not {argcheck.describe(state)}")
+        strict = argcheck.boolean(strict, where, 'strict')
         own = dict(self.named_parameters() + self.named_buffers())
         missing = [k for k in own if k not in state]
         unexpected = [k for k in state if k not in own]
@@ -212,19 +222,20 @@ class Module:
                 continue
             value = state[key]
             array = value.data if isinstance(value, Tensor) else backend.as_array(value)
-            if not backend.is_array(array):
-                problems.append(f"{key!r}: expected a tensor or an array, got {type(value).__name__}")
+            if not backend.is_array(array) or array.dtype.kind not in 'biuf':
+                of_dtype = f" of {array.dtype}" if backend.is_array(array) else ''
+                problems.append(f"{key!r}: expected a tensor or an array of numbers, got {type(value).__name__}{of_dtype}")
             elif tuple(array.shape) != target.shape:
                 problems.append(f"size mismatch for {key!r}: shape {tuple(array.shape)} in the state, "
                                 f"{target.shape} in the model")
             else:
                 arrays[key] = array
         if problems:
-            raise RuntimeError(f"{type(self).__name__}.load_state_dict: nothing was loaded because of:\n  "
-                               + '\n  '.join(problems))
+            raise RuntimeError(f"{where}: nothing was loaded because of:\n  " + '\n  '.join(problems))
         for key, array in arrays.items():
             target = own[key]
             target.data = backend.to_device(array, target.device).astype(target.dtype, copy=True)
+            target._version[0] += 1
         return LoadResult(missing, unexpected)
 
     # ------------------------------------------------------------------ printing

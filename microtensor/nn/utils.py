@@ -1,7 +1,7 @@
 """nn.utils: helpers used in training loops."""
 import math
 
-from .. import backend
+from .. import argcheck, backend
 from ..tensor import Tensor
 
 
@@ -14,12 +14,20 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0):
     The direction of the update is kept; only its length is limited.  Returns the
     total norm *before* clipping (a Python float), which is worth logging: spikes
     show instabilities.  Parameters without a gradient are skipped.  Each .grad is
-    replaced by a new tensor (gradient arrays are never written in place).
+    replaced by a new tensor: gradient arrays are never written in place, so nothing a
+    pending backward saved can change (no version to bump, unlike an optimizer step).
     """
     if isinstance(parameters, Tensor):
         parameters = [parameters]
-    if max_norm < 0:
-        raise ValueError(f"clip_grad_norm_: max_norm must be >= 0, not {max_norm}")
+    if not hasattr(parameters, '__iter__'):
+        raise TypeError(f"clip_grad_norm_: parameters must be a Tensor or an iterable of tensors, "
+                        f"not {argcheck.describe(parameters)}")
+    parameters = list(parameters)
+    for i, p in enumerate(parameters):
+        if not isinstance(p, Tensor):
+            raise TypeError(f"clip_grad_norm_: parameter {i} is {argcheck.describe(p)}, not a Tensor")
+    max_norm = argcheck.number(max_norm, 'clip_grad_norm_', 'max_norm', min=0, allow_inf=True)
+    norm_type = argcheck.number(norm_type, 'clip_grad_norm_', 'norm_type', min=0, min_open=True, allow_inf=True)
     grads = [p for p in parameters if p.grad is not None]
     if not grads:
         return 0.0
@@ -28,14 +36,13 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0):
         raise RuntimeError(f"clip_grad_norm_: gradients are on several devices {sorted(devices)}; "
                            "move the model to one device first")
     xp = backend.array_module(grads[0].grad.data)
-    if norm_type == math.inf:
-        total = max(float(xp.abs(p.grad.data).max()) for p in grads)
-    elif norm_type > 0:
-        # summed in float64 on the device, one host transfer at the end
-        total = float(sum(xp.sum(xp.abs(p.grad.data.astype('float64')) ** norm_type) for p in grads)
-                      ** (1.0 / norm_type))
-    else:
-        raise ValueError(f"clip_grad_norm_: norm_type must be > 0 or math.inf, not {norm_type}")
+    arrays = [p.grad.data.astype('float64') for p in grads if p.grad.size]
+    # ||g||_p = m * ||g / m||_p with m = max |g|: no |g|**p overflows (or underflows to 0) for a large p
+    m = float(xp.stack([xp.abs(g).max() for g in arrays]).max()) if arrays else 0.0
+    if norm_type == math.inf or not 0 < m < math.inf:
+        total = m  # (0, inf or nan already are the norm)
+    else:  # summed in float64 on the device, one host transfer at the end
+        total = m * float(sum(xp.sum((xp.abs(g) / m) ** norm_type) for g in arrays) ** (1.0 / norm_type))
     scale = max_norm / (total + 1e-6)
     if scale < 1:
         for p in grads:

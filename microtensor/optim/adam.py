@@ -1,5 +1,5 @@
 """Adam and AdamW (Kingma & Ba 2015; Loshchilov & Hutter 2019)."""
-from .. import backend
+from .. import argcheck, backend
 from .optimizer import Optimizer
 
 
@@ -14,19 +14,21 @@ class Adam(Optimizer):
         p = p - lr * m_hat / (sqrt(v_hat) + eps)
     """
     decoupled = False  # AdamW sets True: weight decay shrinks p directly instead of entering g
+    state_fields = ('exp_avg', 'exp_avg_sq')
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay))
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
 
     def _check_hyperparameters(self, group):
-        super()._check_hyperparameters(group)
-        name = type(self).__name__
-        if len(group['betas']) != 2 or not all(0 <= b < 1 for b in group['betas']):
-            raise ValueError(f"{name}: betas must be two numbers in [0, 1), not {group['betas']}")
-        if not group['eps'] >= 0:
-            raise ValueError(f"{name}: eps must be >= 0, not {group['eps']}")
-        if not group['weight_decay'] >= 0:
-            raise ValueError(f"{name}: weight_decay must be >= 0, not {group['weight_decay']}")
+        group = super()._check_hyperparameters(group)
+        name, betas = type(self).__name__, group['betas']
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise TypeError(f"{name}: betas must be two numbers in [0, 1), not {argcheck.describe(betas)}")
+        group['betas'] = tuple(argcheck.number(b, name, f'betas[{i}]', min=0, max=1, max_open=True)
+                               for i, b in enumerate(betas))
+        group['eps'] = argcheck.number(group['eps'], name, 'eps', min=0)
+        group['weight_decay'] = argcheck.number(group['weight_decay'], name, 'weight_decay', min=0)
+        return group
 
     def update(self, p, g, state, group):
         xp = backend.array_module(p)

@@ -11,21 +11,28 @@ parameter, a small `state` dict (momentum buffers, Adam's moments, its step coun
 
 An update assigns a new array to p.data: the parameter stays the same object (the
 model and the optimizer keep their references) and gradient arrays are only read.
+It also counts as an in-place change of p (its version goes up, as in PyTorch), so a
+graph recorded before the step cannot be back-propagated after it: that backward
+would mix the new weights with activations computed from the old ones.
 State arrays are created on the parameter's device at the first step, and follow
 the parameter if model.to(device) moves it later.
 """
-from .. import backend
+from .. import argcheck, backend
 from ..tensor import Tensor
 
 
 class Optimizer:
+    # names of the per-parameter arrays update() keeps in `state` (load_state_dict checks them)
+    state_fields = ()
+
     def __init__(self, params, defaults):
-        if isinstance(params, Tensor) or isinstance(params, dict):
-            raise TypeError(f"{type(self).__name__}: params must be an iterable of tensors (e.g. "
-                            f"model.parameters()) or of dicts, not a single {type(params).__name__}")
+        name = type(self).__name__
+        if isinstance(params, (Tensor, dict)) or not hasattr(params, '__iter__'):
+            raise TypeError(f"{name}: params must be an iterable of tensors (e.g. model.parameters()) "
+                            f"or of dicts, not {argcheck.describe(params)}")
         groups = list(params)
         if not groups:
-            raise ValueError(f"{type(self).__name__}: got an empty parameter list "
+            raise ValueError(f"{name}: got an empty parameter list "
                              "(does the model register its layers as attributes?)")
         if not isinstance(groups[0], dict):
             groups = [{'params': groups}]
@@ -34,13 +41,15 @@ class Optimizer:
         self.state = {}  # id(parameter) -> {'step': int, name: array}
         seen = set()
         for group in groups:
+            if not isinstance(group, dict) or 'params' not in group:
+                raise TypeError(f"{name}: give either tensors or dicts with a 'params' entry, not a mix "
+                                f"(got {argcheck.describe(group)})")
             group = {**self.defaults, **group}
             group['params'] = [group['params']] if isinstance(group['params'], Tensor) else list(group['params'])
             for i, p in enumerate(group['params']):
                 self._check_parameter(p, i, seen)
                 seen.add(id(p))
-            self._check_hyperparameters(group)
-            self.param_groups.append(group)
+            self.param_groups.append(self._check_hyperparameters(group))
 
     def _check_parameter(self, p, i, seen):
         where = f"{type(self).__name__}: parameter {i}"
@@ -56,9 +65,10 @@ class Optimizer:
             raise TypeError(f"{where} has dtype {p.dtype}; only floating-point tensors can be trained")
 
     def _check_hyperparameters(self, group):
-        """Each optimizer checks its own; every one has a learning rate."""
-        if not group['lr'] >= 0:
-            raise ValueError(f"{type(self).__name__}: learning rate must be >= 0, not {group['lr']}")
+        """`group` with its hyper-parameters checked and made plain Python numbers; returned.
+        Each optimizer checks its own; every one has a learning rate."""
+        group['lr'] = argcheck.number(group['lr'], type(self).__name__, 'lr', min=0)
+        return group
 
     # ------------------------------------------------------------------ the learning rate
     @property
@@ -68,8 +78,7 @@ class Optimizer:
 
     @lr.setter
     def lr(self, value):
-        if not value >= 0:
-            raise ValueError(f"{type(self).__name__}: learning rate must be >= 0, not {value}")
+        value = argcheck.number(value, type(self).__name__, 'lr', min=0)
         for group in self.param_groups:
             group['lr'] = value
 
@@ -86,6 +95,7 @@ class Optimizer:
                 state = self._state_of(p)
                 state['step'] += 1
                 p.data = self.update(p.data, p.grad.data, state, group).astype(p.dtype, copy=False)
+                p._version[0] += 1  # a pending backward that saved p (or a view of it) will refuse to run
 
     def update(self, p, g, state, group):
         """The new value of parameter array p given its gradient array g (never modified)."""
@@ -109,10 +119,11 @@ class Optimizer:
         return [p for group in self.param_groups for p in group['params']]
 
     def state_dict(self):
-        """{'state': {index: {'step': n, name: Tensor}}, 'param_groups': [hyper-parameters, 'params': indices]}.
+        """{'optimizer': class name, 'state': {index: {'step': n, name: Tensor}},
+        'param_groups': [hyper-parameters, 'params': indices]}.
 
         Parameters are named by their position (0, 1, ...) across the groups, so the state
-        loads into a fresh optimizer built over the same model.
+        loads into a fresh optimizer of the same class built over the same model.
         """
         state = {}
         for i, p in enumerate(self._parameters()):
@@ -125,40 +136,82 @@ class Optimizer:
             groups.append({**{k: v for k, v in group.items() if k != 'params'},
                            'params': list(range(start, start + n))})
             start += n
-        return {'state': state, 'param_groups': groups}
+        return {'optimizer': type(self).__name__, 'state': state, 'param_groups': groups}
 
     def load_state_dict(self, state_dict):
-        """Restore hyper-parameters and state saved by state_dict(); arrays are copied onto
-        each parameter's device.  Checked first: a mismatch raises and changes nothing."""
-        name = type(self).__name__
-        params = self._parameters()
-        groups = state_dict['param_groups']
-        if [len(g['params']) for g in groups] != [len(g['params']) for g in self.param_groups]:
-            raise ValueError(f"{name}.load_state_dict: the saved groups hold "
-                             f"{[len(g['params']) for g in groups]} parameters, this optimizer's "
-                             f"{[len(g['params']) for g in self.param_groups]}")
-        new_state = {}
-        for key, saved in state_dict['state'].items():
-            i = int(key)
-            if not 0 <= i < len(params):
-                raise ValueError(f"{name}.load_state_dict: state for parameter {i}, but there are {len(params)}")
-            p, entry = params[i], {}
-            for field, value in saved.items():
-                array = value.data if isinstance(value, Tensor) else value
-                if backend.is_array(array):
-                    if tuple(array.shape) != p.shape:
-                        raise ValueError(f"{name}.load_state_dict: {field!r} of parameter {i} has shape "
-                                         f"{tuple(array.shape)}, the parameter {p.shape}")
-                    value = backend.to_device(array, p.device).astype(p.dtype, copy=True)
-                entry[field] = value
-            new_state[id(p)] = entry
-        hypers = [{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items() if k != 'params'}
-                  for saved in groups]
-        for group, hyper in zip(self.param_groups, hypers):
-            self._check_hyperparameters({**group, **hyper})
+        """Restore hyper-parameters and state saved by state_dict() of the same optimizer class;
+        arrays are copied onto each parameter's device.  Everything is checked first: anything
+        that does not fit raises and changes nothing."""
+        where = f"{type(self).__name__}.load_state_dict"
+        if not isinstance(state_dict, dict):
+            raise TypeError(f"{where}: expected the dict made by state_dict(), not {argcheck.describe(state_dict)}")
+        missing = [k for k in ('optimizer', 'state', 'param_groups') if k not in state_dict]
+        if missing:
+            raise ValueError(f"{where}: the dict lacks {missing}; pass what state_dict() returned")
+        if state_dict['optimizer'] != type(self).__name__:
+            raise ValueError(f"{where}: the state was saved by {state_dict['optimizer']!r}; it only fits a "
+                             f"{type(self).__name__} (the hyper-parameters and buffers differ between optimizers)")
+        hypers = self._checked_groups(where, state_dict['param_groups'])
+        new_state = self._checked_state(where, state_dict['state'])
         for group, hyper in zip(self.param_groups, hypers):
             group.update(hyper)
         self.state = new_state
+
+    def _checked_groups(self, where, saved_groups):
+        """The saved groups' hyper-parameters, checked against this optimizer's groups."""
+        if not isinstance(saved_groups, (list, tuple)) or not all(
+                isinstance(g, dict) and isinstance(g.get('params'), (list, tuple)) for g in saved_groups):
+            raise ValueError(f"{where}: 'param_groups' must be a list of dicts with 'params' lists, "
+                             f"not {argcheck.describe(saved_groups)}")
+        if [len(g['params']) for g in saved_groups] != [len(g['params']) for g in self.param_groups]:
+            raise ValueError(f"{where}: the saved groups hold {[len(g['params']) for g in saved_groups]} "
+                             f"parameters, this optimizer's {[len(g['params']) for g in self.param_groups]}")
+        hypers, start = [], 0
+        for saved, group in zip(saved_groups, self.param_groups):
+            expected = list(range(start, start + len(group['params'])))
+            start += len(group['params'])
+            if list(saved['params']) != expected:
+                raise ValueError(f"{where}: a saved group holds parameters {list(saved['params'])}, "
+                                 f"expected {expected}")
+            hyper = {k: list(v) if isinstance(v, tuple) else v for k, v in saved.items() if k != 'params'}
+            own = sorted(k for k in group if k != 'params')
+            if sorted(hyper) != own:
+                raise ValueError(f"{where}: the saved hyper-parameters are {sorted(hyper)}, "
+                                 f"{type(self).__name__}'s are {own}")
+            try:
+                hypers.append(self._check_hyperparameters(hyper))
+            except (ValueError, TypeError) as error:
+                raise type(error)(f"{where}: a saved hyper-parameter is invalid ({error})") from None
+        return hypers
+
+    def _checked_state(self, where, saved_state):
+        """{id(parameter): state entry} from the saved state, each array checked and copied."""
+        if not isinstance(saved_state, dict):
+            raise ValueError(f"{where}: 'state' must be a dict, not {argcheck.describe(saved_state)}")
+        params, new_state = self._parameters(), {}
+        for key, saved in saved_state.items():
+            i = int(key) if isinstance(key, str) and key.isdigit() else key
+            if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(params):
+                raise ValueError(f"{where}: state for parameter {key!r}, but there are {len(params)} (0 .. "
+                                 f"{len(params) - 1})")
+            if not isinstance(saved, dict) or 'step' not in saved:
+                raise ValueError(f"{where}: the state of parameter {i} must be a dict with a 'step' count")
+            p, entry = params[i], {'step': argcheck.integer(saved['step'], where, f"parameter {i}'s step", min=0)}
+            fields = sorted(k for k in saved if k != 'step')
+            if fields and fields != sorted(self.state_fields):
+                raise ValueError(f"{where}: the state of parameter {i} holds {fields}; "
+                                 f"{type(self).__name__} keeps {sorted(self.state_fields)} (all of them or none)")
+            for field in fields:
+                array = saved[field].data if isinstance(saved[field], Tensor) else saved[field]
+                if not backend.is_array(array) or array.dtype.kind not in 'fiu':
+                    raise ValueError(f"{where}: {field!r} of parameter {i} must be a tensor or an array of "
+                                     f"numbers, not {argcheck.describe(saved[field])}")
+                if tuple(array.shape) != p.shape:
+                    raise ValueError(f"{where}: {field!r} of parameter {i} has shape "
+                                     f"{tuple(array.shape)}, the parameter {p.shape}")
+                entry[field] = backend.to_device(array, p.device).astype(p.dtype, copy=True)
+            new_state[id(p)] = entry
+        return new_state
 
     def __repr__(self):
         lines = [f"{type(self).__name__}("]

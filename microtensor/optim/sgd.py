@@ -1,4 +1,5 @@
 """SGD with momentum, Nesterov momentum and weight decay (PyTorch's formulas)."""
+from .. import argcheck
 from .optimizer import Optimizer
 
 
@@ -11,18 +12,19 @@ class SGD(Optimizer):
                  b                  otherwise
         p = p - lr * update                          (with momentum=0: p = p - lr * g)
     """
+    state_fields = ('momentum_buffer',)
 
     def __init__(self, params, lr=0.01, momentum=0.0, weight_decay=0.0, nesterov=False):
         super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov))
 
     def _check_hyperparameters(self, group):
-        super()._check_hyperparameters(group)
-        if not group['momentum'] >= 0:
-            raise ValueError(f"SGD: momentum must be >= 0, not {group['momentum']}")
-        if not group['weight_decay'] >= 0:
-            raise ValueError(f"SGD: weight_decay must be >= 0, not {group['weight_decay']}")
+        group = super()._check_hyperparameters(group)
+        group['momentum'] = argcheck.number(group['momentum'], 'SGD', 'momentum', min=0, max=1, max_open=True)
+        group['weight_decay'] = argcheck.number(group['weight_decay'], 'SGD', 'weight_decay', min=0)
+        group['nesterov'] = argcheck.boolean(group['nesterov'], 'SGD', 'nesterov')
         if group['nesterov'] and group['momentum'] <= 0:
             raise ValueError("SGD: nesterov=True needs a momentum > 0")
+        return group
 
     def update(self, p, g, state, group):
         momentum, weight_decay = group['momentum'], group['weight_decay']

@@ -1,0 +1,82 @@
+"""Argument checks at the public boundary: one rule, one message format, everywhere.
+
+    d_model = argcheck.integer(d_model, 'GPT', 'd_model', min=1)      # -> a Python int
+    lr = argcheck.number(lr, 'SGD', 'lr', min=0)                       # -> a Python float
+
+A value of the wrong kind raises TypeError (a bool, float or string where an integer
+belongs; anything but a real number where a number belongs); a value outside its range
+raises ValueError.  Both messages name the function or class, the argument, what it got
+and the rule:
+
+    GPT: n_layers must be an integer >= 1, not 0
+    Adam: eps must be a finite number >= 0, not nan
+
+numpy integers count as integers and numpy floats as numbers (they come out of arrays and
+configs); the checks return plain Python values, so a model stores `d_model` as an int.
+"""
+import math
+import numbers
+
+
+def integer(value, where, name, min=None, max=None, allow_none=False):
+    """`value` as a Python int in [min, max] (either bound may be None)."""
+    if value is None and allow_none:
+        return None
+    rule = 'an integer' + _range(min, max, False, False) + (' or None' if allow_none else '')
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{where}: {name} must be {rule}, not {describe(value)}")
+    value = int(value)
+    if (min is not None and value < min) or (max is not None and value > max):
+        raise ValueError(f"{where}: {name} must be {rule}, not {value}")
+    return value
+
+
+def number(value, where, name, min=None, max=None, min_open=False, max_open=False, allow_inf=False,
+           allow_none=False):
+    """`value` as a Python float, finite (unless allow_inf) and within the bounds
+    (min_open / max_open exclude the bound itself)."""
+    if value is None and allow_none:
+        return None
+    finite = '' if allow_inf else 'finite '
+    rule = f'a {finite}number' + _range(min, max, min_open, max_open) + (' or None' if allow_none else '')
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{where}: {name} must be {rule}, not {describe(value)}")
+    value = float(value)
+    inside = ((min is None or (value > min if min_open else value >= min))
+              and (max is None or (value < max if max_open else value <= max)))
+    if math.isnan(value) or (math.isinf(value) and not allow_inf) or not inside:
+        raise ValueError(f"{where}: {name} must be {rule}, not {value}")
+    return value
+
+
+def boolean(value, where, name):
+    """`value` if it is True or False (a flag given as 1, 'yes' or None is refused, not guessed)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{where}: {name} must be True or False, not {describe(value)}")
+    return value
+
+
+def choice(value, where, name, options):
+    """`value` if it is one of the strings in `options`."""
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"{where}: {name} must be one of {', '.join(map(repr, options))}, not {describe(value)}")
+    return value
+
+
+def _range(low, high, low_open, high_open):
+    if low is not None and high is not None:
+        return f" in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+    if low is not None:
+        return f" {'>' if low_open else '>='} {low}"
+    if high is not None:
+        return f" {'<' if high_open else '<='} {high}"
+    return ''
+
+
+def describe(value):
+    """What a bad value was, short: "float 2.5", "str '3'", "NoneType"."""
+    if value is None:
+        return 'None'
+    text = repr(value)
+    text = text if len(text) <= 40 else text[:37] + '...'
+    return f"{type(value).__name__} {text}"
