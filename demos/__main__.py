@@ -15,6 +15,7 @@ LESSONS = [
     ('train_gpt', 'a tiny character GPT: training, checkpoints, sampling at several temperatures'),
     ('train_reverse', 'a tiny encoder-decoder Transformer learns to reverse digit sequences'),
 ]
+VIEWERS = {'article_trace', 'softmax_saturation', 'residual_highway'}  # --html writes a backward-pass viewer
 
 
 def main(argv=None):
@@ -24,7 +25,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.list:
         for name, what in LESSONS:
-            print(f"{name:24s} {what}")
+            print(f"{name:24s} {what}" + (" (--html: backprop viewer)" * (name in VIEWERS)))
         return
     known = dict(LESSONS)
     for name in args.lessons:

@@ -26,10 +26,11 @@ scaled_dot_product_attention.  The numbers come from transformer/article_data.py
 import math
 
 import microtensor as mt
-from transformer import SinusoidalPositionalEncoding, TokenEmbedding
+from microtensor import nn
+from transformer import Encoder, SinusoidalPositionalEncoding, TokenEmbedding
 from transformer import article_data as article
 
-from .report import table
+from .report import command_line, html_option, save_viewer, table
 
 
 def positional_table(T=3, d_model=article.D_MODEL):
@@ -62,6 +63,25 @@ def attention_weights(head):
     return mt.softmax(S / math.sqrt(article.D_K), axis=-1).tolist()
 
 
+def save_backward_viewer(seed=0):
+    """猫 吃 鱼 through the article's encoder (2 Post-LN layers, d_model 12, h 3, d_ff 48, GELU), backward.
+
+    The input is the article's X0 = Embedding + PE; the article prints no weight matrices,
+    so the layers' are random (seeded), and the loss is L = sum(output * G), G ~ N(0, 1):
+    what a head above would send back.  Writes runs/article_trace.html; returns its path.
+    """
+    mt.manual_seed(seed)
+    model = nn.Module()  # a container, so that mt.record_modules names every part
+    model.embed = TokenEmbedding(len(article.TOKENS), article.D_MODEL)
+    model.embed.weight.data = mt.tensor([article.EMBEDDINGS[w] for w in article.TOKENS]).data
+    model.pe = SinusoidalPositionalEncoding(article.D_MODEL)
+    model.encoder = Encoder(2, article.D_MODEL, article.N_HEADS, d_ff=article.D_FF, norm='post')
+    with mt.record_modules(model):
+        out = model.encoder(model.pe(model.embed(mt.tensor([[0, 1, 2]]))))
+    loss = (out * mt.randn(*out.shape)).sum()
+    return save_viewer('article_trace', loss, '猫 吃 鱼 through a 2-layer encoder (random weights)', model)
+
+
 def max_difference(a, b):
     return max(abs(x - y) for row_a, row_b in zip(a, b) for x, y in zip(row_a, row_b))
 
@@ -74,7 +94,7 @@ def _vector(values):
     return '[' + ', '.join(f"{v:.2f}" for v in values) + ']'
 
 
-def run():
+def run(html=False):
     pe = positional_table()
     print("1. Sinusoidal PE, d_model = 12:  PE[pos, 2i] = sin(pos / 10000^(2i/12)), PE[pos, 2i+1] = cos(...)")
     print(table(['pos'] + [f"d{j}" for j in range(12)], [[pos] + row for pos, row in enumerate(pe)], fmt='.4f'))
@@ -112,8 +132,10 @@ def run():
     print("\nHead 1 is near uniform (the article's 'uniform head'); in head 2 every word puts its largest\n"
           "weight on 鱼 (its 'semantic head').  Head 3's scores and layer 2's are not printed, nor are the\n"
           "weight matrices, so the trace cannot be recomputed further.")
+    if html:
+        save_backward_viewer()
     return {'pe': pe, 'typos': typos, 'x0': X0, 'x0_with_printed_pe': X0_with_typos, 'weights': weights}
 
 
 if __name__ == '__main__':
-    run()
+    run(html=command_line('article_trace', __doc__, {}, extra=html_option).html)

@@ -103,3 +103,22 @@ def save_plot(name, draw, title=None, folder=RUNS):
     os.replace(tmp, path)
     print(f"plot saved to {path}")
     return path
+
+
+def html_option(parser):
+    """`--html` for command_line(..., extra=html_option): the lesson also writes a backward-pass viewer."""
+    parser.add_argument('--html', action='store_true',
+                        help=f'also write a step-by-step backward-pass viewer under {RUNS}/ (open it in a browser)')
+
+
+def save_viewer(name, loss, title, params=None, folder=RUNS):
+    """Run loss's backward pass through mt.BackpropViewer and save the page as <folder>/<name>.html.
+
+    Fills .grad as loss.backward() does, so the lesson goes on as before.  Returns the path.
+    """
+    os.makedirs(folder, exist_ok=True)
+    path = mt.BackpropViewer(loss, params=params, title=title).save(os.path.join(folder, f"{name}.html"))
+    size = os.path.getsize(path)
+    print(f"backward-pass viewer saved to {path} ({size / 1e6:.1f} MB" if size > 1e6 else
+          f"backward-pass viewer saved to {path} ({size / 1e3:.0f} kB", end='; open it in a browser)\n')
+    return path

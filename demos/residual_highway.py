@@ -27,7 +27,7 @@ from microtensor.inspect import norm
 from transformer import Encoder
 from transformer.probes import ResidualProbe
 
-from .report import save_lines, table
+from .report import command_line, html_option, save_lines, save_viewer, table
 
 CONFIGS = [('pre', True), ('post', True), ('pre', False), ('post', False)]
 
@@ -36,10 +36,11 @@ def label(norm_place, residual):
     return f"{norm_place.capitalize()}-LN, " + ('residual' if residual else 'no residual')
 
 
-def layer_gradients(norm_place, residual, n_layers=24, d_model=16, n_heads=2, B=4, T=8, seed=0):
+def layer_gradients(norm_place, residual, n_layers=24, d_model=16, n_heads=2, B=4, T=8, seed=0, html=None):
     """|dL/dx_l| for the input x_l of each layer l = 1..n_layers, and each layer's "+1" share.
 
     L = sum(output * G) with G ~ N(0, 1): the gradient arriving at the top is G itself.
+    html: a name: the backward pass also goes to a BackpropViewer page, runs/<html>.html.
     """
     mt.manual_seed(seed)
     encoder = Encoder(n_layers, d_model, n_heads, norm=norm_place, residual=residual)
@@ -51,9 +52,13 @@ def layer_gradients(norm_place, residual, n_layers=24, d_model=16, n_heads=2, B=
 
     handles = [layer.register_forward_hook(keep_input) for layer in encoder.layers]
     x = mt.randn(B, T, d_model, requires_grad=True)
-    with ResidualProbe(encoder) as probe:
+    with ResidualProbe(encoder) as probe, mt.record_modules(encoder):
         out = encoder(x)
-        (out * mt.randn(*out.shape)).sum().backward()
+        loss = (out * mt.randn(*out.shape)).sum()
+        if html:
+            save_viewer(html, loss, f"{label(norm_place, residual)}, {n_layers} layers", encoder)
+        else:
+            loss.backward()
     for handle in handles:
         handle.remove()
     return [norm(t.grad) for t in inputs], identity_shares(probe)
@@ -68,10 +73,11 @@ def identity_shares(probe):
     return [sum(s) / len(s) if s else 0.0 for s in shares]
 
 
-def run(n_layers=24, d_model=16, n_heads=2, B=4, T=8, seed=0):
+def run(n_layers=24, d_model=16, n_heads=2, B=4, T=8, seed=0, html=False):
     grads, shares = {}, {}
     for config in CONFIGS:
-        grads[config], shares[config] = layer_gradients(*config, n_layers, d_model, n_heads, B, T, seed)
+        page = f"residual_highway_{'residual' if config[1] else 'no_residual'}" if html and config[0] == 'pre' else None
+        grads[config], shares[config] = layer_gradients(*config, n_layers, d_model, n_heads, B, T, seed, html=page)
     print(f"{n_layers} EncoderLayers, d_model = {d_model}, {n_heads} heads; |dL/dx| at each layer's input "
           f"(layer 1 is the first, nearest the input):")
     step = max(1, n_layers // 12)
@@ -91,4 +97,4 @@ def run(n_layers=24, d_model=16, n_heads=2, B=4, T=8, seed=0):
 
 
 if __name__ == '__main__':
-    run()
+    run(html=command_line('residual_highway', __doc__, {}, extra=html_option).html)

@@ -37,19 +37,27 @@ from transformer import scaled_dot_product_attention
 from transformer.attention import attend  # scaled_dot_product_attention that also returns the scores
 from transformer.probes import saturation_stats
 
-from .report import save_lines, table, window_means
+from .report import command_line, html_option, save_lines, save_viewer, table, window_means
 
 D_KS = (4, 16, 64, 256, 1024)
 
 
-def saturation(d_k, scaled, n=32, T=16, seed=0):
-    """Random q, k, v (n, T, d_k) ~ N(0, 1) through attention; a dict of the lesson's numbers."""
+def saturation(d_k, scaled, n=32, T=16, seed=0, html=None):
+    """Random q, k, v (n, T, d_k) ~ N(0, 1) through attention; a dict of the lesson's numbers.
+
+    html: a name: the backward pass also goes to a BackpropViewer page, runs/<html>.html.
+    """
     mt.manual_seed(seed)
-    q, k, v = (mt.randn(n, T, d_k, requires_grad=True) for _ in range(3))
+    q, k, v = (mt.randn(n, T, d_k, requires_grad=True, name=name) for name in 'qkv')
     output, weights, scores = attend(q, k, v, scale=None if scaled else 1.0)
     weights.retain_grad()
     scores.retain_grad()
-    (output * mt.randn(*output.shape)).sum().backward()  # a random upstream gradient dL/doutput
+    loss = (output * mt.randn(*output.shape)).sum()  # a random upstream gradient dL/doutput
+    if html:
+        scores.name, weights.name = 's (scores)', 'p (weights)'
+        save_viewer(html, loss, f"Attention, d_k = {d_k}, scale {'1/sqrt(d_k)' if scaled else 'none'}")
+    else:
+        loss.backward()
     stats = saturation_stats(scores, weights)
     passes = row_norms(scores.grad) / row_norms(weights.grad)  # (n, T): one ratio per query row
     return {'d_k': d_k, 'scaled': scaled, 'var': stats.score_var, 'max_p': stats.max_p, 'p1p': stats.mean_p1p,
@@ -111,7 +119,7 @@ def train_lookup(scaled, d=32, d_k=256, T=8, B=32, steps=150, lr=0.5, seed=0):
     return losses
 
 
-def run(d_ks=D_KS, n=32, T=16, train=True, train_steps=150, train_d_k=256):
+def run(d_ks=D_KS, n=32, T=16, train=True, train_steps=150, train_d_k=256, html=False):
     rows = sweep(d_ks, n=n, T=T)
     print(f"q, k, v ~ N(0, 1): {n} x {T} queries, {T} keys each; uniform attention would have "
           f"max p = {1 / T:.3f}, entropy = log {T} = {math.log(T):.2f}")
@@ -127,6 +135,8 @@ def run(d_ks=D_KS, n=32, T=16, train=True, train_steps=150, train_d_k=256):
               for key, what in (('p1p', 'mean p(1-p)'), ('passes', 'passes')) for scaled in (True, False)}
     save_lines('softmax_saturation', series, 'd_k', 'p(1-p), gradient share', 'Softmax saturation as d_k grows',
                x=list(d_ks), logx=True)
+    for scaled in (True, False) if html else ():  # the largest d_k, step by step, with and without the scale
+        saturation(d_ks[-1], scaled, n=n, T=T, html=f"softmax_saturation_{'scaled' if scaled else 'unscaled'}")
 
     curves = None
     if train:
@@ -142,4 +152,4 @@ def run(d_ks=D_KS, n=32, T=16, train=True, train_steps=150, train_d_k=256):
 
 
 if __name__ == '__main__':
-    run()
+    run(html=command_line('softmax_saturation', __doc__, {}, extra=html_option).html)

@@ -91,12 +91,14 @@ def test_values_are_the_gradients_first_rows_and_columns():
     x = mt.tensor([[1.0, -2.0, 0.5]], requires_grad=True, dtype='float64', name='x')
     W = mt.randn(3, 20, requires_grad=True, dtype='float64', name='W')
     viewer = mt.BackpropViewer((x @ W).tanh().sum())
-    (tanh_g, _), (matmul_g, (x_g, W_g)) = viewer.values[1], viewer.values[2]
-    assert matmul_g['rows'][0][0] == '[0]' and len(matmul_g['rows'][0][1]) == 6
-    assert 'first 1 of 1 rows, 6 of 20 columns' == matmul_g['note']
-    np.testing.assert_allclose(x_g['rows'][0][1], x.grad.numpy()[0], rtol=1e-3)
-    assert x_g['note'] == ''
-    np.testing.assert_allclose([v for _, row in W_g['rows'] for v in row], W.grad.numpy()[:3, :6].ravel(), rtol=1e-3)
+    (sum_g, _), (tanh_g, _), (matmul_g, (x_g, W_g)) = viewer.values
+    assert sum_g == {'shape': [], 'rows': [[1.0]]}
+    assert tanh_g == {'shape': [1, 20], 'rows': [[1.0] * 6]}  # the first 6 of 20 columns
+    assert matmul_g['shape'] == [1, 20] and len(matmul_g['rows']) == 1 and len(matmul_g['rows'][0]) == 6
+    assert x_g['shape'] == [1, 3]
+    np.testing.assert_allclose(x_g['rows'], x.grad.numpy(), rtol=1e-3)
+    np.testing.assert_allclose(W_g['rows'], W.grad.numpy()[:3, :6], rtol=1e-3)
+    assert W_g['rows'] != W.grad.numpy()[:3, :6].tolist()  # 4 significant digits: a small page
 
 
 def test_without_graphviz_the_layered_layout_is_used(monkeypatch):
@@ -165,3 +167,31 @@ def test_mlp_in_a_sequential_gets_module_names_and_a_title():
     assert [s.module for s in viewer.steps] == [None, None, '2', '2', '1', '0', '0']
     assert viewer.title == 'MLP' and '<title>MLP</title>' in viewer.html()
     assert repr(viewer) == f'<BackpropViewer of 7 ops, {len(viewer.nodes)} nodes>'
+
+
+def test_lessons_write_their_viewers_with_html(tmp_path, monkeypatch, capsys):
+    """What `--html` adds to residual_highway, softmax_saturation and article_trace (their plots left out)."""
+    from demos import __main__ as tour, article_trace, residual_highway, softmax_saturation
+    from demos.report import command_line, html_option
+    monkeypatch.chdir(tmp_path)
+    assert command_line('residual_highway', '', {}, ['--html'], extra=html_option).html
+    grads, _ = residual_highway.layer_gradients('pre', True, n_layers=2, d_model=8, B=2, T=3, html='residual')
+    assert grads == residual_highway.layer_gradients('pre', True, n_layers=2, d_model=8, B=2, T=3)[0]
+    numbers = softmax_saturation.saturation(64, False, n=2, T=4, html='unscaled')
+    assert numbers == softmax_saturation.saturation(64, False, n=2, T=4)
+    article_trace.save_backward_viewer()
+    out = capsys.readouterr().out
+    pages = {name: (tmp_path / 'runs' / f'{name}.html').read_text(encoding='utf-8')
+             for name in ('residual', 'unscaled', 'article_trace')}
+    for name, html in pages.items():
+        assert f"viewer saved to runs/{name}.html" in out
+        assert 'https://' not in html and 'http://' not in html
+    data = page_data(pages['residual'])
+    assert sum(any(x.get('road') for x in s['sent']) for s in data['steps']) == 4  # 2 layers x 2 residuals
+    data = page_data(pages['unscaled'])
+    softmax = next(s for s in data['steps'] if s['op'] == 'Softmax')
+    assert data['tensors'][softmax['y']] == 'p (weights) (2, 4, 4)'
+    assert [data['tensors'][x['x']] for x in softmax['sent']] == ['s (scores) (2, 4, 4)']
+    data = page_data(pages['article_trace'])
+    assert 'encoder.layers.1.ffn' in data['modules'] and data['steps'][-1]['m'] == 'embed'
+    assert tour.VIEWERS == {'article_trace', 'softmax_saturation', 'residual_highway'}

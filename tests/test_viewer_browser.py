@@ -199,13 +199,27 @@ def test_next_click_filter_in_chromium(browser, tmp_path, layout):
     browser.key('ArrowRight', 39)
     browser.key('ArrowLeft', 37)
     assert_shows(shown(browser), viewer, n + 1)
+    # the value tables: g arriving, then each gradient sent (first row, first column shown)
+    firsts = browser.js("[...document.querySelectorAll('#values table.values')].map(t => t.rows[0].cells[1].textContent)")
+    v_in, v_sent = viewer.values[n + 1]
+    expected = [v_in['rows'][0][0]] + [v['rows'][0][0] for v in v_sent if v is not None]
+    assert [float(x) for x in firsts] == pytest.approx(expected, rel=1e-2)
     # edges of steps already run are coloured, edges of later steps are not
     coloured = browser.js("[...document.querySelectorAll('.edge')].filter(e => e.querySelector('path').style.stroke)"
                           ".map(e => +e.id.slice(1))")
     assert sorted(coloured) == list(range(sum(len(s.inputs) for s in viewer.steps[:n + 2])))
 
+    # play at 30 steps/s, then pause: it moved on, and stays where it paused
+    browser.js("(() => { const s = document.getElementById('speed'); s.value = 30; s.dispatchEvent(new Event('input')); })()")
+    browser.click_element('#play')
+    browser.wait_for(f"+document.body.dataset.step > {n + 3}")
+    browser.click_element('#play')
+    paused = shown(browser)['step']
+    time.sleep(0.2)
+    assert shown(browser)['step'] == paused < len(viewer.steps) - 1
+
     # click a ResidualAdd node: the page jumps to its step and shows the +1 and F roads
-    target = next(s for s in viewer.steps if s.op == 'ResidualAdd' and s.index > n + 1)
+    target = next(s for s in viewer.steps if s.op == 'ResidualAdd' and s.index > paused)
     browser.click_element(f'#n{target.node}')
     assert_shows(shown(browser), viewer, target.index)
     roads = browser.js("[...document.querySelectorAll('#sent .road')].map(r => r.textContent)")

@@ -297,7 +297,9 @@ def _describe(n):
     """An input or output as the side panel names it: 'ffn.W_1.weight (8, 16)', 'MatMul output (2, 4, 16)'."""
     if n.kind == 'op':
         return f"{n.name or n.title + ' output'} {n.shape}"
-    return f"{n.name or 'constant'} {n.shape}" if not n.title else f"constant {n.title}"
+    if n.title:
+        return f"constant {n.title}"
+    return f"{n.name or ('leaf' if n.kind == 'param' else 'constant')} {n.shape}"
 
 
 def _group_key(module, depth):
@@ -313,30 +315,17 @@ def _prefixes(module):
 
 # ---------------------------------------------------------------------- values
 def _values(t):
-    """The first VALUE_ROWS x VALUE_COLS values of a gradient (rows = all axes but the last), or None."""
+    """The first VALUE_ROWS x VALUE_COLS values of a gradient (rows = all axes but the last) and its shape.
+
+    The page labels the rows and notes what is left out.
+    """
     if t is None:
         return None
     data = t.data
-    shape = tuple(data.shape)
-    cols = shape[-1] if shape else 1
-    n_rows = data.size // cols if cols else 0
-    block = data.reshape(n_rows, cols)[:VALUE_ROWS, :VALUE_COLS]
+    cols = data.shape[-1] if data.ndim else 1
+    block = data.reshape(-1, cols)[:VALUE_ROWS, :VALUE_COLS] if cols else data.reshape(0, 0)
     rows = backend.to_numpy(block).astype('float64').tolist()
-    labels = [_row_label(r, shape[:-1]) for r in range(len(rows))]
-    note = ''
-    if n_rows > VALUE_ROWS or cols > VALUE_COLS:
-        note = (f"first {min(n_rows, VALUE_ROWS)} of {n_rows} rows, "
-                f"{min(cols, VALUE_COLS)} of {cols} columns")
-    return dict(rows=[[label, [_round(v) for v in row]] for label, row in zip(labels, rows)], note=note)
-
-
-def _row_label(r, lead):
-    """The index of row r of a tensor flattened to (rows, last axis): '[1, 0]'."""
-    index = []
-    for size in reversed(lead):
-        r, i = divmod(r, size)
-        index.append(i)
-    return '[' + ', '.join(map(str, reversed(index))) + ']' if lead else ''
+    return dict(shape=list(data.shape), rows=[[_round(v) for v in row] for row in rows])
 
 
 def _round(v, digits=4):
@@ -532,6 +521,9 @@ def _fit(viewer, data, svg, notes):
         text = re.sub(r'__(TITLE|SVG|DATA)__', lambda m: replacements[m.group(1)], template)
         return text, len(text.encode()) - viewer.max_bytes
 
+    text, over = page(len(steps), len(values))
+    if over <= 0:
+        return text
     text, over = page(len(steps), 0)
     n_steps, n_values = len(steps), 0
     if over > 0:  # even without values the steps do not fit: keep the first ones
