@@ -111,6 +111,8 @@ def test_without_graphviz_the_layered_layout_is_used(monkeypatch):
         mt.BackpropViewer(loss, layout='dot').html()
     with pytest.raises(ValueError, match="'auto', 'dot' or 'layered'"):
         mt.BackpropViewer(loss, layout='circles')
+    with pytest.raises(ValueError, match='nothing to show'):
+        mt.BackpropViewer(mt.tensor(1.0, requires_grad=True))
 
 
 def test_thousands_of_ops_are_drawn_by_module_within_max_bytes():

@@ -200,7 +200,8 @@ def test_next_click_filter_in_chromium(browser, tmp_path, layout):
     browser.key('ArrowLeft', 37)
     assert_shows(shown(browser), viewer, n + 1)
     # the value tables: g arriving, then each gradient sent (first row, first column shown)
-    firsts = browser.js("[...document.querySelectorAll('#values table.values')].map(t => t.rows[0].cells[1].textContent)")
+    firsts = browser.js("[...document.querySelectorAll('#values table.values')]"
+                        ".map(t => t.rows[0].cells[1].textContent)")
     v_in, v_sent = viewer.values[n + 1]
     expected = [v_in['rows'][0][0]] + [v['rows'][0][0] for v in v_sent if v is not None]
     assert [float(x) for x in firsts] == pytest.approx(expected, rel=1e-2)
@@ -210,7 +211,8 @@ def test_next_click_filter_in_chromium(browser, tmp_path, layout):
     assert sorted(coloured) == list(range(sum(len(s.inputs) for s in viewer.steps[:n + 2])))
 
     # play at 30 steps/s, then pause: it moved on, and stays where it paused
-    browser.js("(() => { const s = document.getElementById('speed'); s.value = 30; s.dispatchEvent(new Event('input')); })()")
+    browser.js("(() => { const s = document.getElementById('speed'); s.value = 30; "
+               "s.dispatchEvent(new Event('input')); })()")
     browser.click_element('#play')
     browser.wait_for(f"+document.body.dataset.step > {n + 3}")
     browser.click_element('#play')

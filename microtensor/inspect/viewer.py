@@ -72,7 +72,12 @@ class BackpropViewer:
 
     params: a Module, or a dict {name: tensor}, naming the parameters (else tensor.name).
     layout: 'auto' (dot when installed, else layered), 'dot' or 'layered'.
-    max_nodes: above this many nodes, one node per module; max_bytes: the page's size limit.
+    max_nodes: above this many nodes, one node per module; max_bytes: the page's size limit
+    (values, then steps, are left out beyond it; the drawing itself is bounded by max_nodes).
+
+    What was recorded: .steps (a StepRecord per op, in backward order), .nodes (a Node per
+    op and leaf), .edges ((input node, op node, road) per input of each step), .grad_norms
+    (|dL/d(tensor)| per node), .values (the first rows and columns of each step's gradients).
     """
 
     def __init__(self, tensor, grad=None, params=None, retain_graph=False, title=None, layout='auto',
@@ -116,6 +121,9 @@ class BackpropViewer:
             self.values.append((_values(step.grad_output), tuple(_values(gx) for gx in step.grad_inputs)))
             if step.op_name not in self.formulas:
                 self.formulas[step.op_name] = inspect.cleandoc(type(step.op).__doc__ or '(no docstring)')
+        if not self.steps:
+            raise ValueError(f"BackpropViewer: nothing to show: this tensor of shape {tuple(tensor.shape)} was not "
+                             "made by an op (it is a leaf), so its backward pass has no steps")
         self.done_at = [done_at.get(i) for i in range(len(self.nodes))]
         self.grad_norms = [norm(sums.get(i)) for i in range(len(self.nodes))]  # |dL/dx| per node
         for s in self.steps:
