@@ -1,8 +1,19 @@
-"""The demo tour: `python -m demos` runs every lesson in order; `python -m demos NAME` one;
-`python -m demos --list` names them."""
+"""The demo tour.
+
+    python -m demos                      every lesson in order, then the list of files written
+    python -m demos NAME [options]       one lesson, with its own options (python -m demos NAME --help)
+    python -m demos NAME NAME ...        several lessons with their defaults
+    python -m demos --device cuda        the tour on the GPU (every lesson gets --device)
+    python -m demos --list               the lessons' names
+"""
 import argparse
 import importlib
+import importlib.util
+import os
+import sys
 import time
+
+from . import report
 
 LESSONS = [
     ('train_xor', 'the engine alone: an MLP learns XOR'),
@@ -14,28 +25,59 @@ LESSONS = [
     ('layernorm_vs_batchnorm', 'LayerNorm ignores the batch; BatchNorm depends on it and on train/eval'),
     ('train_gpt', 'a tiny character GPT: training, checkpoints, sampling at several temperatures'),
     ('train_reverse', 'a tiny encoder-decoder Transformer learns to reverse digit sequences'),
+    ('attention_by_hand', 'issue 12 items 1, 6, 9: 我爱你 by hand (2 rows misprinted), hard vs soft, small numbers'),
+    ('why_separate_qk', 'issue 12 item 2: W_Q = W_K gives symmetric scores; copy the previous token: shared vs not'),
+    ('kv_cache', 'issue 12 items 3, 4: MHA/GQA/MQA/MLA cache per token, measured; what the "93.3%" compares'),
+    ('scale_variants', 'issue 12 item 5: 1/sqrt(d_k), 1/d_k, none, learned: score variance, sharpness, training'),
+    ('attention_cost', 'issue 12 item 7: time and memory vs n: attention O(n^2 d) but parallel, RNN serial'),
+    ('attention_maps', 'issue 12 item 8: trained attention maps: reversal is an anti-diagonal; a char-GPT head'),
 ]
-VIEWERS = {'article_trace', 'softmax_saturation', 'residual_highway'}  # --html writes a backward-pass viewer
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog='python -m demos', description=__doc__)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    known = dict(LESSONS)
+    names = argv[:next((i for i, a in enumerate(argv) if a.startswith('-')), len(argv))]
+    if len(names) == 1 and names[0] in known:  # one lesson: everything after its name is its own
+        return tour([(names[0], argv[1:])])
+    parser = argparse.ArgumentParser(prog='python -m demos', description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('lessons', nargs='*', help='lesson names (default: all)')
     parser.add_argument('--list', action='store_true', help='list the lessons and exit')
-    args = parser.parse_args(argv)
-    if args.list:
-        for name, what in LESSONS:
-            print(f"{name:24s} {what}" + (" (--html: backprop viewer)" * (name in VIEWERS)))
-        return
-    known = dict(LESSONS)
-    for name in args.lessons:
+    parser.add_argument('--device', choices=['cpu', 'cuda', 'auto'], help="passed to every lesson")
+    for name in names:
         if name not in known:
             parser.error(f"unknown lesson {name!r}; try --list")
-    for name in args.lessons or [n for n, _ in LESSONS]:
-        print(f"\n=== {name}: {known[name]} ===")
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)} (a lesson's own options go after a single "
+                     "lesson name: python -m demos NAME --help lists them)")
+    if args.list:
+        for name, what in LESSONS:
+            print(f"{name:24s} {what}")
+        return None
+    options = ['--device', args.device] if args.device else []
+    return tour([(name, options) for name in args.lessons or known])
+
+
+def tour(lessons):
+    """Run each (name, argv) through the lesson's main(argv), then list the files they wrote."""
+    first = len(report.WRITTEN)
+    results = {}
+    for name, argv in lessons:
+        print(f"\n=== {name}: {dict(LESSONS)[name]} ===")
         start = time.perf_counter()
-        importlib.import_module(f"demos.{name}").run()
+        results[name] = importlib.import_module(f"demos.{name}").main(argv)
         print(f"({time.perf_counter() - start:.1f} s)")
+    written = dict(report.WRITTEN[first:])  # path: what; a file written twice is listed once
+    if written:
+        width = max(map(len, written))
+        print(f"\nFiles written (paths relative to {os.getcwd()}):")
+        print('\n'.join(f"  {path:{width}s}  {what}" for path, what in written.items()))
+    else:
+        print("\nNo files written" + (" (plots need matplotlib: pip install matplotlib)."
+                                       if importlib.util.find_spec('matplotlib') is None else "."))
+    return results
 
 
 if __name__ == '__main__':

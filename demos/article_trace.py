@@ -22,6 +22,8 @@ recomputed is what follows from printed numbers alone:
 Everything goes through the library's own pieces: TokenEmbedding (loaded with the
 article's vectors), SinusoidalPositionalEncoding, and mt.softmax, the op inside
 scaled_dot_product_attention.  The numbers come from transformer/article_data.py.
+
+    python -m demos.article_trace --device cuda      # the same numbers, computed on the GPU
 """
 import math
 
@@ -30,12 +32,14 @@ from microtensor import nn
 from transformer import Encoder, SinusoidalPositionalEncoding, TokenEmbedding
 from transformer import article_data as article
 
-from .report import command_line, html_option, save_viewer, table
+from .report import command_line, options_of, run_lesson, save_heatmaps, save_viewer, table
+
+ENGLISH = {'猫': 'cat', '吃': 'eats', '鱼': 'fish'}  # for plots: matplotlib's default font has no CJK
 
 
-def positional_table(T=3, d_model=article.D_MODEL):
+def positional_table(T=3, d_model=article.D_MODEL, device='cpu'):
     """PE rows 0 .. T-1 as lists (float64)."""
-    return SinusoidalPositionalEncoding(d_model).table(T, dtype='float64').tolist()
+    return SinusoidalPositionalEncoding(d_model).table(T, dtype='float64', device=device).tolist()
 
 
 def pe_typos(pe):
@@ -45,25 +49,25 @@ def pe_typos(pe):
             for dim, printed in enumerate(row) if round(pe[pos][dim], 4) != printed]
 
 
-def x0(pe_rows=None):
+def x0(pe_rows=None, device='cpu'):
     """X0 = Embedding(猫 吃 鱼) + PE, (3, 12) as lists.  pe_rows: replace the formula's PE (to try the typos)."""
-    embed = TokenEmbedding(len(article.TOKENS), article.D_MODEL)
-    embed.weight.data = mt.tensor([article.EMBEDDINGS[w] for w in article.TOKENS], dtype='float64').data
-    X = embed(mt.tensor([[0, 1, 2]]))                                 # (1, 3, 12)
+    embed = TokenEmbedding(len(article.TOKENS), article.D_MODEL).to(device)
+    embed.weight.data = mt.tensor([article.EMBEDDINGS[w] for w in article.TOKENS], dtype='float64', device=device).data
+    X = embed(mt.tensor([[0, 1, 2]], device=device))                   # (1, 3, 12)
     if pe_rows is None:
         X = SinusoidalPositionalEncoding(article.D_MODEL)(X)
     else:
-        X = X + mt.tensor(pe_rows, dtype='float64')
+        X = X + mt.tensor(pe_rows, dtype='float64', device=device)
     return X[0].tolist()
 
 
-def attention_weights(head):
-    """softmax(S / sqrt(d_k)) row by row, for the article's printed layer-1 scores S of `head`."""
-    S = mt.tensor(article.LAYER1_SCORES[head], dtype='float64')
-    return mt.softmax(S / math.sqrt(article.D_K), axis=-1).tolist()
+def attention_weights(head, device='cpu'):
+    """softmax(S / sqrt(d_k)) row by row, for the article's printed layer-1 scores S of `head`; a (3, 3) tensor."""
+    S = mt.tensor(article.LAYER1_SCORES[head], dtype='float64', device=device)
+    return mt.softmax(S / math.sqrt(article.D_K), axis=-1)
 
 
-def save_backward_viewer(seed=0):
+def save_backward_viewer(seed=0, device='cpu'):
     """猫 吃 鱼 through the article's encoder (2 Post-LN layers, d_model 12, h 3, d_ff 48, GELU), backward.
 
     The input is the article's X0 = Embedding + PE; the article prints no weight matrices,
@@ -76,9 +80,10 @@ def save_backward_viewer(seed=0):
     model.embed.weight.data = mt.tensor([article.EMBEDDINGS[w] for w in article.TOKENS]).data
     model.pe = SinusoidalPositionalEncoding(article.D_MODEL)
     model.encoder = Encoder(2, article.D_MODEL, article.N_HEADS, d_ff=article.D_FF, norm='post')
+    model.to(device)
     with mt.record_modules(model):
-        out = model.encoder(model.pe(model.embed(mt.tensor([[0, 1, 2]]))))
-    loss = (out * mt.randn(*out.shape)).sum()
+        out = model.encoder(model.pe(model.embed(mt.tensor([[0, 1, 2]], device=device))))
+    loss = (out * mt.randn(*out.shape).to(device)).sum()
     return save_viewer('article_trace', loss, '猫 吃 鱼 through a 2-layer encoder (random weights)', model)
 
 
@@ -94,8 +99,8 @@ def _vector(values):
     return '[' + ', '.join(f"{v:.2f}" for v in values) + ']'
 
 
-def run(html=False):
-    pe = positional_table()
+def run(device='cpu', html=False):
+    pe = positional_table(device=device)
     print("1. Sinusoidal PE, d_model = 12:  PE[pos, 2i] = sin(pos / 10000^(2i/12)), PE[pos, 2i+1] = cos(...)")
     print(table(['pos'] + [f"d{j}" for j in range(12)], [[pos] + row for pos, row in enumerate(pe)], fmt='.4f'))
     typos = pe_typos(pe)
@@ -105,9 +110,9 @@ def run(html=False):
                 [[pos, dim, printed, pe[pos][dim], 'typo' if (pos, dim) in wrong else 'ok']
                  for pos, row in article.PE_PRINTED.items() for dim, printed in enumerate(row)], fmt='.4f'))
 
-    X0 = x0()
+    X0 = x0(device=device)
     printed_pe = [pe[0]] + [article.PE_PRINTED[p] + pe[p][6:] for p in (1, 2)]  # the typos in, the rest formula
-    X0_with_typos = x0(printed_pe)
+    X0_with_typos = x0(printed_pe, device)
     print("\n2. X0 = Embedding + PE, first 4 dimensions:")
     print(table(['word', 'article', 'with the formula PE', "with the article's PE"],
                 [[word, _vector(article.X0_PRINTED[i]), _vector(X0[i][:4]), _vector(X0_with_typos[i][:4])]
@@ -120,7 +125,8 @@ def run(html=False):
     weights = {}
     for head in (1, 2):
         S = article.LAYER1_SCORES[head]
-        weights[head] = A = attention_weights(head)
+        weights[head] = attention_weights(head, device)
+        A = weights[head].tolist()
         print(f"\nhead {head}: Q K^T printed in the article | the same / sqrt(4)")
         print(table(['Q \\ K'] + article.TOKENS + ['|'] + article.TOKENS,
                     [r + ['|'] + [v / 2 for v in row] for r, row in zip(_rows(S), S)], fmt='.4f'))
@@ -129,13 +135,22 @@ def run(html=False):
                     [r + ['|'] + printed for r, printed in zip(_rows(A), article.LAYER1_WEIGHTS[head])], fmt='.4f'))
         difference = max_difference(A, article.LAYER1_WEIGHTS[head])
         print(f"largest difference: {difference:.1e} (the article rounds to 4 decimals)")
+    words = [ENGLISH[w] for w in article.TOKENS]
+    save_heatmaps('article_trace', {f"head {head}": weights[head].tolist() for head in weights}, words, words,
+                  'Layer-1 attention A = softmax(Q K^T / 2): row = query, column = key')
     print("\nHead 1 is near uniform (the article's 'uniform head'); in head 2 every word puts its largest\n"
           "weight on 鱼 (its 'semantic head').  Head 3's scores and layer 2's are not printed, nor are the\n"
           "weight matrices, so the trace cannot be recomputed further.")
     if html:
-        save_backward_viewer()
+        save_backward_viewer(device=device)
     return {'pe': pe, 'typos': typos, 'x0': X0, 'x0_with_printed_pe': X0_with_typos, 'weights': weights}
 
 
+
+def main(argv=None):
+    options = options_of(run, html='also write the backward pass of a 2-layer encoder on 猫 吃 鱼 as a viewer page')
+    return run_lesson(run, command_line('article_trace', __doc__, options, argv))
+
+
 if __name__ == '__main__':
-    run(html=command_line('article_trace', __doc__, {}, extra=html_option).html)
+    main()

@@ -16,13 +16,18 @@ different samples), LN slices along (the different features of the same sample)"
 Here one token goes through transformer.LayerNorm and transformer.BatchNorm1d in
 different company: other tokens that are small or large, a batch of one, padding
 added to its sentence, and BatchNorm in eval mode.  LayerNorm's output never changes;
-BatchNorm's changes every time (and a batch of one is an error in training mode).
+BatchNorm's changes every time (and a batch of one is an error in training mode).  A
+sweep over batch sizes 2 .. 64 (x plus random companions) shows it as a plot.
+
+    python -m demos.layernorm_vs_batchnorm --d-model 16 --batch-sizes 2 3 4 1000
 """
 import microtensor as mt
 from transformer import BatchNorm1d, LayerNorm
 from transformer import article_data as article
 
-from .report import table
+from .report import command_line, options_of, run_lesson, save_lines, table
+
+BATCH_SIZES = (2, 4, 8, 16, 32, 64)
 
 
 def article_example():
@@ -33,24 +38,24 @@ def article_example():
     return ln(mt.tensor([ex['x']])).tolist()[0]
 
 
-def token_in_company(d=8, companions=3, seed=0):
+def token_in_company(d=8, companions=3, seed=0, device='cpu'):
     """The same token x normalised in different batches; {situation: (LayerNorm(x), BatchNorm(x) or error)}.
 
     Each situation puts x (row 0) in a batch (N, d) or a padded sentence (1, T, d) and
     reads back the output for x.  BatchNorm1d is in training mode (batch statistics)
     except in the last situation, which uses the running averages of the earlier batches.
     """
-    mt.manual_seed(seed)
-    x = mt.randn(1, d)
-    small, large = mt.randn(companions, d), 5.0 + 3.0 * mt.randn(companions, d)
-    ln, bn = LayerNorm(d), BatchNorm1d(d)
-    sentence = mt.concatenate([x, mt.randn(4, d)]).reshape(1, 5, d)
+    mt.manual_seed(seed)  # drawn on the CPU and moved: the same numbers on every device
+    x = mt.randn(1, d).to(device)
+    small, large = mt.randn(companions, d).to(device), (5.0 + 3.0 * mt.randn(companions, d)).to(device)
+    ln, bn = LayerNorm(d).to(device), BatchNorm1d(d).to(device)
+    sentence = mt.concatenate([x, mt.randn(4, d).to(device)]).reshape(1, 5, d)
     batches = {
-        'x + 3 small tokens': mt.concatenate([x, small]),
-        'x + 3 large tokens': mt.concatenate([x, large]),
+        f'x + {companions} small tokens': mt.concatenate([x, small]),
+        f'x + {companions} large tokens': mt.concatenate([x, large]),
         'x alone (batch of 1)': x,
         'x in a sentence of 5': sentence,
-        'same sentence + 3 pad': mt.concatenate([sentence, mt.zeros(1, 3, d)], axis=1),
+        'same sentence + 3 pad': mt.concatenate([sentence, mt.zeros(1, 3, d, device=device)], axis=1),
     }
     results = {}
     with mt.no_grad():
@@ -59,6 +64,22 @@ def token_in_company(d=8, companions=3, seed=0):
         bn.eval()
         results['BatchNorm in eval mode'] = (_first_row(ln(x)), _first_row(bn(x)))
     return results
+
+
+def by_batch_size(d=8, sizes=BATCH_SIZES, seed=0, device='cpu'):
+    """x's first output feature when x is normalised with N - 1 random companions, for each N in sizes;
+    {'LayerNorm': [...], 'BatchNorm1d': [...]} (BatchNorm1d in training mode) and the outputs' device."""
+    mt.manual_seed(seed)
+    x = mt.randn(1, d).to(device)
+    ln, bn = LayerNorm(d).to(device), BatchNorm1d(d).to(device)
+    curves = {'LayerNorm': [], 'BatchNorm1d': []}
+    with mt.no_grad():
+        for n in sizes:
+            batch = mt.concatenate([x, mt.randn(n - 1, d).to(device)])
+            for name, norm in (('LayerNorm', ln), ('BatchNorm1d', bn)):
+                y = norm(batch)
+                curves[name].append(y[0, 0].item())
+    return curves, y.device
 
 
 def _first_row(y):
@@ -80,28 +101,47 @@ def largest_change(results, column):
 
 
 def _show(values, n=4):
-    if isinstance(values, Exception):  # "BatchNorm1d: training needs more than one value per feature ..."
-        return f"{type(values).__name__}: {str(values).split(': ', 1)[-1].split(',')[0]}"
+    """The first n values, or a pointer to the error printed under the table (never the message itself)."""
+    if isinstance(values, Exception):
+        return f"{type(values).__name__} (below)"
     return '[' + ', '.join(f"{v:+.3f}" for v in values[:n]) + ', ...]'
 
 
-def run(d=8, seed=0):
+def run(d_model=8, companions=3, batch_sizes=BATCH_SIZES, seed=0, device='cpu'):
     y = article_example()
     print(f"The article's example: LayerNorm([2, 8, -4, -6]) with its gamma, beta, eps = 0:\n"
           f"  [{', '.join(f'{v:.3f}' for v in y)}]   article: {article.LAYERNORM_EXAMPLE['y']} "
           "(it rounds x_hat to 3 decimals first)")
-    results = token_in_company(d, seed=seed)
-    print(f"\nOne token x (d = {d}) normalised in different company; the output for x, first 4 features:")
+    results = token_in_company(d_model, companions, seed, device)
+    print(f"\nOne token x (d = {d_model}) normalised in different company; the output for x, first 4 features:")
     print(table(['situation', 'LayerNorm(x)', 'BatchNorm1d(x)'],
                 [[situation, _show(ln), _show(bn)] for situation, (ln, bn) in results.items()]))
+    for situation, outputs in results.items():
+        for name, value in zip(('LayerNorm', 'BatchNorm1d'), outputs):
+            if isinstance(value, Exception):
+                print(f"{name}, {situation}: {type(value).__name__}: {value}")
     changes = {'LayerNorm': largest_change(results, 0), 'BatchNorm1d': largest_change(results, 1)}
     print(f"largest change of x's output across the situations: LayerNorm {changes['LayerNorm']:.1e}, "
           f"BatchNorm1d {changes['BatchNorm1d']:.2f}")
+
+    curves, device = by_batch_size(d_model, batch_sizes, seed, device)
+    print("\nx with N - 1 random companions (training mode), x's first output feature:")
+    print(table(['batch size N', 'LayerNorm(x)[0]', 'BatchNorm1d(x)[0]'],
+                [[n, a, b] for n, a, b in zip(batch_sizes, curves['LayerNorm'], curves['BatchNorm1d'])], fmt='+.4f'))
+    save_lines('layernorm_vs_batchnorm', curves, 'batch size N (x and N - 1 random tokens)', "x's first output feature",
+               'The same token x, normalised in batches of different sizes', x=list(batch_sizes), logx=True, logy=False)
     print("LayerNorm computes mu and sigma from x's own features: the company, padding, batch size and\n"
           "train/eval mode cannot change its output.  BatchNorm computes them per feature over the batch,\n"
           "so the same token comes out differently in every batch, and differently at inference.")
-    return {'article_example': y, 'results': results, 'changes': changes}
+    return {'article_example': y, 'results': results, 'changes': changes, 'by_batch_size': curves, 'device': device}
+
+
+def main(argv=None):
+    options = options_of(run, d_model='features per token (d)', companions='other tokens in the first two batches',
+                         batch_sizes=('batch sizes of the sweep (BatchNorm needs 2 or more in training)', 2),
+                         seed='random seed')
+    return run_lesson(run, command_line('layernorm_vs_batchnorm', __doc__, options, argv))
 
 
 if __name__ == '__main__':
-    run()
+    main()

@@ -1,43 +1,168 @@
-"""What the lessons share: a plain-text table, and a plot saved under runs/ when matplotlib is there.
+"""What the lessons share: the command line, a plain-text table, plots under runs/, and the list
+of files written.
+
+    def main(argv=None):                                   # every lesson ends like this
+        options = options_of(run, steps='training steps', lr='learning rate', seed='random seed')
+        return run_lesson(run, command_line('train_xor', __doc__, options, argv))
 
     print(table(['d_k', 'Var'], [[4, 4.1], [16, 15.8]]))
     print(table(['steps', 'mean loss'], window_means(losses)))   # a loss curve in 10 rows
     save_lines('lesson', {'scaled': ys, 'unscaled': ys2}, ...)     # -> 'runs/lesson.png' or None
+    check_loss(loss.item(), step, 'train_xor')                     # NaN/inf: stop, say what to try
 
-matplotlib is optional (pip install matplotlib, or the `demos` extra): without it a
-lesson prints its numbers and says how to get the picture.
+Every file a lesson writes goes through wrote(path, what) (save_plot does it), so the tour can
+end with the list in WRITTEN.  matplotlib is optional (pip install matplotlib, or the `demos`
+extra): without it a lesson prints its numbers and says how to get the picture.
 """
 import argparse
+import collections
+import importlib.util
+import inspect
+import math
 import os
 import unicodedata
 
 import microtensor as mt
 
 RUNS = 'runs'  # relative to where you run the lesson (ignored by git)
+WRITTEN = []   # (path, what) for every file the lessons wrote in this process, oldest first
 
 
-def command_line(module, doc, options, argv=None, extra=None):
-    """Parse `python -m demos.<module>` arguments: --device plus one --name per entry of
-    `options` (typed by its default); `extra(parser)` may add more."""
+def wrote(path, what=''):
+    """Record that a lesson wrote `path` (a plot, a checkpoint, a page): what it is; returns path."""
+    path = os.fspath(path)
+    WRITTEN.append((path, what))
+    return path
+
+
+# ---------------------------------------------------------------------------- the command line
+Option = collections.namedtuple('Option', 'default help minimum', defaults=('', None))
+Option.__doc__ = """One command-line option: its default (which sets its type), a help line, and the
+smallest value allowed.  minimum=None is the usual rule: integers >= 1 (a seed >= 0), floats > 0;
+floats must always be finite.  A bool becomes --name / --no-name; a tuple takes several values."""
+
+
+def options_of(run, **helps):
+    """{name: Option} for the keywords of `run` named in `helps`, defaults from run's signature.
+
+    A help is a string, or (string, minimum) to change the smallest value allowed.
+    """
+    parameters = inspect.signature(run).parameters
+    options = {}
+    for name, text in helps.items():
+        text, minimum = (text, None) if isinstance(text, str) else text
+        options[name] = Option(parameters[name].default, text, minimum)
+    return options
+
+
+def command_line(module, doc, options, argv=None, extra=None, check=None):
+    """Parse `python -m demos.<module>` arguments into a Namespace for run(**vars(args)).
+
+    options: {name: Option or default value}, one --name each (underscores become dashes),
+    checked as Option says: a bad value is a usage error, never a traceback.  Always --device
+    (cpu, cuda, or auto: cuda when a GPU is usable), resolved to 'cpu' or 'cuda'.
+    extra(parser) may add more arguments; check(args) returns an error message, or None when
+    the options fit together.
+    """
     parser = argparse.ArgumentParser(prog=f'python -m demos.{module}', description=doc,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('--device', default='cpu', choices=['cpu', 'cuda'], help='cuda: run on the GPU via cupy')
-    for name, default in options.items():
-        parser.add_argument('--' + name.replace('_', '-'), type=type(default), default=default,
-                            help='(default %(default)s)')
+    parser.add_argument('--device', default='cpu', choices=['cpu', 'cuda', 'auto'],
+                        help='where the tensors live: cuda runs on the GPU via cupy; auto picks cuda when a GPU '
+                             'is usable (default: cpu)')
+    for name, option in options.items():
+        _add_option(parser, name, option if isinstance(option, Option) else Option(option))
     if extra is not None:
         extra(parser)
     args = parser.parse_args(argv)
-    if args.device == 'cuda' and not mt.cuda.is_available():
-        parser.error("--device cuda, but no GPU is usable here (cupy missing or no device)")
+    if args.device == 'auto':
+        args.device = 'cuda' if mt.cuda.is_available() else 'cpu'
+    elif args.device == 'cuda' and not mt.cuda.is_available():
+        parser.error("--device cuda, but no GPU is usable here: " + _why_no_gpu())
+    message = check(args) if check is not None else None
+    if message:
+        parser.error(message)
     return args
 
 
+def _add_option(parser, name, option):
+    flag, default = '--' + name.replace('_', '-'), option.default
+    many = isinstance(default, (tuple, list))
+    shown = ('yes' if default else 'no') if isinstance(default, bool) else ' '.join(map(str, default)) if many \
+        else default
+    text = f"{option.help} (default: {shown})".replace('%', '%%')
+    if isinstance(default, bool):  # --name / --no-name (argparse.BooleanOptionalAction's help differs by version)
+        group = parser.add_mutually_exclusive_group()
+        group.add_argument(flag, dest=name, action='store_true', default=default, help=text)
+        group.add_argument('--no-' + flag[2:], dest=name, action='store_false', help='the opposite')
+    elif many or isinstance(default, (int, float)):
+        kind = type(default[0] if many else default)
+        parser.add_argument(flag, nargs='+' if many else None, type=_checked(kind, name, option.minimum),
+                            default=default, metavar=name.upper(), help=text)
+    else:
+        parser.add_argument(flag, type=type(default), default=default, help=text)
+
+
+def _checked(kind, name, minimum):
+    """argparse's `type` for a number: parse it and check its range, with a message that says the rule."""
+    if minimum is None:
+        low, strict = (0, True) if kind is float else (0 if name.endswith('seed') else 1, False)
+    else:
+        low, strict = minimum, False
+    rule = '' if low == -math.inf else f" > {low}" if strict else f" >= {low}"
+
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, "
+                                             f"got {text!r}") from None
+        if not math.isfinite(value) or value < low or (strict and value == low):
+            raise argparse.ArgumentTypeError(f"must be {'a finite number' if kind is float else 'an integer'}"
+                                             f"{rule}, got {text}")
+        return value
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def _why_no_gpu():
+    if importlib.util.find_spec('cupy') is None:
+        return ("cupy is not installed (pip install -e '.[gpu]' installs cupy-cuda12x; pick the cupy package "
+                "for your CUDA version). Run without --device, or with --device auto, to use the CPU.")
+    return "cupy is installed but sees no CUDA GPU. Run without --device, or with --device auto, to use the CPU."
+
+
+# ---------------------------------------------------------------------------- training runs
+class Diverged(ArithmeticError):
+    """A training run stopped because its loss became NaN or infinite."""
+
+
+def check_loss(loss, step, lesson, tries=('a lower --lr (say 10x smaller)',)):
+    """Return loss (a float) when finite; else raise Diverged naming the step and what to try.
+
+    Call it before anything is saved at that step, so a NaN never overwrites a good checkpoint.
+    """
+    if not math.isfinite(loss):
+        raise Diverged(f"{lesson}: the loss became {loss} at step {step}, so training stopped there "
+                       f"(nothing from this step was kept). Try {', or '.join(tries)}; "
+                       "`with mt.detect_anomaly():` names the op that first made a NaN/inf.")
+    return loss
+
+
+def run_lesson(run, args):
+    """run(**vars(args)); a run that diverged ends with its message (exit status 1), not a traceback."""
+    try:
+        return run(**vars(args))
+    except Diverged as error:
+        raise SystemExit(f"error: {error}") from None
+
+
+# ---------------------------------------------------------------------------- tables
 def table(header, rows, fmt=None):
     """Columns padded to their widest cell, the first flush left, the rest right.
 
     Floats use the format spec `fmt` (e.g. '.4f'); by default 4 significant digits, and
-    scientific notation for the very small or large.  Strings are printed as they are.
+    scientific notation for the very small or large.  Strings are printed as they are; an
+    exception is refused (error messages go under a table, never inside a cell).
     """
     cells = [[str(h) for h in header]] + [[_cell(v, fmt) for v in row] for row in rows]
     widths = [max(_width(row[i]) for row in cells) for i in range(len(header))]
@@ -46,6 +171,9 @@ def table(header, rows, fmt=None):
 
 
 def _cell(value, fmt):
+    if isinstance(value, BaseException):
+        raise TypeError(f"table: a cell holds the error {type(value).__name__}: {value}; put a short marker in "
+                        "the cell and print the message under the table")
     if not isinstance(value, float):
         return str(value)
     if fmt is not None:
@@ -70,55 +198,77 @@ def window_means(values, n_windows=10):
             for a in range(0, len(values), size)]
 
 
+# ---------------------------------------------------------------------------- plots
 def save_lines(name, series, xlabel, ylabel, title, x=None, logx=False, logy=True, folder=RUNS):
     """One line per {label: y values} (against x, default 1, 2, ...), log axes as asked; see save_plot."""
     def draw(ax):
         for (label, ys), style in zip(series.items(), ('o-', 's-', '^--', 'v--', 'd-.')):
             ax.plot(x or range(1, len(ys) + 1), ys, style, markersize=3 if len(ys) < 60 else 0, label=label)
         ax.set(xlabel=xlabel, ylabel=ylabel, xscale='log' if logx else 'linear', yscale='log' if logy else 'linear')
+        if logx and x:  # label the measured x values themselves, not powers of ten
+            ax.set_xticks(x, [f"{v:g}" for v in x])
+            ax.tick_params(axis='x', which='minor', bottom=False, labelbottom=False)
         ax.legend()
     return save_plot(name, draw, title, folder)
 
 
-def save_plot(name, draw, title=None, folder=RUNS):
-    """draw(ax) on a fresh figure; saved as <folder>/<name>.png (written to a temporary name, then renamed).
+def save_heatmaps(name, matrices, rows, columns, title, fmt='.2f', folder=RUNS):
+    """One heatmap per {panel title: matrix (lists)}, side by side, each cell printed; see save_plot.
 
-    Uses matplotlib's Figure directly (no pyplot, no GUI backend).  Returns the path, or None
-    when matplotlib is not installed.
+    All panels share one colour scale, from 0 (or below) to the largest value, so that equal
+    colours mean equal numbers across panels.
+    """
+    low = min(0, min(min(map(min, m)) for m in matrices.values()))
+    high = max(max(map(max, m)) for m in matrices.values())
+
+    def draw(axes):
+        for ax, (panel, matrix) in zip(axes, matrices.items()):
+            ax.imshow(matrix, cmap='Blues', vmin=low, vmax=high)
+            ax.set(title=panel, xticks=range(len(columns)), xticklabels=columns,
+                   yticks=range(len(rows)), yticklabels=rows)
+            for i, row in enumerate(matrix):
+                for j, value in enumerate(row):  # white text on the dark cells
+                    ax.text(j, i, format(value, fmt), ha='center', va='center',
+                            color='white' if value > low + 0.6 * (high - low) else 'black')
+    return save_plot(name, draw, title, folder, panels=len(matrices))
+
+
+def save_plot(name, draw, title=None, folder=RUNS, panels=1):
+    """draw(ax) on a fresh figure (draw(axes), a list, when panels > 1); saved as <folder>/<name>.png.
+
+    Uses matplotlib's Figure directly (no pyplot, no GUI backend); written to a temporary name,
+    then renamed, and recorded with wrote().  Returns the path, or None when matplotlib is not
+    installed.
     """
     try:
         from matplotlib.figure import Figure
     except ImportError:
         print("(no plot: matplotlib is not installed; `pip install matplotlib` to get one)")
         return None
-    fig = Figure(figsize=(7, 4.5), constrained_layout=True)
-    ax = fig.subplots()
-    draw(ax)
+    fig = Figure(figsize=(7 if panels == 1 else 4.5 * panels, 4.5), constrained_layout=True)
+    axes = fig.subplots(1, panels, squeeze=False)[0].tolist()
+    draw(axes[0] if panels == 1 else axes)
     if title:
-        ax.set_title(title)
+        (axes[0].set_title if panels == 1 else fig.suptitle)(title)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"{name}.png")
     tmp = f"{path}.{os.getpid()}.tmp"
     fig.savefig(tmp, format='png', dpi=120)
     os.replace(tmp, path)
     print(f"plot saved to {path}")
-    return path
+    return wrote(path, title or name)
 
 
-def html_option(parser):
-    """`--html` for command_line(..., extra=html_option): the lesson also writes a backward-pass viewer."""
-    parser.add_argument('--html', action='store_true',
-                        help=f'also write a step-by-step backward-pass viewer under {RUNS}/ (open it in a browser)')
-
-
+# ---------------------------------------------------------------------------- backward-pass viewer pages
 def save_viewer(name, loss, title, params=None, folder=RUNS):
     """Run loss's backward pass through mt.BackpropViewer and save the page as <folder>/<name>.html.
 
-    Fills .grad as loss.backward() does, so the lesson goes on as before.  Returns the path.
+    Fills .grad as loss.backward() does, so the lesson goes on as before.  Recorded with wrote();
+    returns the path.
     """
     os.makedirs(folder, exist_ok=True)
     path = mt.BackpropViewer(loss, params=params, title=title).save(os.path.join(folder, f"{name}.html"))
     size = os.path.getsize(path)
-    print(f"backward-pass viewer saved to {path} ({size / 1e6:.1f} MB" if size > 1e6 else
-          f"backward-pass viewer saved to {path} ({size / 1e3:.0f} kB", end='; open it in a browser)\n')
-    return path
+    print(f"backward-pass viewer saved to {path} "
+          f"({f'{size / 1e6:.1f} MB' if size > 1e6 else f'{size / 1e3:.0f} kB'}; open it in a browser)")
+    return wrote(path, f"backward-pass viewer: {title}")

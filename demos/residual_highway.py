@@ -21,13 +21,15 @@ gradient shrinks by orders of magnitude on its way down; with it, it stays the s
 size at every depth.  transformer.probes.ResidualProbe splits each residual
 connection's gradient into the part that came through "+1" and the part through F:
 the highway's share.
+
+    python -m demos.residual_highway --n-layers 48 --d-model 32 --n-heads 4
 """
 import microtensor as mt
 from microtensor.inspect import norm
 from transformer import Encoder
 from transformer.probes import ResidualProbe
 
-from .report import command_line, html_option, save_lines, save_viewer, table
+from .report import command_line, options_of, run_lesson, save_lines, save_viewer, table
 
 CONFIGS = [('pre', True), ('post', True), ('pre', False), ('post', False)]
 
@@ -36,14 +38,16 @@ def label(norm_place, residual):
     return f"{norm_place.capitalize()}-LN, " + ('residual' if residual else 'no residual')
 
 
-def layer_gradients(norm_place, residual, n_layers=24, d_model=16, n_heads=2, B=4, T=8, seed=0, html=None):
-    """|dL/dx_l| for the input x_l of each layer l = 1..n_layers, and each layer's "+1" share.
+def layer_gradients(norm_place, residual, n_layers=24, d_model=16, n_heads=2, B=4, T=8, seed=0, device='cpu',
+                    html=None):
+    """|dL/dx_l| for the input x_l of each layer l = 1..n_layers, each layer's "+1" share, and the device
+    the gradients were computed on.
 
     L = sum(output * G) with G ~ N(0, 1): the gradient arriving at the top is G itself.
     html: a name: the backward pass also goes to a BackpropViewer page, runs/<html>.html.
     """
-    mt.manual_seed(seed)
-    encoder = Encoder(n_layers, d_model, n_heads, norm=norm_place, residual=residual)
+    mt.manual_seed(seed)  # weights and data drawn on the CPU and moved: the same numbers on every device
+    encoder = Encoder(n_layers, d_model, n_heads, norm=norm_place, residual=residual).to(device)
     inputs = []
 
     def keep_input(layer, args, output):
@@ -51,17 +55,17 @@ def layer_gradients(norm_place, residual, n_layers=24, d_model=16, n_heads=2, B=
         inputs.append(args[0])
 
     handles = [layer.register_forward_hook(keep_input) for layer in encoder.layers]
-    x = mt.randn(B, T, d_model, requires_grad=True)
+    x = mt.randn(B, T, d_model).to(device).requires_grad_()
     with ResidualProbe(encoder) as probe, mt.record_modules(encoder):
         out = encoder(x)
-        loss = (out * mt.randn(*out.shape)).sum()
+        loss = (out * mt.randn(*out.shape).to(device)).sum()
         if html:
             save_viewer(html, loss, f"{label(norm_place, residual)}, {n_layers} layers", encoder)
         else:
             loss.backward()
     for handle in handles:
         handle.remove()
-    return [norm(t.grad) for t in inputs], identity_shares(probe)
+    return [norm(t.grad) for t in inputs], identity_shares(probe), x.grad.device
 
 
 def identity_shares(probe):
@@ -73,11 +77,12 @@ def identity_shares(probe):
     return [sum(s) / len(s) if s else 0.0 for s in shares]
 
 
-def run(n_layers=24, d_model=16, n_heads=2, B=4, T=8, seed=0, html=False):
+def run(n_layers=24, d_model=16, n_heads=2, batch_size=4, seq_len=8, seed=0, device='cpu', html=False):
     grads, shares = {}, {}
     for config in CONFIGS:
         page = f"residual_highway_{'residual' if config[1] else 'no_residual'}" if html and config[0] == 'pre' else None
-        grads[config], shares[config] = layer_gradients(*config, n_layers, d_model, n_heads, B, T, seed, html=page)
+        grads[config], shares[config], device = layer_gradients(*config, n_layers, d_model, n_heads, batch_size,
+                                                                seq_len, seed, device, html=page)
     print(f"{n_layers} EncoderLayers, d_model = {d_model}, {n_heads} heads; |dL/dx| at each layer's input "
           f"(layer 1 is the first, nearest the input):")
     step = max(1, n_layers // 12)
@@ -93,8 +98,22 @@ def run(n_layers=24, d_model=16, n_heads=2, B=4, T=8, seed=0, html=False):
 
     save_lines('residual_highway', {label(*c): grads[c] for c in CONFIGS}, 'layer (1 = nearest the input)',
                '|dL/d layer input|', f'Gradient per layer, {n_layers} EncoderLayers')
-    return {'grads': grads, 'shares': shares, 'ratios': ratios}
+    return {'grads': grads, 'shares': shares, 'ratios': ratios, 'device': device}
+
+
+def main(argv=None):
+    options = options_of(run, n_layers='EncoderLayers in the stack', d_model='model width d_model',
+                         n_heads='attention heads (must divide d_model)', batch_size='sequences in the batch',
+                         seq_len='tokens per sequence', seed='random seed',
+                         html='also write the Pre-LN backward passes as step-by-step viewer pages (runs/*.html)')
+    return run_lesson(run, command_line('residual_highway', __doc__, options, argv, check=_heads_divide))
+
+
+def _heads_divide(args):
+    if args.d_model % args.n_heads:
+        return f"--n-heads {args.n_heads} must divide --d-model {args.d_model} (each head gets d_model / n_heads)"
+    return None
 
 
 if __name__ == '__main__':
-    run(html=command_line('residual_highway', __doc__, {}, extra=html_option).html)
+    main()

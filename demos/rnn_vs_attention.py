@@ -17,36 +17,40 @@ as a function of the distance T - t.
 The RNN is transformer.RNN (a tanh Elman cell); the attention is one
 MultiHeadAttention layer (no positional encoding, no mask: every position is one hop
 from every other).
+
+    python -m demos.rnn_vs_attention --seq-len 64 --d-model 32
 """
 import microtensor as mt
 from microtensor.inspect import norm
 from transformer import RNN, MultiHeadAttention
 
-from .report import save_lines, table
+from .report import command_line, options_of, run_lesson, save_lines, table
 
 
-def gradient_by_distance(model, T=32, d=16, B=8, seed=0):
+def gradient_by_distance(model, T=32, d=16, B=8, seed=0, device='cpu'):
     """|dL/dx_t| for t = 1..T listed by distance T - t (index 0 = the last position itself).
 
     model(x (B, T, d)) -> (B, T, d_out); L = sum(y_T * g) with y_T its last position, g ~ N(0, 1).
     """
-    mt.manual_seed(seed)
-    x = mt.randn(B, T, d, requires_grad=True)
+    mt.manual_seed(seed)  # drawn on the CPU and moved: the same numbers on every device
+    x = mt.randn(B, T, d).to(device).requires_grad_()
     y_last = model(x)[:, -1]
-    (y_last * mt.randn(*y_last.shape)).sum().backward()
+    (y_last * mt.randn(*y_last.shape).to(device)).sum().backward()
     return [norm(x.grad[:, t]) for t in reversed(range(T))]
 
 
-def compare(T=32, d=16, B=8, seed=0):
-    """{'RNN': [...], 'attention': [...]} gradient norms by distance, fresh models of width d."""
+def compare(T=32, d=16, B=8, seed=0, device='cpu'):
+    """{'RNN': [...], 'attention': [...]} gradient norms by distance, fresh models of width d; and their device."""
     mt.manual_seed(seed)
-    rnn, attention = RNN(d, d), MultiHeadAttention(d, n_heads=2)
-    return {'RNN': gradient_by_distance(lambda x: rnn(x)[0], T, d, B, seed),
-            'attention': gradient_by_distance(attention, T, d, B, seed)}
+    rnn, attention = RNN(d, d).to(device), MultiHeadAttention(d, n_heads=2).to(device)
+    grads = {'RNN': gradient_by_distance(lambda x: rnn(x)[0], T, d, B, seed, device),
+             'attention': gradient_by_distance(attention, T, d, B, seed, device)}
+    return grads, attention.W_Q.weight.device
 
 
-def run(T=32, d=16, B=8, seed=0):
-    grads = compare(T, d, B, seed)
+def run(seq_len=32, d_model=16, batch_size=8, seed=0, device='cpu'):
+    T, d, B = seq_len, d_model, batch_size
+    grads, device = compare(T, d, B, seed, device)
     shown = sorted({0, 1, 2, 4, 8, 16, 24, T - 1} & set(range(T)))
     print(f"|d(y_T . g)/dx_t| by distance T - t, T = {T}, d = {d}, {B} random sequences:")
     print(table(['distance', 'RNN', 'attention'], [[k, grads['RNN'][k], grads['attention'][k]] for k in shown]))
@@ -61,8 +65,19 @@ def run(T=32, d=16, B=8, seed=0):
 
     save_lines('rnn_vs_attention', grads, 'distance T - t', '|dL/dx_t|',
                'Gradient from the last position back to each input', x=list(range(T)))
-    return {'grads': grads, 'rnn_ratio': rnn_ratio, 'attention_ratio': attention_ratio}
+    return {'grads': grads, 'rnn_ratio': rnn_ratio, 'attention_ratio': attention_ratio, 'device': device}
+
+
+def main(argv=None):
+    options = options_of(run, seq_len=('sequence length T (distances 0 .. T-1)', 3),
+                         d_model='width d of the inputs, the RNN state and the attention (even: 2 heads)',
+                         batch_size='random sequences averaged over', seed='random seed')
+    return run_lesson(run, command_line('rnn_vs_attention', __doc__, options, argv, check=_even_width))
+
+
+def _even_width(args):
+    return f"--d-model must be even (2 attention heads), got {args.d_model}" if args.d_model % 2 else None
 
 
 if __name__ == '__main__':
-    run()
+    main()

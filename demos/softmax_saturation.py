@@ -28,6 +28,8 @@ A second part (train=True) trains one attention head on a lookup task at a large
 with and without the scale, by plain SGD (Adam divides each gradient by its own running
 size, which hides part of the effect) from the article's starting point: q and k with
 unit-variance entries.
+
+    python -m demos.softmax_saturation --d-ks 8 512 --seq-len 64 --no-train
 """
 import math
 
@@ -37,22 +39,23 @@ from transformer import scaled_dot_product_attention
 from transformer.attention import attend  # scaled_dot_product_attention that also returns the scores
 from transformer.probes import saturation_stats
 
-from .report import command_line, html_option, save_lines, save_viewer, table, window_means
+from .report import command_line, options_of, run_lesson, save_lines, save_viewer, table, window_means
 
 D_KS = (4, 16, 64, 256, 1024)
 
 
-def saturation(d_k, scaled, n=32, T=16, seed=0, html=None):
+def saturation(d_k, scaled, n=32, T=16, seed=0, device='cpu', html=None):
     """Random q, k, v (n, T, d_k) ~ N(0, 1) through attention; a dict of the lesson's numbers.
 
     html: a name: the backward pass also goes to a BackpropViewer page, runs/<html>.html.
     """
-    mt.manual_seed(seed)
-    q, k, v = (mt.randn(n, T, d_k, requires_grad=True, name=name) for name in 'qkv')
+    mt.manual_seed(seed)  # drawn on the CPU and moved: the same numbers on every device
+    q, k, v = (mt.randn(n, T, d_k).to(device).requires_grad_() for _ in range(3))
+    q.name, k.name, v.name = 'q', 'k', 'v'
     output, weights, scores = attend(q, k, v, scale=None if scaled else 1.0)
     weights.retain_grad()
     scores.retain_grad()
-    loss = (output * mt.randn(*output.shape)).sum()  # a random upstream gradient dL/doutput
+    loss = (output * mt.randn(*output.shape).to(device)).sum()  # a random upstream gradient dL/doutput
     if html:
         scores.name, weights.name = 's (scores)', 'p (weights)'
         save_viewer(html, loss, f"Attention, d_k = {d_k}, scale {'1/sqrt(d_k)' if scaled else 'none'}")
@@ -62,7 +65,7 @@ def saturation(d_k, scaled, n=32, T=16, seed=0, html=None):
     passes = row_norms(scores.grad) / row_norms(weights.grad)  # (n, T): one ratio per query row
     return {'d_k': d_k, 'scaled': scaled, 'var': stats.score_var, 'max_p': stats.max_p, 'p1p': stats.mean_p1p,
             'entropy': stats.entropy, 'passes': passes.mean().item(),
-            'cut_off': (passes < 1e-3).astype('float32').mean().item()}
+            'cut_off': (passes < 1e-3).astype('float32').mean().item(), 'device': passes.device}
 
 
 def row_norms(g):
@@ -95,22 +98,22 @@ class Lookup(nn.Module):
         return output
 
 
-def lookup_batch(B, T, d, noise=0.5):
-    keys, values = mt.randn(B, T, d), mt.randn(B, T, d)
-    target = mt.randint(0, T, (B,))
-    rows = mt.arange(B)
-    query = keys[rows, target].reshape(B, 1, d) + noise * mt.randn(B, 1, d)
+def lookup_batch(B, T, d, noise=0.5, device='cpu'):
+    keys, values = mt.randn(B, T, d).to(device), mt.randn(B, T, d).to(device)
+    target = mt.randint(0, T, (B,)).to(device)
+    rows = mt.arange(B, device=device)
+    query = keys[rows, target].reshape(B, 1, d) + noise * mt.randn(B, 1, d).to(device)
     return query, keys, values, values[rows, target].reshape(B, 1, d)
 
 
-def train_lookup(scaled, d=32, d_k=256, T=8, B=32, steps=150, lr=0.5, seed=0):
+def train_lookup(scaled, d=32, d_k=256, T=8, B=32, steps=150, lr=0.5, seed=0, device='cpu'):
     """Loss curve (mean squared error per step) of Lookup trained by SGD with or without the scale."""
     mt.manual_seed(seed)
-    model = Lookup(d, d_k, scaled)
+    model = Lookup(d, d_k, scaled).to(device)
     opt = optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     losses = []
     for _ in range(steps):
-        query, keys, values, target = lookup_batch(B, T, d)
+        query, keys, values, target = lookup_batch(B, T, d, device=device)
         loss = ((model(query, keys, values) - target) ** 2).mean()
         opt.zero_grad()
         loss.backward()
@@ -119,8 +122,10 @@ def train_lookup(scaled, d=32, d_k=256, T=8, B=32, steps=150, lr=0.5, seed=0):
     return losses
 
 
-def run(d_ks=D_KS, n=32, T=16, train=True, train_steps=150, train_d_k=256, html=False):
-    rows = sweep(d_ks, n=n, T=T)
+def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train_d_k=256, seed=0, device='cpu',
+        html=False):
+    n, T = batch_size, seq_len
+    rows = sweep(d_ks, n=n, T=T, seed=seed, device=device)
     print(f"q, k, v ~ N(0, 1): {n} x {T} queries, {T} keys each; uniform attention would have "
           f"max p = {1 / T:.3f}, entropy = log {T} = {math.log(T):.2f}")
     print(table(['d_k', 'scale', 'Var(scores)', 'max p', 'mean p(1-p)', 'entropy', 'passes', 'rows cut off'],
@@ -136,11 +141,13 @@ def run(d_ks=D_KS, n=32, T=16, train=True, train_steps=150, train_d_k=256, html=
     save_lines('softmax_saturation', series, 'd_k', 'p(1-p), gradient share', 'Softmax saturation as d_k grows',
                x=list(d_ks), logx=True)
     for scaled in (True, False) if html else ():  # the largest d_k, step by step, with and without the scale
-        saturation(d_ks[-1], scaled, n=n, T=T, html=f"softmax_saturation_{'scaled' if scaled else 'unscaled'}")
+        saturation(d_ks[-1], scaled, n=n, T=T, seed=seed, device=device,
+                   html=f"softmax_saturation_{'scaled' if scaled else 'unscaled'}")
 
     curves = None
     if train:
-        curves = {scaled: train_lookup(scaled, d_k=train_d_k, steps=train_steps) for scaled in (True, False)}
+        curves = {scaled: train_lookup(scaled, d_k=train_d_k, steps=train_steps, seed=seed, device=device)
+                  for scaled in (True, False)}
         print(f"\nSGD training one attention head, d_k = {train_d_k}: find the key that matches a noisy query "
               "and return its value.\nMean squared error (returning the mean of the values scores about 1):")
         print(table(['steps', 'with 1/sqrt(d_k)', 'without'],
@@ -151,5 +158,16 @@ def run(d_ks=D_KS, n=32, T=16, train=True, train_steps=150, train_d_k=256, html=
     return {'rows': rows, 'curves': curves}
 
 
+
+def main(argv=None):
+    options = options_of(run, d_ks='the key widths d_k to compare', batch_size='batches of queries (n)',
+                         seq_len='sequence length T (queries and keys per batch)',
+                         train='also train one attention head with and without the scale',
+                         train_steps='SGD steps of that training', train_d_k='d_k of that training',
+                         seed='random seed',
+                         html='also write the largest d_k\'s backward pass, scaled and not, as viewer pages')
+    return run_lesson(run, command_line('softmax_saturation', __doc__, options, argv))
+
+
 if __name__ == '__main__':
-    run(html=command_line('softmax_saturation', __doc__, {}, extra=html_option).html)
+    main()

@@ -3,33 +3,54 @@
 The article's table (attention-atom §2.4.2): T = 0.2 "extremely sharp, near argmax",
 0.7 "moderate", 1.0 "standard softmax", 1.5 "smooth, diverse".  The same division
 appears inside attention as 1/sqrt(d_k): a "training-time temperature".
+
+    python -m demos.temperature --logits 3 1 0 -1 --temperatures 0.1 1 10
 """
 import math
 
 import microtensor as mt
 
-LOGITS = [2.0, 1.0, 0.1]  # the article's example: softmax = [0.659, 0.242, 0.099]
-TEMPERATURES = [0.2, 0.7, 1.0, 1.5]
+from .report import command_line, options_of, run_lesson, save_plot, table
+
+LOGITS = (2.0, 1.0, 0.1)  # the article's example: softmax = [0.659, 0.242, 0.099]
+TEMPERATURES = (0.2, 0.7, 1.0, 1.5)
 
 
-def table(logits=LOGITS, temperatures=TEMPERATURES):
-    """[(T, probabilities, entropy in nats)] for softmax(logits / T)."""
-    x = mt.tensor(logits, dtype='float64')
+def distributions(logits=LOGITS, temperatures=TEMPERATURES, device='cpu'):
+    """[(T, probabilities (a tensor on `device`), entropy in nats)] for softmax(logits / T)."""
+    x = mt.tensor(logits, dtype='float64', device=device)
     rows = []
     for T in temperatures:
-        p = mt.softmax(x / T).numpy()
-        entropy = -sum(pi * math.log(pi) for pi in p if pi > 0)
-        rows.append((T, p.tolist(), entropy))
+        p = mt.softmax(x / T)
+        entropy = -sum(pi * math.log(pi) for pi in p.tolist() if pi > 0)
+        rows.append((T, p, entropy))
     return rows
 
 
-def run():
-    print(f"softmax({LOGITS} / T)")
-    print(f"{'T':>5}  {'probabilities':32s}  entropy (max {math.log(len(LOGITS)):.3f})")
-    for T, p, entropy in table():
-        print(f"{T:5.1f}  {'[' + ', '.join(f'{pi:.3f}' for pi in p) + ']':32s}  {entropy:.3f}")
+def run(logits=LOGITS, temperatures=TEMPERATURES, device='cpu'):
+    rows = distributions(logits, temperatures, device)
+    print(f"softmax({list(logits)} / T)")
+    print(table(['T'] + [f"p({x:g})" for x in logits] + [f"entropy (max {math.log(len(logits)):.3f})"],
+                [[f"{T:g}"] + p.tolist() + [entropy] for T, p, entropy in rows], fmt='.3f'))
     print("Low T puts almost all the mass on the largest logit (near argmax); high T spreads it.")
+
+    def draw(ax):  # one group of bars per logit, one bar per temperature
+        width = 0.8 / len(rows)
+        for k, (T, p, _) in enumerate(rows):
+            ax.bar([i + (k - (len(rows) - 1) / 2) * width for i in range(len(logits))], p.tolist(), width,
+                   label=f"T = {T:g}")
+        ax.set(xticks=range(len(logits)), xticklabels=[f"logit {x:g}" for x in logits], ylabel='probability',
+               ylim=(0, 1))
+        ax.legend()
+    save_plot('temperature', draw, f"softmax(x / T), x = {list(logits)}")
+    return rows
+
+
+def main(argv=None):
+    options = options_of(run, logits=('the logits x (any numbers)', -math.inf),
+                         temperatures='the temperatures T to compare')
+    return run_lesson(run, command_line('temperature', __doc__, options, argv))
 
 
 if __name__ == '__main__':
-    run()
+    main()

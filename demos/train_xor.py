@@ -1,37 +1,53 @@
 """Lesson 0: the engine alone. A two-layer MLP learns XOR; the loss falls as you watch.
 
     h = tanh(X @ W1 + b1);   logits = h @ W2 + b2;   L = cross_entropy(logits, y)
+
+Plain gradient descent, written out: p.data -= lr * p.grad.data for every parameter.
+
+    python -m demos.train_xor --steps 500 --lr 0.1 --hidden 4
 """
 import microtensor as mt
 
+from .report import check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
 
-def run(steps=300, lr=0.5, seed=0, verbose=True):
-    mt.manual_seed(seed)
-    X = mt.tensor([[0., 0.], [0., 1.], [1., 0.], [1., 1.]])
-    y = mt.tensor([0, 1, 1, 0])
-    W1 = (mt.randn(2, 8) * 1.0).requires_grad_()
-    b1 = mt.zeros(8, requires_grad=True)
-    W2 = (mt.randn(8, 2) * 0.5).requires_grad_()
-    b2 = mt.zeros(2, requires_grad=True)
+
+def run(steps=300, lr=0.5, hidden=8, seed=0, device='cpu', verbose=True):
+    """Train on the four XOR points; (losses, predictions: a tensor on `device`)."""
+    mt.manual_seed(seed)  # the weights are drawn on the CPU and moved: the same start on every device
+    X = mt.tensor([[0., 0.], [0., 1.], [1., 0.], [1., 1.]], device=device)
+    y = mt.tensor([0, 1, 1, 0], device=device)
+    W1 = mt.randn(2, hidden).to(device).requires_grad_()
+    b1 = mt.zeros(hidden, device=device, requires_grad=True)
+    W2 = (mt.randn(hidden, 2) * 0.5).to(device).requires_grad_()
+    b2 = mt.zeros(2, device=device, requires_grad=True)
     params = [W1, b1, W2, b2]
     losses = []
-    for step in range(steps):
+    for step in range(1, steps + 1):
         h = (X @ W1 + b1).tanh()
         loss = mt.cross_entropy(h @ W2 + b2, y)
+        losses.append(check_loss(loss.item(), step, 'train_xor'))
         for p in params:
             p.grad = None
         loss.backward()
         with mt.no_grad():
             for p in params:
                 p.data -= lr * p.grad.data
-        losses.append(loss.item())
-        if verbose and (step % 50 == 0 or step == steps - 1):
-            print(f"step {step:4d}  loss {loss.item():.4f}")
-    predictions = (h @ W2 + b2).argmax(axis=-1).numpy()
+        if verbose and (step % 50 == 1 or step == steps):
+            print(f"step {step:4d}  loss {losses[-1]:.4f}")
+    predictions = ((X @ W1 + b1).tanh() @ W2 + b2).argmax(axis=-1)
     if verbose:
-        print("predictions", predictions.tolist(), "targets", y.numpy().tolist())
+        print(table(['steps', 'mean loss'], window_means(losses, 5)))
+        print("predictions", predictions.tolist(), "targets", y.tolist())
+        save_lines('train_xor', {'training loss': losses}, 'step', 'cross-entropy (nats)',
+                   f'XOR, {hidden} hidden units, lr {lr}')
     return losses, predictions
 
 
+def main(argv=None):
+    options = options_of(run, steps='gradient-descent steps', lr='learning rate', hidden='hidden units',
+                         seed='random seed for the initial weights')
+    return run_lesson(run, command_line('train_xor', __doc__, options, argv))
+
+
 if __name__ == '__main__':
-    run()
+    main()

@@ -16,7 +16,7 @@ def _in_tmp_path(tmp_path, monkeypatch):
 
 
 def test_temperature_table_matches_the_article():
-    rows = temperature.table()
+    rows = [(T, p.tolist(), h) for T, p, h in temperature.distributions()]
     by_T = {T: (p, h) for T, p, h in rows}
     assert [round(v, 3) for v in by_T[1.0][0]] == [0.659, 0.242, 0.099]
     assert by_T[0.2][0][0] > 0.99  # near argmax
@@ -33,7 +33,8 @@ def test_every_lesson_is_listed_and_runnable(capsys):
     assert {'article_trace', 'softmax_saturation', 'residual_highway', 'rnn_vs_attention',
             'layernorm_vs_batchnorm', 'train_gpt', 'train_reverse'} <= set(listed)
     for name in listed:
-        assert callable(importlib.import_module(f"demos.{name}").run)
+        lesson = importlib.import_module(f"demos.{name}")
+        assert callable(lesson.run) and callable(lesson.main)
 
 
 def test_article_trace_reproduces_the_printed_numbers_and_finds_the_pe_typos(capsys):
@@ -46,12 +47,12 @@ def test_article_trace_reproduces_the_printed_numbers_and_finds_the_pe_typos(cap
     assert [[round(v, 2) for v in row[:4]] for row in result['x0']] == article.X0_PRINTED
     assert round(result['x0_with_printed_pe'][1][2], 2) != article.X0_PRINTED[1][2]  # the typo would show in X0
     for head in (1, 2):
-        assert article_trace.max_difference(result['weights'][head], article.LAYER1_WEIGHTS[head]) < 1e-4
+        assert article_trace.max_difference(result['weights'][head].tolist(), article.LAYER1_WEIGHTS[head]) < 1e-4
     assert 'typo' in capsys.readouterr().out
 
 
 def test_softmax_saturation_variance_and_gradient():
-    result = softmax_saturation.run(d_ks=(4, 256), n=8, T=16, train=True, train_steps=60)
+    result = softmax_saturation.run(d_ks=(4, 256), batch_size=8, seq_len=16, train=True, train_steps=60)
     rows = {(r['d_k'], r['scaled']): r for r in result['rows']}
     for d_k in (4, 256):
         assert 0.7 < rows[d_k, True]['var'] < 1.3                   # Var(q.k / sqrt(d_k)) = 1
@@ -77,7 +78,7 @@ def test_residual_highway_keeps_the_gradient_and_its_absence_loses_it():
 
 
 def test_rnn_gradient_decays_with_distance_and_attention_does_not():
-    grads = rnn_vs_attention.run(T=16, d=8, B=4)['grads']
+    grads = rnn_vs_attention.run(seq_len=16, d_model=8, batch_size=4)['grads']
     rnn, attention = grads['RNN'], grads['attention']
     assert rnn[15] < 1e-3 * rnn[1]
     assert all(a > b for a, b in zip(rnn[1:], rnn[2:]))       # every extra step shrinks it
@@ -86,12 +87,15 @@ def test_rnn_gradient_decays_with_distance_and_attention_does_not():
 
 
 def test_layernorm_ignores_the_batch_and_batchnorm_does_not():
-    result = layernorm_vs_batchnorm.run(d=8)
+    result = layernorm_vs_batchnorm.run(d_model=8)
     assert result['article_example'] == pytest.approx(article.LAYERNORM_EXAMPLE['y'], abs=2e-3)
     assert result['changes']['LayerNorm'] < 1e-6
     assert result['changes']['BatchNorm1d'] > 0.1
     alone = result['results']['x alone (batch of 1)']
     assert isinstance(alone[0], list) and isinstance(alone[1], ValueError)
+    sweep = result['by_batch_size']
+    assert max(sweep['LayerNorm']) - min(sweep['LayerNorm']) < 1e-6      # the batch size cannot move it
+    assert max(sweep['BatchNorm1d']) - min(sweep['BatchNorm1d']) > 0.1   # it moves BatchNorm's output
 
 
 TINY_GPT = dict(d_model=16, n_layers=1, n_heads=2, context=16, batch_size=4)

@@ -19,7 +19,9 @@ from microtensor import nn, optim, selftest
 from microtensor.autograd import Function
 from microtensor.ops.shape import ToDevice
 
-needs_gpu = pytest.mark.skipif(not mt.cuda.is_available(), reason="no CUDA GPU available")
+needs_gpu = pytest.mark.skipif(not mt.cuda.is_available(), reason=(
+    "no CUDA GPU: cupy is not installed (pip install -e '.[gpu]')" if mt.backend.cupy is None
+    else "no CUDA GPU: cupy is installed but sees no device"))
 
 
 # ---------------------------------------------------------------------------- on the GPU

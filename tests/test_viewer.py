@@ -1,6 +1,7 @@
 """mt.BackpropViewer, the Python side: the recorded steps are backward_steps', the page is
 self-contained and stays within its size limits.  (tests/test_viewer_browser.py opens it in Chromium.)"""
 import json
+import os
 import re
 import shutil
 import sys
@@ -173,11 +174,13 @@ def test_mlp_in_a_sequential_gets_module_names_and_a_title():
 
 def test_lessons_write_their_viewers_with_html(tmp_path, monkeypatch, capsys):
     """What `--html` adds to residual_highway, softmax_saturation and article_trace (their plots left out)."""
-    from demos import __main__ as tour, article_trace, residual_highway, softmax_saturation
-    from demos.report import command_line, html_option
+    from demos import article_trace, report, residual_highway, softmax_saturation
     monkeypatch.chdir(tmp_path)
-    assert command_line('residual_highway', '', {}, ['--html'], extra=html_option).html
-    grads, _ = residual_highway.layer_gradients('pre', True, n_layers=2, d_model=8, B=2, T=3, html='residual')
+    for lesson in (article_trace, residual_highway, softmax_saturation):
+        with pytest.raises(SystemExit):  # --help lists --html
+            lesson.main(['--help'])
+        assert '--html' in capsys.readouterr().out
+    grads, _, _ = residual_highway.layer_gradients('pre', True, n_layers=2, d_model=8, B=2, T=3, html='residual')
     assert grads == residual_highway.layer_gradients('pre', True, n_layers=2, d_model=8, B=2, T=3)[0]
     numbers = softmax_saturation.saturation(64, False, n=2, T=4, html='unscaled')
     assert numbers == softmax_saturation.saturation(64, False, n=2, T=4)
@@ -187,6 +190,7 @@ def test_lessons_write_their_viewers_with_html(tmp_path, monkeypatch, capsys):
              for name in ('residual', 'unscaled', 'article_trace')}
     for name, html in pages.items():
         assert f"viewer saved to runs/{name}.html" in out
+        assert os.path.join('runs', f'{name}.html') in dict(report.WRITTEN)  # the tour lists it
         assert 'https://' not in html and 'http://' not in html
     data = page_data(pages['residual'])
     assert sum(any(x.get('road') for x in s['sent']) for s in data['steps']) == 4  # 2 layers x 2 residuals
@@ -196,4 +200,3 @@ def test_lessons_write_their_viewers_with_html(tmp_path, monkeypatch, capsys):
     assert [data['tensors'][x['x']] for x in softmax['sent']] == ['s (scores) (2, 4, 4)']
     data = page_data(pages['article_trace'])
     assert 'encoder.layers.1.ffn' in data['modules'] and data['steps'][-1]['m'] == 'embed'
-    assert tour.VIEWERS == {'article_trace', 'softmax_saturation', 'residual_highway'}

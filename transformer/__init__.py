@@ -4,6 +4,7 @@
     positional.py   SinusoidalPositionalEncoding, LearnedPositionalEmbedding, RotaryEmbedding, alibi_bias
     masks.py        causal_mask, padding_mask, combine
     attention.py    scaled_dot_product_attention, MultiHeadAttention, KVCache
+    mla.py          MultiHeadLatentAttention (DeepSeek-V2's MLA), use_latent_attention
     norm.py         LayerNorm, RMSNorm, BatchNorm1d
     feedforward.py  FeedForward
     article_data.py the numbers printed in the source articles
@@ -27,3 +28,4 @@ from .models import GPT, Decoder, Embed, Encoder, EncoderOnly, Transformer, gpt2
 from .losses import next_token_loss, seq2seq_loss, shift_right
 from .generate import generate, pick_next, top_k_filter
 from .rnn import RNN, RNNCell
+from .mla import MultiHeadLatentAttention, use_latent_attention

@@ -96,3 +96,44 @@ SOFTMAX_EXAMPLES = [  # (input, output to 3 decimals); the atom article prints t
     ([10.0, 20.0, 30.0], [0.000, 0.000, 1.000]),
     ([100.0, 200.0, 300.0], [0.000, 0.000, 1.000]),
 ]
+
+# ---------------------------------------------------------------------------- 我 爱 你 (deep-dive 1.4-1.6)
+# "I love you", n = 3, d_model = 12, d_k = 4.  The article prints S = Q K^T, S / sqrt(4) and
+# A = softmax(S / 2), but not the full W_Q, W_K, so what can be recomputed is A from S.
+LOVE_TOKENS = ['我', '爱', '你']
+LOVE_D_K = 4
+LOVE_SCORES = [[3.2, -0.5, 1.1],   # 1.4: S, rows = queries, columns = keys
+               [2.1, 0.3, 4.7],
+               [0.8, 3.9, -0.2]]
+LOVE_SCALED_SCORES = [[1.60, -0.25, 0.55],   # 1.5: S / 2 (correct)
+                      [1.05, 0.15, 2.35],
+                      [0.40, 1.95, -0.10]]
+LOVE_WEIGHTS_PRINTED = [[0.72, 0.11, 0.17],  # 1.6: A as printed; softmax(S / 2) gives rows 1 and 3 as
+                        [0.20, 0.08, 0.72],  # about [0.66, 0.10, 0.23] and [0.16, 0.75, 0.10]
+                        [0.15, 0.70, 0.15]]
+# 1.4's text: "S_{1,2} = 4.7 ('爱' attends to '你') ... S_{2,1} = 2.1 ('你' attends to '爱')".  With the
+# 0-based indices that make S_{1,2} = 4.7, S_{2,1} is 3.9 (你 -> 爱); 2.1 is S_{1,0} (爱 -> 我).
+LOVE_TEXT_CELLS = [((1, 2), 4.7, '爱 -> 你'), ((2, 1), 2.1, '你 -> 爱')]
+
+# ---------------------------------------------------------------------------- small numbers (both articles)
+SATURATED_SOFTMAX = ([20.0, -5.0], [0.999, 0.0])      # deep-dive 1.5: "close to one-hot ([0.999, 0.000...])"
+DOT_PRODUCT_STD = {64: 8.0, 128: 11.3, 512: 22.6}    # atom 2.3.1: std of q . k = sqrt(d_k)
+DOT_PRODUCT_RANGE = 20.0                             # atom 2.3.1: "between -20 and +20 (2 standard deviations)"
+ARGMAX_EXAMPLE = ([2.0, 1.0, 0.1], [0, 1, 0])        # atom 2.4.1: printed [0, 1, 0]; argmax is [1, 0, 0]
+# atom 2.6: "attention heat map" of "The animal didn't cross the street because it was too tired"
+# (5 of the sentence's 11 tokens shown; a row over a subset may sum to less than 1, never more).
+HEATMAP_COLUMNS = ['The', 'animal', 'street', 'it', 'tired']
+HEATMAP_ROWS = {'The': [0.1, 0.2, 0.1, 0.1, 0.1],
+                'animal': [0.1, 0.3, 0.1, 0.4, 0.2],   # sums to 1.1
+                'it': [0.05, 0.65, 0.05, 0.05, 0.15]}
+
+# ---------------------------------------------------------------------------- KV cache (atom 2.2.4)
+MLA_KV_CACHE_REDUCTION = 0.933  # "KV Cache reduced by 93.3%" (DeepSeek-V2 vs DeepSeek 67B, per the DeepSeek-V2 paper)
+# Published configurations (each model's Hugging Face config.json; the DeepSeek-V2 paper's hyper-parameters).
+LLAMA2_7B = dict(n_layers=32, d_model=4096, n_heads=32, context=4096)
+DEEPSEEK_67B = dict(n_layers=95, d_model=8192, n_heads=64, n_kv_heads=8, context=4096)
+DEEPSEEK_V2 = dict(n_layers=60, d_model=5120, n_heads=128, d_head=128, d_c=512, d_rope=64, d_cq=1536,
+                   context=131072)
+# The DeepSeek-V2 paper (inference efficiency): deployed, its KV cache is quantized to about 6 bits per
+# element on average; DeepSeek 67B's is 16-bit (bf16).
+DEEPSEEK_V2_CACHE_BITS, DEEPSEEK_67B_CACHE_BITS = 6, 16

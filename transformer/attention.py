@@ -19,6 +19,9 @@ Multi-head attention (d_model = h * d_k): each head attends in its own d_k-dim s
 computed for all heads at once: Q = X W_Q (B, T, d_model) is split into (B, h, T, d_k).
 Grouped-query attention (GQA): only n_kv_heads heads of K and V, each shared by
 h / n_kv_heads query heads; the KV cache shrinks by that factor (n_kv_heads = 1 is MQA).
+shared_qk=True uses one projection for both (W_K = W_Q, so Q K^T is symmetric: the
+articles' "shared projection"); scale='learned' learns one log-scale per head, starting
+at log(1/sqrt(d_k)).  Multi-head Latent Attention (low-rank K, V) is in mla.py.
 """
 import math
 
@@ -111,7 +114,7 @@ class MultiHeadAttention(nn.Module):
     """
 
     def __init__(self, d_model, n_heads, n_kv_heads=None, bias=True, dropout=0.0, rope=False, alibi=False,
-                 scale=None):
+                 scale=None, shared_qk=False):
         super().__init__()
         n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
         if d_model % n_heads:
@@ -120,14 +123,21 @@ class MultiHeadAttention(nn.Module):
         if n_heads % n_kv_heads:
             raise ValueError(f"MultiHeadAttention: n_heads={n_heads} is not divisible by n_kv_heads={n_kv_heads} "
                              "(each K/V head must serve the same number of query heads)")
+        if isinstance(scale, str) and scale != 'learned':
+            raise ValueError(f"MultiHeadAttention: scale must be None (1/sqrt(d_k)), a number or 'learned', "
+                             f"not {scale!r}")
+        if shared_qk and n_kv_heads != n_heads:
+            raise ValueError(f"MultiHeadAttention: shared_qk=True needs n_kv_heads == n_heads (K = Q), "
+                             f"got n_heads={n_heads}, n_kv_heads={n_kv_heads}")
         self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
         self.d_k = d_model // n_heads
         self.dropout, self.scale, self.alibi = dropout, scale, alibi
         self.W_Q = nn.Linear(d_model, d_model, bias=bias)
-        self.W_K = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
+        self.W_K = self.W_Q if shared_qk else nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
         self.W_V = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
         self.W_O = nn.Linear(d_model, d_model, bias=bias)
         self.rope = RotaryEmbedding(self.d_k) if rope else None
+        self.log_scale = learned_log_scale(n_heads, self.d_k) if scale == 'learned' else None
         self.last_scores = self.last_weights = None
 
     def forward(self, x, context=None, mask=None, cache=None):
@@ -155,7 +165,8 @@ class MultiHeadAttention(nn.Module):
         if self.alibi and self_attention:
             bias = alibi_bias(self.n_heads, T_q, K.shape[-2], offset, dtype=x.dtype, device=x.device)
         heads, self.last_weights, self.last_scores = attend(
-            Q, K, V, mask, self.scale, bias, self.dropout, self.training)    # (B, h, T_q, d_k)
+            Q, K, V, mask, self.scale if self.log_scale is None else self.log_scale.exp(), bias, self.dropout,
+            self.training)    # (B, h, T_q, d_k)
         concat = heads.swapaxes(1, 2).reshape(B, T_q, self.d_model)          # Concat(head_1, ..., head_h)
         return self.W_O(concat)
 
@@ -176,5 +187,17 @@ class MultiHeadAttention(nn.Module):
         extras = [f"d_model={self.d_model}", f"n_heads={self.n_heads}", f"d_k={self.d_k}"]
         if self.n_kv_heads != self.n_heads:
             extras.append(f"n_kv_heads={self.n_kv_heads}")
-        extras += [name for name, on in (('rope', self.rope is not None), ('alibi', self.alibi)) if on]
+        extras += [name for name, on in (('rope', self.rope is not None), ('alibi', self.alibi),
+                                         ('shared_qk', self.W_K is self.W_Q),
+                                         ("scale='learned'", self.log_scale is not None)) if on]
         return ', '.join(extras)
+
+
+def learned_log_scale(n_heads, d_k):
+    """A Parameter (n_heads, 1, 1) holding log(scale) per head, starting at log(1/sqrt(d_k)).
+
+    The scores become q k^T * exp(log_scale): the log keeps the scale positive, and the
+    (h, 1, 1) shape broadcasts over (B, h, T_q, d_k).  The attention-atom article's
+    thought experiment ("what if sqrt(d_k) were learnable?"), as a module option.
+    """
+    return nn.Parameter(mt.full((n_heads, 1, 1), -0.5 * math.log(d_k)))

@@ -1,0 +1,208 @@
+"""Lesson: attention by hand -- the 我爱你 example, hard vs soft attention, the chapters' small numbers.
+
+1. 我 爱 你 ("I love you", deep-dive §1.4-1.6, d_k = 4).  The article prints the scores
+   S = Q K^T, then S / sqrt(4) (right), then A = softmax(S / 2) row by row.  Recomputed
+   here with mt.softmax, row 2 of A agrees, rows 1 and 3 do not: the printed [0.72, 0.11,
+   0.17] and [0.15, 0.70, 0.15] sum to 1 but are not the softmax of the printed S / 2
+   (that is about [0.66, 0.10, 0.23] and [0.16, 0.75, 0.10]), so the prose built on them
+   ("我 keeps 72% on itself", "你 gives 70% to 爱") is off too.  And the text reads
+   "S_{2,1} = 2.1 (你 attends to 爱)": with the 0-based indices that make its
+   S_{1,2} = 4.7 (爱 -> 你) right, S_{2,1} is 3.9; 2.1 is S_{1,0} (爱 -> 我).
+2. Hard vs soft attention (attention-atom §2.2.3): Argmax(Q K^T) V "is not
+   differentiable", Softmax(Q K^T) V is.  On the same scores: the soft version's gradient
+   dL/dS is non-zero (and matches central differences); the hard version's is exactly
+   zero -- autograd finds no path from the output back to S (a comparison has no
+   gradient), and central differences agree: nudging a score changes nothing until the
+   argmax flips.  softmax(S / T) with T -> 0 tends to argmax; its gradient first grows
+   (the 1 / T) and then collapses to 0.
+3. Small numbers: softmax([20, -5]) ~ [0.999..., 0]; the std of q . k for unit-variance
+   q, k is sqrt(d_k) = 8, 11.3, 22.6 for d_k = 64, 128, 512 (sampled here), so "-20 to +20
+   (2 standard deviations)" fits d_k ~ 100 only; argmax([2, 1, 0.1]) is [1, 0, 0], not
+   the printed [0, 1, 0]; and the heat map's 'animal' row sums to 1.1, which no softmax
+   row can (its columns are 5 of 11 tokens, so a row may sum to less than 1, never more).
+
+    python -m demos.attention_by_hand
+"""
+import math
+
+import microtensor as mt
+from transformer import article_data as article
+
+from .report import command_line, save_plot, table
+
+
+# ---------------------------------------------------------------------------- 1. 我 爱 你
+def love_weights():
+    """softmax(S / sqrt(d_k)) row by row for the article's printed S; (S / sqrt(d_k), A) as lists."""
+    S = mt.tensor(article.LOVE_SCORES, dtype='float64')
+    scaled = S / math.sqrt(article.LOVE_D_K)
+    return scaled.tolist(), mt.softmax(scaled, axis=-1).tolist()
+
+
+def love_differences(A, tolerance=0.005):
+    """(query, key, printed, computed) wherever the printed A is off by more than rounding to 2 decimals."""
+    return [(article.LOVE_TOKENS[i], article.LOVE_TOKENS[j], printed, A[i][j])
+            for i, row in enumerate(article.LOVE_WEIGHTS_PRINTED) for j, printed in enumerate(row)
+            if abs(printed - A[i][j]) > tolerance]
+
+
+def text_cells():
+    """Each cell the text names: (indices, the pair it names, the value it gives, S there, where that value is)."""
+    S, words = article.LOVE_SCORES, article.LOVE_TOKENS
+    rows = []
+    for (i, j), value, named in article.LOVE_TEXT_CELLS:
+        actual = [(a, b) for a in range(3) for b in range(3) if S[a][b] == value]
+        holder = ', '.join(f"S[{a}][{b}] {words[a]} -> {words[b]}" for a, b in actual)
+        rows.append(((i, j), named, value, S[i][j], holder))
+    return rows
+
+
+# ---------------------------------------------------------------------------- 2. hard vs soft
+def hard_vs_soft(T=4, d_k=8, seed=0, eps=1e-4):
+    """dL/dS for soft and hard attention on the same scores S = q k^T / sqrt(d_k); L = sum(out * g).
+
+    Returns {'soft': (autograd |dL/dS|, max |autograd - central differences|),
+             'hard': (autograd |dL/dS|, max |central differences|), 'temperatures': [(T, |dL/dS|)]}.
+    """
+    mt.manual_seed(seed)
+    q, k, g = (mt.randn(T, d_k, dtype='float64') for _ in range(3))
+    V = mt.randn(T, d_k, dtype='float64', requires_grad=True)  # the values still learn under hard attention
+    S0 = (q @ k.T / math.sqrt(d_k)).numpy()
+
+    def loss(weights_of, S):
+        return (weights_of(S) @ V * g).sum()
+
+    def value(weights_of, S):
+        with mt.no_grad():
+            return loss(weights_of, S).item()
+
+    def soft(S, temperature=1.0):
+        return (S / temperature).softmax(axis=-1)
+
+    def hard(S):  # one-hot of each row's argmax: a comparison, so no gradient flows back to S
+        return (S == S.max(axis=-1, keepdims=True)).astype('float64')
+
+    def autograd(weights_of):
+        S = mt.tensor(S0, requires_grad=True)
+        loss(weights_of, S).backward()
+        return mt.zeros(T, T, dtype='float64') if S.grad is None else S.grad  # None: no path, the gradient is 0
+
+    def central(weights_of):
+        grad = mt.zeros(T, T, dtype='float64').numpy()
+        for i in range(T):
+            for j in range(T):
+                up, down = S0.copy(), S0.copy()
+                up[i, j] += eps
+                down[i, j] -= eps
+                grad[i, j] = (value(weights_of, mt.tensor(up)) - value(weights_of, mt.tensor(down))) / (2 * eps)
+        return mt.tensor(grad)
+
+    soft_grad, hard_grad = autograd(soft), autograd(hard)
+    return {'soft': (_norm(soft_grad), (soft_grad - central(soft)).abs().max().item()),
+            'hard': (_norm(hard_grad), central(hard).abs().max().item()),
+            'temperatures': [(t, _norm(autograd(lambda S, t=t: soft(S, t))))
+                             for t in (1.0, 0.3, 0.1, 0.03, 0.01, 0.003)]}
+
+
+def _norm(t):
+    return (t * t).sum().sqrt().item()
+
+
+# ---------------------------------------------------------------------------- 3. small numbers
+def small_numbers(samples=20000, seed=0):
+    """The chapters' small numbers recomputed: a dict of lists of table rows."""
+    logits, printed = article.SATURATED_SOFTMAX
+    p = mt.softmax(mt.tensor(logits, dtype='float64'), axis=-1).tolist()
+
+    mt.manual_seed(seed)
+    stds = []
+    for d_k, printed_std in article.DOT_PRODUCT_STD.items():
+        q, k = mt.randn(samples, d_k), mt.randn(samples, d_k)
+        measured = (q * k).sum(axis=-1).var().sqrt().item()
+        stds.append((d_k, printed_std, math.sqrt(d_k), measured, 2 * math.sqrt(d_k)))
+
+    x, printed_argmax = article.ARGMAX_EXAMPLE
+    argmax = mt.tensor(x).argmax().item()
+    one_hot = [int(i == argmax) for i in range(len(x))]
+
+    sums = {word: sum(row) for word, row in article.HEATMAP_ROWS.items()}
+    return {'softmax': (logits, printed, p), 'stds': stds, 'argmax': (x, printed_argmax, one_hot),
+            'heatmap_sums': sums}
+
+
+def run(samples=20000, seed=0):
+    words = article.LOVE_TOKENS
+    S, scaled_printed = article.LOVE_SCORES, article.LOVE_SCALED_SCORES
+    scaled, A = love_weights()
+    print("1. 我 爱 你, d_k = 4: S = Q K^T (article) | S / 2 (article) | S / 2 (computed)")
+    print(table(['Q \\ K'] + words + ['|'] + words + ['|'] + words,
+                [[w] + S[i] + ['|'] + scaled_printed[i] + ['|'] + scaled[i] for i, w in enumerate(words)], fmt='.2f'))
+    print("\nA = softmax(S / 2): computed | printed in the article")
+    print(table(['Q \\ K'] + words + ['sum', '|'] + words + ['sum'],
+                [[w] + A[i] + [sum(A[i]), '|'] + printed + [sum(printed)]
+                 for i, (w, printed) in enumerate(zip(words, article.LOVE_WEIGHTS_PRINTED))], fmt='.3f'))
+    wrong = love_differences(A)
+    print(f"\n{len(wrong)} printed weights are not softmax(S / 2) (to 2 decimals):")
+    print(table(['query', 'key', 'article', 'softmax(S / 2)'], wrong, fmt='.3f'))
+    print(f"So 我 keeps {A[0][0]:.0%} on itself (the article: 72%) and 你 gives {A[2][1]:.0%} to 爱 "
+          "(the article: 70%);\n"
+          "row 爱 is right.  The printed rows sum to 1 but do not follow from the printed S / 2.")
+    print("\nThe cells the text names (S_{i,j}, 0-based as its S_{1,2} = 4.7 needs):")
+    print(table(['cell', 'the text says', 'value', 'S at that cell', 'where the value is'],
+                [[f"S_{{{i},{j}}}", named, value, actual, holder]
+                 for (i, j), named, value, actual, holder in text_cells()]))
+
+    plot_love(A)
+
+    result = hard_vs_soft(seed=seed)
+    print("\n2. Hard vs soft attention on the same scores S (4 x 4), L = sum(weights(S) V * g):")
+    print(table(['attention', '|dL/dS| (autograd)', 'check'],
+                [['soft: softmax(S) V', result['soft'][0], f"max |autograd - central diff| = {result['soft'][1]:.1e}"],
+                 ['hard: onehot(argmax S) V', result['hard'][0],
+                  f"max |central diff| = {result['hard'][1]:.1e} (no path back to S)"]]))
+    print("softmax(S / T) tends to the hard argmax as T -> 0: its gradient first grows (the 1 / T in front),\n"
+          "then collapses to 0 once every row is one-hot (p(1 - p) -> 0 faster than 1 / T grows):")
+    print(table(['T', '|dL/dS|'], result['temperatures']))
+
+    small = small_numbers(samples, seed)
+    logits, printed, p = small['softmax']
+    print("\n3. The chapters' small numbers:")
+    print(table(['claim', 'article', 'computed', 'verdict'], [
+        [f"softmax({logits})", str(printed), f"[{p[0]:.12f}, {p[1]:.1e}]", 'ok (0.999... rounded down)'],
+        [f"argmax({small['argmax'][0]})", str(small['argmax'][1]), str(small['argmax'][2]),
+         'WRONG: the largest entry is the first']] +
+        [[f"heat-map row '{w}' sums to", '(a softmax row: <= 1)', f"{s:.2f}",
+          'IMPOSSIBLE: more than 1' if s > 1 + 1e-9 else 'possible (5 of 11 tokens shown)']
+         for w, s in small['heatmap_sums'].items()]))
+    print(f"\nstd of q . k for q, k ~ N(0, 1), {samples} samples per d_k:")
+    print(table(['d_k', 'article', 'sqrt(d_k)', 'sampled', '2 std (article: 20)'], small['stds'], fmt='.2f'))
+    print("The article's '-20 to +20 (2 standard deviations)' is 2 std for d_k = 100; for d_k = 512 it is +-45.")
+    return {'A': A, 'scaled': scaled, 'wrong': wrong, 'text_cells': text_cells(), 'hard_vs_soft': result,
+            'small': small}
+
+
+def plot_love(A):
+    """A as a heat map, each cell labelled 'computed (article)'."""
+    words = article.LOVE_TOKENS
+
+    def draw(ax):
+        ax.imshow(A, cmap='Blues', vmin=0, vmax=1)
+        for i in range(3):
+            for j in range(3):
+                printed = article.LOVE_WEIGHTS_PRINTED[i][j]
+                ax.text(j, i, f"{A[i][j]:.2f}\n(article {printed:.2f})", ha='center', va='center',
+                        color='red' if abs(printed - A[i][j]) > 0.005 else 'black')
+        ax.set_xticks(range(3), ['key 1 (wo)', 'key 2 (ai)', 'key 3 (ni)'])
+        ax.set_yticks(range(3), ['query 1 (wo)', 'query 2 (ai)', 'query 3 (ni)'])
+    return save_plot('attention_by_hand', draw, 'wo ai ni: softmax(S / 2), red = the article differs')
+
+
+def main(argv=None):
+    options = vars(command_line('attention_by_hand', __doc__, dict(samples=20000, seed=0), argv))
+    if options.pop('device') == 'cuda':
+        print("(3 x 3 numbers: this lesson runs on the CPU)")
+    run(**options)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,145 @@
+"""Lesson: what attention costs as the sequence grows -- O(n^2 d), but parallel; the RNN O(n d^2), but serial.
+
+The deep-dive article (§1.8, §8.1): "the only n x n matrices are the attention scores and
+weights: that is where O(n^2) comes from ... highly parallel: every position at once";
+"self-attention costs O(n^2 d) ... the RNN's cost looks smaller, O(n d^2), but it must
+run serially: step t waits for step t - 1".  The attention-atom article (§2.1.1): the RNN
+"cannot run in parallel".
+
+For sequence lengths n, one MultiHeadAttention layer and one RNN layer of the same width d
+(transformer.RNN) each process one sequence (B = 1, no graph), and we measure:
+
+  * the score matrix's memory, read from the layer (last_scores: B x h x n x n numbers):
+    its log-log slope against n is 2;
+  * the time of one forward pass (median of several), and its log-log slope over the
+    larger half of the sizes (-> 2 for attention once the n^2 d part dominates, ~1 for
+    the RNN);
+  * the number of sequential steps: the depth of the autograd graph (the longest chain of
+    ops, each waiting for the one before): constant for attention, growing like n for the
+    RNN -- "parallel vs serial", counted;
+  * the multiply-adds of each: attention 4 n d^2 (projections) + 2 n^2 d (scores, mix),
+    RNN 2 n d^2; the article's two terms, n^2 d vs n d^2, are equal at n = d.
+
+On a CPU the RNN's n small steps each pay Python's per-op overhead, so at small n attention
+is faster although it does more arithmetic; as n grows its n^2 part takes over and the
+curves cross (the lesson prints where, for this machine; timings vary from run to run).
+
+    python -m demos.attention_cost            # n = 64 .. 1024, a few seconds
+    python -m demos.attention_cost --full     # n = 64 .. 2048, more repeats
+"""
+import math
+import time
+
+import microtensor as mt
+from microtensor.autograd import topological_order
+from transformer import RNN, MultiHeadAttention
+
+from .report import command_line, save_lines, table
+
+
+def graph_depth(tensor):
+    """The longest chain of ops that produced `tensor`: steps that must run one after another."""
+    depth = {}
+    for t in reversed(topological_order([tensor])):      # inputs before the ops that use them
+        fn = t.creator
+        depth[id(t)] = 0 if fn is None else 1 + max((depth.get(id(x), 0) for x in fn.inputs), default=0)
+    return depth[id(tensor)]
+
+
+def median_seconds(fn, repeats):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
+def slope(xs, ys):
+    """Least-squares slope of log y against log x."""
+    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
+    mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
+    return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
+
+
+def measure(ns, d=64, n_heads=4, repeats=3, timing=True, device='cpu', seed=0):
+    """One row per n: {'n', 'score_bytes', 'attention_s', 'rnn_s', 'attention_depth', 'rnn_depth',
+    'attention_madds', 'rnn_madds'}.  timing=False skips the clocks (the structure only)."""
+    mt.manual_seed(seed)
+    attention, rnn = MultiHeadAttention(d, n_heads).to(device), RNN(d, d).to(device)
+    rows = []
+    for n in ns:
+        x = mt.randn(1, n, d, device=device)
+        with mt.no_grad():
+            attention(x)
+        scores = attention.last_scores
+        row = {'n': n, 'score_bytes': scores.size * scores.dtype.itemsize,
+               'attention_depth': graph_depth(attention(x)), 'rnn_depth': graph_depth(rnn(x)[0]),
+               'attention_madds': 4 * n * d * d + 2 * n * n * d, 'rnn_madds': 2 * n * d * d}
+        if timing:
+            with mt.no_grad():
+                row['attention_s'] = median_seconds(lambda: _sync(attention(x)), repeats)
+                row['rnn_s'] = median_seconds(lambda: _sync(rnn(x)[0]), repeats)
+        rows.append(row)
+    return rows
+
+
+def _sync(t):
+    """Wait for the result (on a GPU the call returns before the work is done)."""
+    t.sum().item()
+
+
+def crossing(rows):
+    """The n (log-interpolated) where attention's time first exceeds the RNN's, or None."""
+    for a, b in zip(rows, rows[1:]):
+        da, db = math.log(a['attention_s'] / a['rnn_s']), math.log(b['attention_s'] / b['rnn_s'])
+        if da <= 0 < db:
+            return math.exp(math.log(a['n']) + (math.log(b['n']) - math.log(a['n'])) * -da / (db - da))
+    return None
+
+
+def run(max_n=1024, d=64, repeats=3, full=False, device='cpu'):
+    max_n, repeats = (2048, 5) if full else (max_n, repeats)
+    ns = [64 * 2 ** i for i in range(int(math.log2(max_n // 64)) + 1)]
+    rows = measure(ns, d, repeats=repeats, device=device)
+    print(f"One layer, width d = {d}, one sequence of n tokens, forward pass (median of {repeats}), {device}:")
+    print(table(['n', 'score matrix', 'attention ms', 'RNN ms', 'attention / RNN', 'sequential steps: attention',
+                 'RNN', 'multiply-adds: attention', 'RNN'],
+                [[r['n'], f"{r['score_bytes'] / 2 ** 20:.2f} MiB", 1e3 * r['attention_s'], 1e3 * r['rnn_s'],
+                  r['attention_s'] / r['rnn_s'], r['attention_depth'], r['rnn_depth'], r['attention_madds'],
+                  r['rnn_madds']] for r in rows]))
+    half = rows[len(rows) // 2:]
+    slopes = {'score memory': slope(ns, [r['score_bytes'] for r in rows]),
+              'attention time': slope([r['n'] for r in half], [r['attention_s'] for r in half]),
+              'RNN time': slope([r['n'] for r in half], [r['rnn_s'] for r in half]),
+              'RNN sequential steps': slope(ns, [r['rnn_depth'] for r in rows])}
+    print(table(['log-log slope against n', 'measured'], list(slopes.items()), fmt='.2f'))
+    cross = crossing(rows)
+    last = rows[-1]
+    print(f"Multiply-adds: the article's terms n^2 d and n d^2 are equal at n = d = {d}, and attention does more work\n"
+          f"at every n (its 4 n d^2 projections alone are twice the RNN's 2 n d^2).  Sequential steps: attention\n"
+          f"{last['attention_depth']} at every n (each a matrix product over all positions at once), the RNN "
+          f"{last['rnn_depth']} at n = {last['n']}, one small step after another.")
+    if cross:
+        print(f"Measured: attention is faster up to n ~ {cross:.0f} (the RNN's serial steps cost more than attention's "
+              f"extra work), slower beyond (the n^2 term takes over).")
+    else:
+        print(f"Measured: the curves do not cross for n <= {last['n']}: attention is "
+              f"{'faster' if last['attention_s'] < last['rnn_s'] else 'slower'} at every n here.")
+    series = {f"attention time (slope {slopes['attention time']:.2f})": [r['attention_s'] for r in rows],
+              f"RNN time (slope {slopes['RNN time']:.2f})": [r['rnn_s'] for r in rows],
+              f"score matrix GiB (slope {slopes['score memory']:.2f})": [r['score_bytes'] / 2 ** 30 for r in rows]}
+    save_lines('attention_cost', series,
+               'sequence length n', 'seconds / GiB', f'One layer, d = {d}: time and memory against n', x=ns,
+               logx=True, logy=True)
+    return {'rows': rows, 'slopes': slopes, 'crossing': cross}
+
+
+def main(argv=None):
+    def extra(parser):
+        parser.add_argument('--full', action='store_true', help='n up to 2048, 5 repeats')
+    run(**vars(command_line('attention_cost', __doc__, dict(max_n=1024, d=64, repeats=3), argv, extra)))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,235 @@
+"""Lesson: the KV cache -- what MHA, GQA, MQA and MLA keep per token, measured, and the "93.3%".
+
+The attention-atom article's design table of Q/K/V projections (§2.2.4):
+
+    shared       W_Q = W_K              fewer parameters, less expressive   (demos/why_separate_qk.py)
+    independent  W_Q != W_K != W_V      the standard (MHA)
+    grouped      heads share K/V        a compromise, e.g. GQA (MQA: one K/V head)
+    low-rank     MLA                    "less memory, same expressiveness"
+
+and on MLA: "compress K/V into a latent space, cache only the compressed version, rebuild
+at run time: KV Cache reduced by 93.3%, while Q stays full".
+
+While generating, each layer keeps the K and V of every past token (the KV cache), so a
+new token costs one row of attention.  Per token and layer that is
+    MHA 2 h d_h,   GQA 2 g d_h (g K/V heads),   MQA 2 d_h,   MLA d_c + d_rope
+numbers (transformer/mla.py: MLA keeps the latent c and the shared RoPE key).  Here the
+sizes are read from the modules' own caches after a real generation, not from the formula:
+the small configuration is a whole GPT generating greedily; the large ones cannot be
+built whole on a laptop, so one layer of the real width generates a few tokens, its
+cache is measured, and the per-token size is multiplied by the number of layers (every
+layer of these models caches the same).  Weights are float32 here; served models keep
+the cache in 16-bit (bf16), so bytes are given for 2 bytes per number.
+
+What "93.3%" compares: the DeepSeek-V2 paper's "reduces the KV cache by 93.3%" is
+DeepSeek-V2 against DeepSeek 67B (GQA, 8 K/V heads, 95 layers), as deployed: DeepSeek-V2's
+cache is also quantized to about 6 bits per number (the paper's section on inference
+efficiency), 67B's is 16-bit.  At
+the same precision MLA alone gives 82.2%; with the 6 bits, 93.3%.  It is not "MLA vs MHA"
+(that would be 98.2% for DeepSeek-V2's own 128 heads x 128).
+
+    python -m demos.kv_cache             # ~10 s: builds single layers of 4096-8192 width
+    python -m demos.kv_cache --small     # the small configuration only (a second)
+"""
+import microtensor as mt
+from transformer import GPT, KVCache, MultiHeadAttention, causal_mask, use_latent_attention
+from transformer import article_data as article
+from transformer.mla import MultiHeadLatentAttention
+
+from .report import command_line, save_plot, table
+
+BF16 = 2  # bytes per cached number as served
+
+
+def cache_numbers(caches):
+    """Numbers held by a list of KVCaches (MLA's too: its c and k_R sit in the K and V slots)."""
+    return sum(c.K.size + c.V.size for c in caches)
+
+
+def cache_bytes(caches):
+    return sum(t.size * t.dtype.itemsize for c in caches for t in (c.K, c.V))
+
+
+# ---------------------------------------------------------------------------- small: a whole GPT
+def small_gpt(kind, vocab=16, d_model=64, n_layers=4, n_heads=8, seed=0):
+    """A GPT whose attention is 'MHA', 'GQA' (2 K/V heads), 'MQA' or 'MLA' (d_c = 4 d_h, d_rope = d_h / 2)."""
+    mt.manual_seed(seed)
+    n_kv = {'MHA': None, 'GQA': 2, 'MQA': 1, 'MLA': None}[kind]
+    model = GPT(vocab, d_model=d_model, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv, max_len=64)
+    d_head = d_model // n_heads
+    return use_latent_attention(model, d_c=4 * d_head, d_rope=d_head // 2) if kind == 'MLA' else model
+
+
+def generate_with_cache(model, prompt, n):
+    """Greedy generation (as transformer.generate does it), keeping the cache: (ids (B, T + n), cache)."""
+    cache = model.new_cache()
+    with mt.no_grad():
+        logits, ids = model(prompt, cache=cache), prompt
+        for i in range(n):
+            next_id = logits[:, -1].argmax(axis=-1).reshape(-1, 1)
+            ids = mt.concatenate([ids, next_id], axis=1)
+            if i < n - 1:                                       # the last token is never fed back
+                logits = model(next_id, cache=cache)
+    return ids, cache
+
+
+# ---------------------------------------------------------------------------- large: one layer of the real width
+def one_layer(kind, d_model, n_heads, n_kv_heads=None, d_c=None, d_rope=None, d_head=None, d_cq=None):
+    if kind == 'MLA':
+        return MultiHeadLatentAttention(d_model, n_heads, d_c, d_rope, d_head, d_cq)
+    return MultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv_heads, bias=False)
+
+
+def measure_one_layer(module, prompt=4, steps=3, seed=0):
+    """Generate through one attention layer (its output fed back as the next input); cached numbers
+    and bytes per token (the cache divided by the positions it holds)."""
+    mt.manual_seed(seed)
+    cache = KVCache()
+    with mt.no_grad():
+        x = mt.randn(1, prompt, module.d_model)
+        y = module(x, mask=causal_mask(prompt), cache=cache)
+        for _ in range(steps):
+            y = module(y[:, -1:], cache=cache)
+    return cache_numbers([cache]) / cache.length, cache_bytes([cache]) / cache.length
+
+
+LARGE = [  # (configuration, kind, module options); layers and context from article_data
+    ('LLaMA-2-7B width', 'MHA', {}),
+    ('LLaMA-2-7B width', 'GQA', {'n_kv_heads': 8}),
+    ('LLaMA-2-7B width', 'MQA', {'n_kv_heads': 1}),
+    ('LLaMA-2-7B width', 'MLA', {'d_c': 512, 'd_rope': 64}),
+    ('DeepSeek 67B', 'GQA', {'n_kv_heads': 8}),
+    ('DeepSeek-V2', 'MLA', {k: article.DEEPSEEK_V2[k] for k in ('d_c', 'd_rope', 'd_head', 'd_cq')}),
+]
+SHAPES = {'LLaMA-2-7B width': article.LLAMA2_7B, 'DeepSeek 67B': article.DEEPSEEK_67B,
+          'DeepSeek-V2': article.DEEPSEEK_V2}
+
+
+def measure(small=True, large=SHAPES, prompt=8, new_tokens=24):
+    """Rows {'config', 'kind', 'layers', 'per_layer' (numbers / token / layer), 'bytes_fp32' (per token,
+    all layers, measured), 'context', 'params' (of one attention layer)}.  large: the names of the
+    large configurations to measure (SHAPES' keys)."""
+    rows = []
+    if small:
+        for kind in ('MHA', 'GQA', 'MQA', 'MLA'):
+            model = small_gpt(kind)
+            _, cache = generate_with_cache(model, mt.randint(0, 16, (1, prompt)), new_tokens)
+            T = cache[0].length
+            rows.append({'config': 'small GPT (64 wide, 8 heads)', 'kind': kind, 'layers': len(cache),
+                         'per_layer': cache_numbers(cache) / T / len(cache), 'bytes_fp32': cache_bytes(cache) / T,
+                         'context': T, 'params': model.layers[0].self_attn.num_parameters()})
+    for config, kind, options in LARGE:
+        if config not in large:
+            continue
+        shape = SHAPES[config]
+        module = one_layer(kind, shape['d_model'], shape['n_heads'], **options)
+        numbers, nbytes = measure_one_layer(module)
+        rows.append({'config': config, 'kind': kind, 'layers': shape['n_layers'], 'per_layer': numbers,
+                     'bytes_fp32': nbytes * shape['n_layers'], 'context': 4096,
+                     'params': module.num_parameters()})
+        del module  # up to 600 MB of weights: free them before the next
+    return rows
+
+
+DESIGNS = [  # the article's design table, one attention layer each: (row, kind, module options)
+    ('shared: W_Q = W_K', 'MHA', {'shared_qk': True}),
+    ('independent: W_Q, W_K, W_V (MHA)', 'MHA', {}),
+    ('grouped: GQA, 2 K/V heads', 'MHA', {'n_kv_heads': 2}),
+    ('grouped: MQA, 1 K/V head', 'MHA', {'n_kv_heads': 1}),
+    ('low-rank: MLA, d_c = 32, d_rope = 4', 'MLA', {'d_c': 32, 'd_rope': 4}),
+]
+
+
+def design_table(d_model=64, n_heads=8):
+    """Rows (design, parameters, cached numbers per token) of one layer of each design, measured."""
+    rows = []
+    for design, kind, options in DESIGNS:
+        mt.manual_seed(0)
+        module = (MultiHeadLatentAttention(d_model, n_heads, **options) if kind == 'MLA'
+                  else MultiHeadAttention(d_model, n_heads, bias=False, **options))
+        rows.append((design, module.num_parameters(), int(measure_one_layer(module)[0])))
+    return rows
+
+
+def deepseek_comparison(rows):
+    """The 93.3%: DeepSeek-V2 (MLA) against DeepSeek 67B (GQA), per token, from the measured rows."""
+    per_token = {r['config']: r['per_layer'] * r['layers'] for r in rows
+                 if r['config'] in ('DeepSeek 67B', 'DeepSeek-V2')}
+    v2, old = per_token['DeepSeek-V2'], per_token['DeepSeek 67B']
+    same_precision = 1 - v2 / old
+    deployed = 1 - (v2 * article.DEEPSEEK_V2_CACHE_BITS) / (old * article.DEEPSEEK_67B_CACHE_BITS)
+    v2 = article.DEEPSEEK_V2
+    mha_v2 = 2 * v2['n_heads'] * v2['d_head'] * v2['n_layers']  # formula: our MHA ties d_k to d_model / h
+    return {'v2_numbers': per_token['DeepSeek-V2'], 'old_numbers': old, 'same_precision': same_precision,
+            'deployed': deployed, 'v2_as_mha': mha_v2, 'vs_own_mha': 1 - per_token['DeepSeek-V2'] / mha_v2}
+
+
+def run(small_only=False):
+    design = design_table()
+    print("The article's design table, one layer 64 wide with 8 heads (d_h = 8), no biases:")
+    print(table(['projections', 'parameters', 'cached numbers / token'], design))
+    print("Sharing W_Q = W_K saves parameters, not cache (K is still stored); grouping and low rank shrink the cache.\n")
+    rows = measure(large=() if small_only else SHAPES)
+    mha = {r['config']: r['per_layer'] for r in rows if r['kind'] == 'MHA'}
+    print("KV cache per token, read from the caches after generating (large: one layer of the real width "
+          "x layers):")
+    print(table(['configuration', 'attention', 'params / layer', 'cached / token / layer', 'layers',
+                 'KiB / token (bf16)', 'measured fp32 KiB', 'context', 'MiB / sequence (bf16)', 'vs MHA'],
+                [[r['config'], r['kind'], r['params'], int(r['per_layer']), r['layers'],
+                  r['per_layer'] * r['layers'] * BF16 / 1024, r['bytes_fp32'] / 1024, r['context'],
+                  r['per_layer'] * r['layers'] * BF16 * r['context'] / 2 ** 20,
+                  f"{r['per_layer'] / mha[r['config']]:.3f}" if r['config'] in mha else '-'] for r in rows]))
+    print("MLA caches d_c + d_rope numbers per layer (latent c + shared RoPE key); MQA caches 2 d_h, which is\n"
+          "less; MLA's bet is that it keeps MHA's quality while caching about as little as a small GQA.")
+    result = {'rows': rows, 'design': design}
+    if not small_only:
+        ds = deepseek_comparison(rows)
+        result['deepseek'] = ds
+        print("\nThe article's 'KV Cache reduced by 93.3%' (the DeepSeek-V2 paper: DeepSeek-V2 vs DeepSeek 67B):")
+        print(table(['comparison', 'cache per token', 'reduction'], [
+            ['DeepSeek 67B (GQA 8 x 128, 95 layers), bf16', f"{ds['old_numbers']:.0f} numbers x 16 bit", '-'],
+            ['DeepSeek-V2 (MLA 512 + 64, 60 layers), bf16', f"{ds['v2_numbers']:.0f} numbers x 16 bit",
+             f"{100 * ds['same_precision']:.1f}%"],
+            ['DeepSeek-V2 as deployed, ~6-bit cache', f"{ds['v2_numbers']:.0f} numbers x 6 bit",
+             f"{100 * ds['deployed']:.1f}%"],
+            ['(DeepSeek-V2 if it used MHA 128 x 128: formula)', f"{ds['v2_as_mha']:.0f} numbers",
+             f"MLA saves {100 * ds['vs_own_mha']:.1f}%"]]))
+        print(f"93.3% needs both MLA and the 6-bit cache; MLA alone, at equal precision, is "
+              f"{100 * ds['same_precision']:.1f}%.  The same ratio for the configurations above:")
+        print(table(['configuration', 'MLA / MHA', 'MLA / GQA', 'MLA / MQA'],
+                    [[config] + [_reduction(rows, config, kind) for kind in ('MHA', 'GQA', 'MQA')]
+                     for config in dict.fromkeys(r['config'] for r in rows if r['kind'] == 'MLA')
+                     if config != 'DeepSeek-V2']))
+    plot(rows)
+    return result
+
+
+def _reduction(rows, config, baseline):
+    per = {r['kind']: r['per_layer'] for r in rows if r['config'] == config}
+    if baseline not in per:
+        return '-'
+    ratio = per['MLA'] / per[baseline]
+    return f"{ratio:.3f} ({100 * abs(1 - ratio):.1f}% {'less' if ratio < 1 else 'more'})"
+
+
+def plot(rows):
+    def draw(ax):
+        labels = [f"{r['config']}\n{r['kind']}" for r in rows]
+        ax.bar(range(len(rows)), [r['per_layer'] * r['layers'] * BF16 / 1024 for r in rows],
+               color=['C0' if r['kind'] == 'MLA' else 'C1' for r in rows])
+        ax.set_xticks(range(len(rows)), labels, rotation=60, ha='right', fontsize=7)
+        ax.set(ylabel='KiB per token (bf16), all layers', yscale='log')
+    return save_plot('kv_cache', draw, 'KV cache per token (MLA in blue)')
+
+
+def main(argv=None):
+    def extra(parser):
+        parser.add_argument('--small', action='store_true', help='only the small GPT (skips the 4096-8192 wide layers)')
+    options = vars(command_line('kv_cache', __doc__, {}, argv, extra))
+    if options.pop('device') == 'cuda':
+        print("(cache sizes do not depend on the device: this lesson runs on the CPU)")
+    run(small_only=options['small'])
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,169 @@
+"""Lesson: why Q and K have separate projections -- a shared W_Q = W_K makes attention symmetric.
+
+The attention-atom article (§2.2.2): "if Q = K, 'I attend to you' equals 'you attend to
+me' ... mathematically a symmetric matrix", and "if Q = K, the attention matrix
+A = Softmax(Q K^T) is symmetric: A_ij = A_ji".  Its design table lists "shared projection
+W_Q = W_K: fewer parameters, but less expressive".
+
+1. What is true: with one projection W for both, Q = K = X W and the scores
+   S = Q K^T = X W W^T X^T are exactly symmetric, S_ij = S_ji: before the softmax, word i
+   scores word j exactly as j scores i.  What the article overstates: the softmax
+   normalises each row on its own, A_ij = exp(S_ij) / Z_i with Z_i = sum_k exp(S_ik), so
+   A_ij / A_ji = Z_j / Z_i -- A is not symmetric, only "symmetric up to each row's
+   normaliser".  Shown on MultiHeadAttention(shared_qk=True) against the default.
+2. Why it matters: a task that needs direction.  Each position must output the token
+   just before it ("copy the previous token"), with bidirectional attention (no mask) and
+   learned positions, through one attention layer (no residual: the answer has to come
+   through attention).  Position t must score t - 1 high and t + 1 low, but with a shared
+   projection S_{t,t-1} = S_{t-1,t}: whatever makes t look back makes t - 1 look forward.
+   The two models are trained the same way (Adam, same seed, same batches); we compare
+   accuracy and where the attention goes (weight on t - 1 vs t + 1).
+
+   What happens (run it): the shared model learns the task too, but slower and with
+   blurrier attention.  It cannot make S asymmetric, so it uses the learned positions to
+   build a staircase instead: S_{t,t-1} falls steadily along the sequence, so that
+   S_{t,t-1} > S_{t+1,t} = S_{t,t+1} at every t (position t prefers t - 1 over t + 1
+   because t + 1's own look-back score is lower).  The step height it can afford shrinks
+   as the sequence grows (--full also trains T = 32), and the diagonal S_tt = |q_t|^2 sits
+   close behind, so part of each row stays on the token itself.  The article's
+   "less expressive" holds; "cannot attend directionally" is too strong once positions
+   are learned.
+
+    python -m demos.why_separate_qk            # a few seconds
+    python -m demos.why_separate_qk --full     # longer training
+"""
+import microtensor as mt
+from microtensor import nn, optim
+from transformer import Embed, MultiHeadAttention
+
+from .report import command_line, save_lines, table, window_means
+
+
+# ---------------------------------------------------------------------------- 1. the symmetry
+def symmetry(T=5, d_model=8, seed=0):
+    """Scores and weights of one head, shared vs separate W_Q, W_K, on the same random X (T, d_model)."""
+    mt.manual_seed(seed)
+    X = mt.randn(1, T, d_model, dtype='float64')
+    out = {}
+    for shared in (True, False):
+        mt.manual_seed(seed + 1)
+        mha = MultiHeadAttention(d_model, 1, shared_qk=shared).to(dtype='float64')
+        with mt.no_grad():
+            mha(X)
+        S, A = mha.last_scores[0, 0], mha.last_weights[0, 0]
+        Z = S.exp().sum(axis=-1, keepdims=True)                              # each row's normaliser Z_i
+        out[shared] = {'S': S.tolist(), 'A': A.tolist(),
+                       'S_asym': (S - S.T).abs().max().item(), 'A_asym': (A - A.T).abs().max().item(),
+                       # A_ij Z_i = exp(S_ij): symmetric exactly when S is
+                       'AZ_asym': (A * Z - (A * Z).T).abs().max().item()}
+    return out
+
+
+# ---------------------------------------------------------------------------- 2. the directional task
+class CopyPrevious(nn.Module):
+    """logits = Linear(MultiHeadAttention(Embed(ids)));  position t should output ids[t - 1].
+
+    No mask (every position sees both neighbours) and no residual connection (the previous
+    token can only arrive through the attention weights).  Extra options go to the attention.
+    """
+
+    def __init__(self, vocab=10, T=8, d_model=32, n_heads=1, **attention_options):
+        super().__init__()
+        self.embed = Embed(vocab, d_model, T, 'learned')
+        self.attention = MultiHeadAttention(d_model, n_heads, **attention_options)
+        self.head = nn.Linear(d_model, vocab)
+
+    def forward(self, ids):
+        return self.head(self.attention(self.embed(ids)))
+
+
+def copy_batch(rng_step, B, T, vocab, seed):
+    """(B, T) random ids, the same for every model at a given (seed, step)."""
+    mt.manual_seed(seed * 100_003 + rng_step)
+    return mt.randint(0, vocab, (B, T))
+
+
+def train_copy_previous(steps=200, vocab=10, T=8, d_model=32, n_heads=1, B=32, lr=3e-3, seed=0,
+                        **attention_options):
+    """Train CopyPrevious; returns {'model', 'losses', 'accuracy', 'back', 'forward'} where back / forward
+    are the mean attention weights on t - 1 and t + 1 (over positions 1 .. T-2, head-averaged) on a test batch."""
+    mt.manual_seed(seed)
+    model = CopyPrevious(vocab, T, d_model, n_heads, **attention_options)
+    opt = optim.Adam(model.parameters(), lr=lr)
+    losses = []
+    for step in range(steps):
+        ids = copy_batch(step, B, T, vocab, seed)
+        loss = mt.cross_entropy(model(ids)[:, 1:], ids[:, :-1])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    ids = copy_batch(10 ** 6, 256, T, vocab, seed)                       # a test batch never trained on
+    with mt.no_grad():
+        predicted = model(ids)[:, 1:].argmax(axis=-1)
+        A = model.attention.last_weights.mean(axis=(0, 1))              # (T, T), over batch and heads
+    t = list(range(1, T - 1))
+    return {'model': model, 'losses': losses,
+            'accuracy': (predicted == ids[:, :-1]).astype('float32').mean().item(),
+            'back': sum(A[i, i - 1].item() for i in t) / len(t),
+            'forward': sum(A[i, i + 1].item() for i in t) / len(t),
+            'A': A.tolist(), 'S': model.attention.last_scores.mean(axis=(0, 1)).tolist()}
+
+
+def compare(steps=200, seed=0, **options):
+    """{'shared': result, 'separate': result} of train_copy_previous."""
+    return {name: train_copy_previous(steps, seed=seed, shared_qk=shared, **options)
+            for name, shared in (('shared W_Q = W_K', True), ('separate W_Q, W_K', False))}
+
+
+def run(steps=200, seed=0, full=False, T=8):
+    steps = 1000 if full else steps
+    sym = symmetry(seed=seed)
+    print("1. One head on the same random X (5 tokens): asymmetry = max |M - M^T|")
+    print(table(['projection', 'S = Q K^T / sqrt(d_k)', 'A = softmax(S)', 'A_ij Z_i = exp(S_ij)'],
+                [[name, sym[shared]['S_asym'], sym[shared]['A_asym'], sym[shared]['AZ_asym']]
+                 for name, shared in (('shared W_Q = W_K', True), ('separate W_Q, W_K', False))], fmt='.2e'))
+    print("With a shared projection S is exactly symmetric, but A is not: each row is divided by its own\n"
+          "Z_i = sum_k exp(S_ik), so A_ij / A_ji = Z_j / Z_i.  The article's 'A_ij = A_ji' overstates it;\n"
+          "what is symmetric is the score (before the row normalisation).  Shared-projection weights:")
+    print(table(['Q \\ K'] + [str(j) for j in range(5)], [[i] + row for i, row in enumerate(sym[True]['A'])],
+                fmt='.3f'))
+
+    results = compare(steps, seed, T=T)
+    print(f"\n2. Copy the previous token ({T} tokens, 10 symbols, no mask, one head, {steps} Adam steps):")
+    print(table(['projection', 'parameters', 'final loss (mean of last 20)', 'test accuracy',
+                 'weight on t-1', 'weight on t+1'],
+                [[name, r['model'].num_parameters(), sum(r['losses'][-20:]) / 20, f"{100 * r['accuracy']:.1f}%",
+                  r['back'], r['forward']] for name, r in results.items()]))
+    print("(chance: 10%; a perfect model puts weight 1 on t-1 and 0 on t+1)")
+    (shared_name, shared), (separate_name, separate) = results.items()
+    print(table(['steps', f"loss, {shared_name}", f"loss, {separate_name}"],
+                [[w, a, b] for (w, a), (_, b) in zip(window_means(shared['losses'], 5),
+                                                     window_means(separate['losses'], 5))]))
+    staircase = [[t, shared['S'][t][t - 1], shared['S'][t][t], shared['A'][t][t - 1], shared['A'][t][t]]
+                 for t in range(1, T)]
+    print(f"\nHow the shared model does it (test batch means): S_{{t,t-1}} = S_{{t-1,t}} falls along t, so each t\n"
+          "prefers t-1 to t+1; the diagonal S_tt = |q_t|^2 stays close:")
+    print(table(['t', 'S_{t,t-1}', 'S_{t,t}', 'A_{t,t-1}', 'A_{t,t}'], staircase))
+    save_lines('why_separate_qk', {name: r['losses'] for name, r in results.items()}, 'step', 'cross-entropy',
+               'Copy the previous token: shared vs separate W_Q, W_K')
+    longer = None
+    if full:
+        longer = compare(steps, seed, T=4 * T)
+        print(f"\nThe same with {4 * T} tokens:")
+        print(table(['projection', 'test accuracy', 'weight on t-1', 'weight on t+1'],
+                    [[name, f"{100 * r['accuracy']:.1f}%", r['back'], r['forward']] for name, r in longer.items()]))
+    return {'symmetry': sym, 'training': results, 'staircase': staircase, 'longer': longer}
+
+
+def main(argv=None):
+    def extra(parser):
+        parser.add_argument('--full', action='store_true', help='train 1000 steps, and also with 4 x T tokens')
+    options = vars(command_line('why_separate_qk', __doc__, dict(steps=200, seed=0, T=8), argv, extra))
+    if options.pop('device') == 'cuda':
+        print("(tiny models: this lesson runs on the CPU)")
+    run(**options)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,267 @@
+"""Every lesson from the command line: --help, its options reach run(), bad options are usage
+errors (never a traceback), --device lands the tensors there, `python -m demos NAME --opt`
+passes options through, a diverging run stops with a message, and the tour lists its files."""
+import functools
+import importlib
+import inspect
+import math
+import os
+import re
+import sys
+
+import pytest
+
+import microtensor as mt
+from demos import __main__ as tour
+from demos import layernorm_vs_batchnorm, report, train_gpt, train_xor
+from readme import ROOT
+
+from conftest import DEVICES
+
+OWN = ['train_xor', 'temperature', 'article_trace', 'softmax_saturation', 'residual_highway', 'rnn_vs_attention',
+       'layernorm_vs_batchnorm']
+ALL = [name for name, _ in tour.LESSONS]
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp_path(tmp_path, monkeypatch):
+    """Lessons write plots under runs/ of the working folder: keep them out of the repo."""
+    monkeypatch.chdir(tmp_path)
+
+
+def lesson(name):
+    return importlib.import_module(f"demos.{name}")
+
+
+def usage_error(capsys, name, argv):
+    """main(argv) must end as argparse ends a bad command line: exit status 2 and a message; the message."""
+    with pytest.raises(SystemExit) as exit_:
+        lesson(name).main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and 'error:' in err and 'Traceback' not in err, err
+    return err
+
+
+# ---------------------------------------------------------------------------- --help and bad options
+@pytest.mark.parametrize('name', ALL)
+def test_help_names_every_option(name, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        lesson(name).main(['--help'])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 0
+    assert f"python -m demos.{name}" in out and '--device {cpu,cuda,auto}' in out
+
+
+BAD = {  # lesson: [(argv, what the message must name)]
+    'train_xor': [(['--steps', '0'], '--steps'), (['--steps', '2.5'], 'integer'), (['--lr', '0'], '--lr'),
+                  (['--lr', '-1'], '--lr'), (['--lr', 'nan'], 'finite'), (['--lr', 'inf'], 'finite'),
+                  (['--seed', '-1'], '>= 0'), (['--hidden', '0'], '--hidden'), (['--lr', 'fast'], 'a number')],
+    'temperature': [(['--temperatures', '0'], '> 0'), (['--temperatures', '1', 'nan'], 'finite'),
+                    (['--logits', 'inf'], 'finite'), (['--logits'], '--logits')],
+    'article_trace': [(['--steps', '3'], 'unrecognized')],
+    'softmax_saturation': [(['--d-ks', '0'], '--d-ks'), (['--batch-size', '-3'], '--batch-size'),
+                           (['--train-steps', '0'], '--train-steps'), (['--train', '--no-train'], 'not allowed')],
+    'residual_highway': [(['--n-layers', '0'], '>= 1'), (['--d-model', '6', '--n-heads', '4'], 'must divide')],
+    'rnn_vs_attention': [(['--seq-len', '2'], '>= 3'), (['--d-model', '5'], 'even')],
+    'layernorm_vs_batchnorm': [(['--batch-sizes', '8', '1'], '>= 2'), (['--d-model', '0'], '--d-model')],
+    'train_gpt': [(['--ckpt-every', '0'], '--ckpt-every'), (['--lr', 'nan'], 'finite'), (['--seed', '-2'], '>= 0')],
+    'train_reverse': [(['--steps', '0'], '--steps'), (['--n-test', '-1'], '--n-test')],
+}
+
+
+@pytest.mark.parametrize('name, argv, named', [(name, argv, named) for name in ALL
+                                               for argv, named in BAD.get(name, []) + [(['--bogus'], '--bogus'),
+                                                                                        (['--device', 'tpu'], 'tpu')]])
+def test_bad_options_are_usage_errors(name, argv, named, capsys):
+    assert named in usage_error(capsys, name, argv)
+
+
+# ---------------------------------------------------------------------------- options reach run()
+EVERY_OPTION = {  # lesson: argv setting every option to a non-default value, and what run() must get
+    'train_xor': (['--steps', '7', '--lr', '0.25', '--hidden', '3', '--seed', '0'],
+                  dict(steps=7, lr=0.25, hidden=3, seed=0)),
+    'temperature': (['--logits', '1', '-2', '--temperatures', '0.5', '3'],
+                    dict(logits=[1.0, -2.0], temperatures=[0.5, 3.0])),
+    'article_trace': ([], {}),
+    'softmax_saturation': (['--d-ks', '8', '2', '--batch-size', '3', '--seq-len', '5', '--no-train',
+                            '--train-steps', '9', '--train-d-k', '4', '--seed', '11'],
+                           dict(d_ks=[8, 2], batch_size=3, seq_len=5, train=False, train_steps=9, train_d_k=4,
+                                seed=11)),
+    'residual_highway': (['--n-layers', '3', '--d-model', '12', '--n-heads', '3', '--batch-size', '2',
+                          '--seq-len', '5', '--seed', '4'],
+                         dict(n_layers=3, d_model=12, n_heads=3, batch_size=2, seq_len=5, seed=4)),
+    'rnn_vs_attention': (['--seq-len', '3', '--d-model', '6', '--batch-size', '1', '--seed', '5'],
+                         dict(seq_len=3, d_model=6, batch_size=1, seed=5)),
+    'layernorm_vs_batchnorm': (['--d-model', '5', '--companions', '1', '--batch-sizes', '3', '2', '--seed', '6'],
+                               dict(d_model=5, companions=1, batch_sizes=[3, 2], seed=6)),
+}
+
+
+def spy_on_run(monkeypatch, module):
+    """Replace module.run by a stand-in with its signature that records its keyword arguments."""
+    seen = {}
+
+    @functools.wraps(module.run)
+    def spy(**kwargs):
+        seen.update(kwargs)
+        return 'ran'
+    monkeypatch.setattr(module, 'run', spy)
+    return seen
+
+
+@pytest.mark.parametrize('name', OWN)
+def test_every_option_reaches_run_with_its_type(name, monkeypatch):
+    argv, expected = EVERY_OPTION[name]
+    seen = spy_on_run(monkeypatch, lesson(name))
+    assert lesson(name).main(argv + ['--device', 'auto']) == 'ran'
+    assert seen == {**expected, 'device': 'cuda' if mt.cuda.is_available() else 'cpu'}
+    assert all(type(seen[k]) is type(v) for k, v in expected.items())
+    assert all(type(x) is type(v[0]) for k, v in expected.items() if isinstance(v, list) for x in seen[k])
+
+
+@pytest.mark.parametrize('name', OWN)
+def test_defaults_are_run_defaults(name, monkeypatch):
+    seen = spy_on_run(monkeypatch, lesson(name))
+    lesson(name).main([])
+    defaults = {k: p.default for k, p in inspect.signature(lesson(name).run).parameters.items()
+                if k in seen}
+    assert seen == defaults and seen['device'] == 'cpu'
+
+
+def test_demos_passes_options_through_to_any_lesson(monkeypatch):
+    seen = spy_on_run(monkeypatch, train_gpt)
+    tour.main(['train_gpt', '--steps', '50'])
+    assert seen['steps'] == 50 and seen['device'] == 'cpu'
+    seen = spy_on_run(monkeypatch, train_xor)
+    tour.main(['train_xor', '--lr', '0.125'])
+    assert seen['lr'] == 0.125
+
+
+def test_demos_refuses_options_after_several_lessons_and_unknown_lessons(capsys):
+    for argv, message in ((['train_xor', 'temperature', '--steps', '3'], 'single lesson name'),
+                          (['bogus', '--steps', '3'], "unknown lesson 'bogus'")):
+        with pytest.raises(SystemExit):
+            tour.main(argv)
+        assert message in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------- tiny real runs on each device
+TINY = {  # lesson: (argv, check(result, device))
+    'train_xor': (['--steps', '7', '--hidden', '3'],
+                  lambda r, d: len(r[0]) == 7 and r[1].device == d),
+    'temperature': (['--logits', '1', '-2', '0.5', '--temperatures', '0.5', '2'],
+                    lambda r, d: [T for T, _, _ in r] == [0.5, 2.0] and r[0][1].shape == (3,)
+                    and r[0][1].device == d),
+    'article_trace': ([], lambda r, d: r['weights'][2].device == d),
+    'softmax_saturation': (['--d-ks', '4', '8', '--batch-size', '2', '--seq-len', '4', '--train-steps', '3',
+                            '--train-d-k', '8'],
+                           lambda r, d: [row['d_k'] for row in r['rows']] == [4, 4, 8, 8]
+                           and len(r['curves'][True]) == 3 and r['rows'][0]['device'] == d),
+    'residual_highway': (['--n-layers', '2', '--d-model', '8', '--batch-size', '2', '--seq-len', '3'],
+                         lambda r, d: all(len(g) == 2 for g in r['grads'].values()) and r['device'] == d),
+    'rnn_vs_attention': (['--seq-len', '5', '--d-model', '4', '--batch-size', '2'],
+                         lambda r, d: len(r['grads']['RNN']) == 5 and r['device'] == d),
+    'layernorm_vs_batchnorm': (['--d-model', '4', '--companions', '2', '--batch-sizes', '2', '5'],
+                               lambda r, d: 'x + 2 small tokens' in r['results']
+                               and len(r['by_batch_size']['BatchNorm1d']) == 2 and r['device'] == d),
+}
+
+
+@pytest.mark.parametrize('device', DEVICES)
+@pytest.mark.parametrize('name', OWN)
+def test_tiny_run_through_python_m_demos_lands_on_the_device(name, device):
+    argv, check = TINY[name]
+    result = tour.main([name, *argv, '--device', device])[name]
+    assert check(result, device)
+
+
+CUDA_RUN = {'train_xor': dict(steps=2), 'temperature': {}, 'article_trace': {},
+            'softmax_saturation': dict(d_ks=(4,), batch_size=2, seq_len=4, train=False),
+            'residual_highway': dict(n_layers=1, d_model=4, batch_size=1, seq_len=2),
+            'rnn_vs_attention': dict(seq_len=3, d_model=4, batch_size=1),
+            'layernorm_vs_batchnorm': dict(d_model=4, batch_sizes=(2,))}
+
+
+@pytest.mark.skipif(mt.cuda.is_available(), reason="a GPU is here: the tiny runs above run on it")
+@pytest.mark.parametrize('name', OWN)
+def test_run_hands_the_device_to_the_engine(name):
+    """Without a GPU the engine refuses 'cuda': a lesson that ignored its device would run on the CPU instead."""
+    with pytest.raises(RuntimeError, match='cuda'):
+        lesson(name).run(device='cuda', **CUDA_RUN[name])
+
+
+@pytest.mark.skipif(mt.cuda.is_available(), reason="a GPU is here")
+def test_device_cuda_without_a_gpu_says_why_and_what_to_do(capsys):
+    err = usage_error(capsys, 'train_xor', ['--device', 'cuda'])
+    assert 'no GPU is usable' in err and "pip install -e '.[gpu]'" in err and '--device auto' in err
+
+
+# ---------------------------------------------------------------------------- a diverging run stops
+def test_check_loss_passes_finite_values_and_names_the_step_otherwise():
+    assert report.check_loss(0.25, 3, 'lesson') == 0.25
+    for bad in (math.nan, math.inf, -math.inf):
+        with pytest.raises(report.Diverged, match=r"lesson: the loss became -?(nan|inf) at step 4.*--lr"):
+            report.check_loss(bad, 4, 'lesson')
+    with pytest.raises(report.Diverged, match='a longer --warmup'):
+        report.check_loss(math.nan, 1, 'train_gpt', tries=('a lower --lr', 'a longer --warmup'))
+
+
+@pytest.mark.filterwarnings('ignore::RuntimeWarning')  # numpy's own overflow warnings on the way to NaN
+def test_train_xor_stops_when_the_loss_becomes_nan(capsys):
+    with pytest.raises(report.Diverged) as diverged:
+        train_xor.run(steps=50, lr=1e38, verbose=False)
+    step = int(re.search(r"at step (\d+)", str(diverged.value)).group(1))
+    assert 1 < step < 50
+    with pytest.raises(SystemExit) as exit_:  # from the command line: the message, no traceback
+        train_xor.main(['--steps', '50', '--lr', '1e38'])
+    assert str(exit_.value).startswith(f"error: train_xor: the loss became nan at step {step}")
+    assert 'lower --lr' in str(exit_.value)
+
+
+# ---------------------------------------------------------------------------- tables and the tour's file list
+def test_error_messages_stay_out_of_table_cells(capsys):
+    with pytest.raises(TypeError, match='under the table'):
+        report.table(['a'], [[ValueError('x')]])
+    layernorm_vs_batchnorm.main(['--d-model', '4', '--batch-sizes', '2'])
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith('x alone (batch of 1)'))
+    assert row.endswith('ValueError (below)') and 'training needs' not in row
+    assert re.search(r"^BatchNorm1d, x alone \(batch of 1\): ValueError: BatchNorm1d: training needs", out, re.M)
+
+
+def test_the_tour_ends_by_listing_every_file_it_wrote(tmp_path, capsys):
+    pytest.importorskip('matplotlib', reason="plots need matplotlib")
+    tour.main(['temperature', 'article_trace'])
+    out = capsys.readouterr().out
+    listing = out[out.index('Files written'):].splitlines()
+    assert str(tmp_path) in listing[0]
+    paths = [line.split()[0] for line in listing[1:]]
+    assert paths == [os.path.join('runs', 'temperature.png'), os.path.join('runs', 'article_trace.png')]
+    assert all(os.path.getsize(tmp_path / p) > 1000 for p in paths)
+    assert sorted(os.listdir(tmp_path / 'runs')) == ['article_trace.png', 'temperature.png']  # nothing unlisted
+
+
+def test_the_tour_without_matplotlib_says_how_to_get_plots(tmp_path, monkeypatch, capsys):
+    for module in ('matplotlib', 'matplotlib.figure'):
+        monkeypatch.setitem(sys.modules, module, None)  # as if not installed
+    tour.main(['temperature'])
+    out = capsys.readouterr().out
+    assert '(no plot: matplotlib is not installed' in out
+    assert 'No files written (plots need matplotlib' in out and not (tmp_path / 'runs').exists()
+
+
+# ---------------------------------------------------------------------------- tests on any laptop
+def test_readme_test_command_needs_no_gpu_and_is_what_ci_runs():
+    with open(os.path.join(ROOT, 'README.md'), encoding='utf-8') as f:
+        readme = f.read()
+    setup = readme[readme.index('\n## Set up'):readme.index('\n## ', readme.index('\n## Set up') + 1)]
+    test_command = next(c for c in re.findall(r"```bash\n(.*?)\n```", setup, re.S) if 'pytest' in c)
+    assert "'.[test]'" in test_command and 'gpu' not in test_command
+    with open(os.path.join(ROOT, '.ci', 'run'), encoding='utf-8') as f:
+        ci = f.read()
+    assert test_command in ci                                         # CI runs the README's command ...
+    gpu = ci[ci.index(test_command) + len(test_command):]
+    assert "'.[gpu]'" in gpu and 'tests/test_cupy_api.py' in gpu and 'tests/test_gpu.py' in gpu  # ... then cupy's
+    with open(os.path.join(ROOT, 'pyproject.toml'), encoding='utf-8') as f:
+        extras = re.search(r"\[project\.optional-dependencies\](.*?)\n\[", f.read(), re.S).group(1)
+    assert 'cupy' not in re.search(r"^test = (.*)$", extras, re.M).group(1)
