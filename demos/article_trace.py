@@ -18,6 +18,8 @@ recomputed is what follows from printed numbers alone:
    sqrt(4) = 2" and softmaxed row by row, give exactly the printed tables.  Head 1 is "a
    uniform head" (every weight 30%-37%), head 2 "a semantic head: every word gives its
    highest attention to 鱼 (fish)".
+4-5. The residual sum X_mid_raw = X0 + MHA(X0) and the cosine similarities of X0 (§7.3-7.4):
+   see transformer/article_checks.py.
 
 Everything goes through the library's own pieces: TokenEmbedding (loaded with the
 article's vectors), SinusoidalPositionalEncoding, and mt.softmax, the op inside
@@ -30,7 +32,7 @@ import math
 import microtensor as mt
 from microtensor import nn
 from transformer import Encoder, SinusoidalPositionalEncoding, TokenEmbedding
-from transformer import article_data as article
+from transformer import article_checks, article_data as article
 
 from .report import command_line, options_of, run_lesson, save_heatmaps, save_viewer, table
 
@@ -140,7 +142,9 @@ def run(device='cpu', html=False):
                   'Layer-1 attention A = softmax(Q K^T / 2): row = query, column = key')
     print("\nHead 1 is near uniform (the article's 'uniform head'); in head 2 every word puts its largest\n"
           "weight on 鱼 (its 'semantic head').  Head 3's scores and layer 2's are not printed, nor are the\n"
-          "weight matrices, so the trace cannot be recomputed further.")
+          "weight matrices, so the attention cannot be recomputed further.")
+    for title, header, rows in article_checks.tables(X0):  # the residual sum and the similarities (§7.3-7.4)
+        print('\n' + title + '\n' + table(header, rows))
     if html:
         save_backward_viewer(device=device)
     return {'pe': pe, 'typos': typos, 'x0': X0, 'x0_with_printed_pe': X0_with_typos, 'weights': weights}

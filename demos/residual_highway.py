@@ -27,7 +27,7 @@ the highway's share.
 import microtensor as mt
 from microtensor.inspect import norm
 from transformer import Encoder
-from transformer.probes import ResidualProbe
+from transformer.probes import ResidualProbe, rank_collapse, token_uniformity
 
 from .report import command_line, options_of, run_lesson, save_lines, save_viewer, table
 
@@ -98,7 +98,15 @@ def run(n_layers=24, d_model=16, n_heads=2, batch_size=4, seq_len=8, seed=0, dev
 
     save_lines('residual_highway', {label(*c): grads[c] for c in CONFIGS}, 'layer (1 = nearest the input)',
                '|dL/d layer input|', f'Gradient per layer, {n_layers} EncoderLayers')
-    return {'grads': grads, 'shares': shares, 'ratios': ratios, 'device': device}
+    mt.manual_seed(seed)  # rank collapse (Dong et al. 2021): without the "+1" every token becomes the same vector
+    x = mt.randn(batch_size, seq_len, d_model).to(device)
+    collapse = {c: rank_collapse(Encoder(n_layers, d_model, n_heads, norm=c[0], residual=c[1]).to(device), x)
+                for c in CONFIGS}
+    print(f"\nRank collapse: ||X - 1 mean(X)|| / ||X|| of each layer's output X, its distance from 'every token the "
+          f"same' (input: {token_uniformity(x):.2f}; 0: collapsed)\n"
+          + table(['layer'] + [label(*c) for c in CONFIGS],
+                  [[i + 1] + [collapse[c][i] for c in CONFIGS] for i in shown]))
+    return {'grads': grads, 'shares': shares, 'ratios': ratios, 'collapse': collapse, 'device': device}
 
 
 def main(argv=None):

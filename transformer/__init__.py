@@ -1,17 +1,19 @@
 """transformer: every Transformer component from the articles, built on microtensor ops.
 
     embedding.py    TokenEmbedding
-    positional.py   SinusoidalPositionalEncoding, LearnedPositionalEmbedding, RotaryEmbedding, alibi_bias
+    positional.py   SinusoidalPositionalEncoding, LearnedPositionalEmbedding, RotaryEmbedding, alibi_bias,
+                    RelativePositionBias (T5)
     masks.py        causal_mask, padding_mask, combine
     attention.py    scaled_dot_product_attention, MultiHeadAttention, KVCache
     mla.py          MultiHeadLatentAttention (DeepSeek-V2's MLA), use_latent_attention
     norm.py         LayerNorm, RMSNorm, BatchNorm1d
     feedforward.py  FeedForward
-    article_data.py the numbers printed in the source articles
-    residual.py     residual_connection (the "+1" highway, where probes watch)
+    article_data.py the numbers printed in the source articles (article_checks.py: the trace's later steps)
+    residual.py     residual_connection (the "+1" highway, where probes watch), ResidualGate
     layers.py       EncoderLayer, DecoderLayer (norm='pre'|'post', residual on/off)
     models.py       Encoder, Decoder, Transformer (encoder-decoder), GPT (decoder-only), EncoderOnly
     losses.py       next_token_loss, seq2seq_loss, shift_right
+    mlm.py          mlm_mask, mlm_loss, masked_accuracy (BERT's masked-language modelling)
     generate.py     generate (greedy, temperature, top-k; KV cache)
     rnn.py          RNNCell, RNN (the baseline attention replaced)
 """
@@ -20,12 +22,13 @@ from .embedding import TokenEmbedding
 from .feedforward import FeedForward
 from .masks import causal_mask, combine, padding_mask
 from .norm import BatchNorm1d, LayerNorm, RMSNorm
-from .positional import (LearnedPositionalEmbedding, RotaryEmbedding, SinusoidalPositionalEncoding, alibi_bias,
-                         alibi_slopes)
-from .residual import residual_connection
+from .positional import (LearnedPositionalEmbedding, RelativePositionBias, RotaryEmbedding,
+                         SinusoidalPositionalEncoding, alibi_bias, alibi_slopes, relative_position_bucket)
+from .residual import ResidualGate, residual_connection
 from .layers import DecoderLayer, EncoderLayer
 from .models import GPT, Decoder, Embed, Encoder, EncoderOnly, Transformer, gpt2_init
 from .losses import next_token_loss, seq2seq_loss, shift_right
+from .mlm import masked_accuracy, mlm_loss, mlm_mask
 from .generate import generate, pick_next, top_k_filter
 from .rnn import RNN, RNNCell
 from .mla import MultiHeadLatentAttention, use_latent_attention

@@ -5,8 +5,9 @@ atom = attention-atom.zh.txt.
 The 猫 吃 鱼 ("cat eats fish") trace, deep-dive section 7: d_model = 12, h = 3,
 d_k = d_v = 4, d_ff = 48, two encoder layers.  The article prints embeddings, score
 matrices and attention tables, but not its weight matrices, so only the steps that
-follow from printed numbers can be recomputed: X0 = embedding + PE, and
-softmax(scores / sqrt(d_k)) row by row.
+follow from printed numbers can be recomputed: X0 = embedding + PE,
+softmax(scores / sqrt(d_k)) row by row, the residual sum X_mid_raw = X0 + MHA(X0)
+(both printed) and the cosine similarities of X0 (see article_checks.py).
 """
 
 # ---------------------------------------------------------------------------- 猫 吃 鱼 (deep-dive 7.1-7.3)
@@ -137,3 +138,25 @@ DEEPSEEK_V2 = dict(n_layers=60, d_model=5120, n_heads=128, d_head=128, d_c=512, 
 # The DeepSeek-V2 paper (inference efficiency): deployed, its KV cache is quantized to about 6 bits per
 # element on average; DeepSeek 67B's is 16-bit (bf16).
 DEEPSEEK_V2_CACHE_BITS, DEEPSEEK_67B_CACHE_BITS = 6, 16
+
+# ------------------------------------------------------------------------ 猫 吃 鱼, layer 1 (deep-dive 7.3 (a)-(b))
+# Multi-head attention output MHA(X0), first 4 dimensions, and the residual sum printed after it:
+# X_mid_raw = X0 + MHA(X0).  Both are printed, so the sum can be checked (article_checks.py).
+MHA_PRINTED = [
+    [-0.5722, 0.7385, -0.5564, 1.0929],
+    [-0.5871, 0.7438, -0.5761, 1.1288],
+    [-0.5851, 0.7480, -0.5745, 1.1437],
+]
+X_MID_RAW_PRINTED = [
+    [-0.3622, 2.2785, -0.4264, 2.9129],
+    [0.6344, 1.5141, 0.5477, 2.5257],
+    [1.0542, 0.4919, 0.2932, 2.3923],
+]
+
+# ---------------------------------------------------------------------------- 猫 吃 鱼, similarities (deep-dive 7.4)
+# Cosine similarities of the word pairs in X0 (recomputable: X0 is fully known) and after the two
+# layers in X2 (not recomputable: X2 is printed to 4 of its 12 dimensions).  The article: every pair
+# became more similar, and 猫-鱼 the most, "from 0.73 to 0.91, up 25%".
+PAIRS = [('猫', '吃'), ('吃', '鱼'), ('猫', '鱼')]
+COS_X0_PRINTED = {('猫', '吃'): 0.8565, ('吃', '鱼'): 0.9396, ('猫', '鱼'): 0.7298}
+COS_X2_PRINTED = {('猫', '吃'): 0.9626, ('吃', '鱼'): 0.9466, ('猫', '鱼'): 0.9134}

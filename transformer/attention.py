@@ -28,7 +28,7 @@ import math
 import microtensor as mt
 from microtensor import nn
 
-from .positional import RotaryEmbedding, alibi_bias
+from .positional import RelativePositionBias, RotaryEmbedding, alibi_bias
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, scale=None, bias=None, dropout=0.0, training=False):
@@ -107,14 +107,15 @@ class MultiHeadAttention(nn.Module):
 
     Self-attention when context is None; cross-attention (Q from x, K and V from context
     (B, T_k, d_model)) otherwise.  rope=True rotates Q and K by position (RoPE); alibi=True
-    adds ALiBi's distance bias to the scores; both only in self-attention (in
-    cross-attention queries and keys come from two different sequences).
+    adds ALiBi's distance bias to the scores, relative=True T5's learned bias per bucket of
+    offsets (RelativePositionBias); all only in self-attention (in cross-attention queries
+    and keys come from two different sequences).
     After each forward: last_scores (scaled scores + bias, before mask and softmax) and
     last_weights (the softmax), both (B, h, T_q, T_k) graph tensors, for inspection.
     """
 
     def __init__(self, d_model, n_heads, n_kv_heads=None, bias=True, dropout=0.0, rope=False, alibi=False,
-                 scale=None, shared_qk=False):
+                 scale=None, shared_qk=False, relative=False):
         super().__init__()
         n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
         if d_model % n_heads:
@@ -129,6 +130,9 @@ class MultiHeadAttention(nn.Module):
         if shared_qk and n_kv_heads != n_heads:
             raise ValueError(f"MultiHeadAttention: shared_qk=True needs n_kv_heads == n_heads (K = Q), "
                              f"got n_heads={n_heads}, n_kv_heads={n_kv_heads}")
+        if alibi and relative:
+            raise ValueError("MultiHeadAttention: alibi=True and relative=True both add a distance bias "
+                             "to the scores; choose one")
         self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
         self.d_k = d_model // n_heads
         self.dropout, self.scale, self.alibi = dropout, scale, alibi
@@ -138,6 +142,7 @@ class MultiHeadAttention(nn.Module):
         self.W_O = nn.Linear(d_model, d_model, bias=bias)
         self.rope = RotaryEmbedding(self.d_k) if rope else None
         self.log_scale = learned_log_scale(n_heads, self.d_k) if scale == 'learned' else None
+        self.relative_bias = RelativePositionBias(n_heads) if relative else None
         self.last_scores = self.last_weights = None
 
     def forward(self, x, context=None, mask=None, cache=None):
@@ -164,6 +169,8 @@ class MultiHeadAttention(nn.Module):
         bias = None
         if self.alibi and self_attention:
             bias = alibi_bias(self.n_heads, T_q, K.shape[-2], offset, dtype=x.dtype, device=x.device)
+        elif self.relative_bias is not None and self_attention:
+            bias = self.relative_bias(T_q, K.shape[-2], offset)
         heads, self.last_weights, self.last_scores = attend(
             Q, K, V, mask, self.scale if self.log_scale is None else self.log_scale.exp(), bias, self.dropout,
             self.training)    # (B, h, T_q, d_k)

@@ -11,7 +11,10 @@ Where the norm goes (the articles' Pre-LN vs Post-LN):
 With Pre-LN the residual path x -> x + ... -> x + ... is untouched from the first layer to
 the last (dy/dx = I + dF/dx at every step); with Post-LN every layer's gradient must pass
 through a Norm. `residual=False` drops the "x +" (for the vanishing-gradient lesson),
-`alpha` scales the branch: x + alpha * F(x) (the articles' "scaled residual").
+`alpha` scales the branch: x + alpha * F(x) (the articles' "scaled residual"); gate=True
+gives every sub-layer a learned gate (layer.gate_self_attn, gate_cross_attn, gate_ffn):
+x + g * F(x), g = ResidualGate(what F reads) (the "gated residual").  relative=True gives
+the self-attention T5's learned relative position bias.
 
 EncoderLayer:  x = Sub(x, self-attention(., mask))            -> norm1
                x = Sub(x, FFN)                                 -> norm2
@@ -30,7 +33,7 @@ from microtensor import nn
 from .attention import MultiHeadAttention
 from .feedforward import FeedForward
 from .norm import BatchNorm1d, LayerNorm, RMSNorm
-from .residual import residual_connection
+from .residual import ResidualGate, residual_connection
 
 NORM_TYPES = {'layer': LayerNorm, 'rms': RMSNorm, 'batch': BatchNorm1d}
 
@@ -38,7 +41,7 @@ NORM_TYPES = {'layer': LayerNorm, 'rms': RMSNorm, 'batch': BatchNorm1d}
 class _Layer(nn.Module):
     """What both layer types share: the norm placement, the residual switch, the probe hook."""
 
-    def __init__(self, d_model, dropout, norm, residual, alpha, norm_type):
+    def __init__(self, d_model, dropout, norm, residual, alpha, norm_type, gate=False):
         super().__init__()
         if norm not in ('pre', 'post'):
             raise ValueError(f"{type(self).__name__}: norm must be 'pre' or 'post', not {norm!r}")
@@ -48,17 +51,21 @@ class _Layer(nn.Module):
         self.residual, self.alpha = residual, alpha
         self.norm_type = norm_type
         self.residual_probe = None
+        self.gated = gate
+
+    def _new_gate(self):
+        return ResidualGate(self.d_model) if self.gated else None
 
     def _new_norm(self):
         return NORM_TYPES[self.norm_type](self.d_model)
 
     def sublayer(self, name, x, norm, F):
-        """pre: x + alpha * F(norm(x));  post: norm(x + alpha * F(x))."""
-        if self.norm == 'pre':
-            fx = mt.dropout(F(norm(x)), self.dropout, self.training)
-            return residual_connection(self, name, x, fx)
-        fx = mt.dropout(F(x), self.dropout, self.training)
-        return norm(residual_connection(self, name, x, fx))
+        """pre: x + alpha * F(norm(x));  post: norm(x + alpha * F(x)).  Gated: g(h) * F(h), h what F reads."""
+        h = norm(x) if self.norm == 'pre' else x
+        fx = mt.dropout(F(h), self.dropout, self.training)
+        gate = getattr(self, 'gate_' + name)
+        y = residual_connection(self, name, x, fx, None if gate is None else gate(h))
+        return y if self.norm == 'pre' else norm(y)
 
     def _check_input(self, x):
         if x.ndim != 3 or x.shape[-1] != self.d_model:
@@ -66,7 +73,7 @@ class _Layer(nn.Module):
                              f"(B, T, {self.d_model}), got {x.shape}")
 
     def extra_repr(self):
-        extra = '' if self.alpha == 1 else f", alpha={self.alpha}"
+        extra = ('' if self.alpha == 1 else f", alpha={self.alpha}") + (', gate=True' if self.gated else '')
         return f"d_model={self.d_model}, norm={self.norm!r}, residual={self.residual}{extra}"
 
 
@@ -78,13 +85,15 @@ class EncoderLayer(_Layer):
     """
 
     def __init__(self, d_model, n_heads, d_ff=None, dropout=0.0, norm='pre', residual=True, alpha=1.0,
-                 activation='gelu', n_kv_heads=None, rope=False, alibi=False, norm_type='layer'):
-        super().__init__(d_model, dropout, norm, residual, alpha, norm_type)
+                 activation='gelu', n_kv_heads=None, rope=False, alibi=False, norm_type='layer', relative=False,
+                 gate=False):
+        super().__init__(d_model, dropout, norm, residual, alpha, norm_type, gate)
         self.self_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv_heads, dropout=dropout,
-                                            rope=rope, alibi=alibi)
+                                            rope=rope, alibi=alibi, relative=relative)
         self.ffn = FeedForward(d_model, d_ff, activation=activation, dropout=dropout)
         self.norm1 = self._new_norm()
         self.norm2 = self._new_norm()
+        self.gate_self_attn, self.gate_ffn = self._new_gate(), self._new_gate()
 
     def forward(self, x, mask=None):
         self._check_input(x)
@@ -104,10 +113,10 @@ class DecoderLayer(_Layer):
 
     def __init__(self, d_model, n_heads, d_ff=None, dropout=0.0, norm='pre', residual=True, alpha=1.0,
                  activation='gelu', n_kv_heads=None, rope=False, alibi=False, norm_type='layer',
-                 cross_attention=True):
-        super().__init__(d_model, dropout, norm, residual, alpha, norm_type)
+                 cross_attention=True, relative=False, gate=False):
+        super().__init__(d_model, dropout, norm, residual, alpha, norm_type, gate)
         self.self_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv_heads, dropout=dropout,
-                                            rope=rope, alibi=alibi)
+                                            rope=rope, alibi=alibi, relative=relative)
         # positions of two different sequences: no RoPE/ALiBi in the cross-attention
         self.cross_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv_heads,
                                              dropout=dropout) if cross_attention else None
@@ -115,6 +124,8 @@ class DecoderLayer(_Layer):
         self.norm1 = self._new_norm()
         self.norm2 = self._new_norm()
         self.norm3 = self._new_norm() if cross_attention else None
+        self.gate_self_attn, self.gate_ffn = self._new_gate(), self._new_gate()
+        self.gate_cross_attn = self._new_gate() if cross_attention else None
 
     def forward(self, x, memory=None, self_mask=None, memory_mask=None, cache=None):
         self._check_input(x)

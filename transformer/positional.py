@@ -20,6 +20,11 @@ RoPE (RoFormer; LLaMA, Qwen), applied to Q and K inside attention: rotate each p
 
 ALiBi (Press et al. 2021), added to the attention scores: bias[h, i, j] = -m_h |i - j|,
   a per-head slope m_h times the distance, so far-away keys are penalised linearly.
+
+Relative position bias (T5, Raffel et al. 2019), added to the attention scores:
+  bias[h, i, j] = B[bucket(j - i), h], a learned scalar per head and bucket of offsets.
+  Small offsets get a bucket each, larger ones share logarithmically wider buckets, and
+  every offset beyond max_distance falls in the last one, so any length has a bias.
 """
 import math
 
@@ -152,6 +157,65 @@ def alibi_bias(n_heads, T_q, T_k, offset=0, dtype=None, device=None):
     j = mt.arange(T_k, device=device).reshape(1, 1, T_k)
     distance = (i - j).abs().to(dtype=dtype or mt.float32)
     return -alibi_slopes(n_heads, dtype, device).reshape(n_heads, 1, 1) * distance
+
+
+def relative_position_bucket(n, bidirectional=True, num_buckets=32, max_distance=128):
+    """T5's bucket (an int in [0, num_buckets)) of the offset n = j - i, key position minus query position.
+
+    bidirectional: half the buckets for keys before the query (n <= 0), half for keys after it;
+    otherwise (causal) only the past counts and every n > 0 shares bucket 0.  Of each half,
+    the first max_exact = half / 2 buckets hold the distances 0 .. max_exact - 1 one by one; the
+    rest cover max_exact .. max_distance on a log scale, and farther distances share the last.
+    """
+    bucket = 0
+    if bidirectional:
+        num_buckets //= 2
+        bucket = num_buckets if n > 0 else 0
+        distance = abs(n)
+    else:
+        distance = max(-n, 0)
+    max_exact = num_buckets // 2
+    if distance < max_exact:
+        return bucket + distance
+    log_part = math.log(distance / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
+    return bucket + min(max_exact + int(log_part), num_buckets - 1)
+
+
+class RelativePositionBias(nn.Module):
+    """T5's learned relative position bias: forward(T_q, T_k, offset=0) -> (h, T_q, T_k),
+
+        bias[h, i, j] = weight[relative_position_bucket(j - i), h]
+
+    for query i at position offset + i and key j, added to the scaled scores like ALiBi's.
+    weight: (num_buckets, n_heads), trained; it starts at 0 (no positional preference).
+    T5 shares one table across its layers; here each attention module has its own.
+    """
+
+    def __init__(self, n_heads, num_buckets=32, max_distance=128, bidirectional=True):
+        super().__init__()
+        if num_buckets < (4 if bidirectional else 2) or max_distance <= num_buckets // (4 if bidirectional else 2):
+            raise ValueError(f"RelativePositionBias: need num_buckets >= {4 if bidirectional else 2} and "
+                             f"max_distance beyond the exact buckets, got num_buckets={num_buckets}, "
+                             f"max_distance={max_distance}")
+        self.n_heads, self.num_buckets, self.max_distance = n_heads, num_buckets, max_distance
+        self.bidirectional = bidirectional
+        self.weight = nn.Parameter(mt.zeros(num_buckets, n_heads))
+
+    def buckets(self, T_q, T_k, offset=0):
+        """(T_q, T_k) integer Tensor: the bucket of each (query, key) pair."""
+        first = -(offset + T_q - 1)                      # the smallest offset j - i
+        per_offset = mt.tensor([relative_position_bucket(n, self.bidirectional, self.num_buckets, self.max_distance)
+                                for n in range(first, T_k)], device=self.weight.device)
+        i = mt.arange(offset, offset + T_q, device=self.weight.device).reshape(T_q, 1)
+        j = mt.arange(T_k, device=self.weight.device).reshape(1, T_k)
+        return per_offset[j - i - first]
+
+    def forward(self, T_q, T_k, offset=0):
+        return self.weight[self.buckets(T_q, T_k, offset)].transpose(2, 0, 1)   # (T_q, T_k, h) -> (h, T_q, T_k)
+
+    def extra_repr(self):
+        return (f"n_heads={self.n_heads}, num_buckets={self.num_buckets}, max_distance={self.max_distance}, "
+                f"bidirectional={self.bidirectional}")
 
 
 def _check_features(module, x, d_model):

@@ -1,4 +1,5 @@
-"""Probes for the two gradient lessons: the residual "+1" highway and softmax saturation.
+"""Probes for the two gradient lessons: the residual "+1" highway and softmax saturation
+(and rank_collapse: how alike the tokens of each layer's output have become).
 
     with ResidualProbe(model) as residual, SaturationProbe(model) as saturation:
         loss = next_token_loss(model(ids), ids)
@@ -190,3 +191,30 @@ class SaturationProbe:
                 for r in self.rows()]
         return format_table(header, rows, '<>>>>>>>')
 
+
+
+# ---------------------------------------------------------------------------- rank collapse
+def token_uniformity(X):
+    """||X - 1 mean(X)||_F / ||X||_F for hidden states X (B, T, d_model), summed over the batch.
+
+    1 mean(X) repeats the mean token in every row: the nearest matrix whose rows are all equal
+    (the rank-1 form 1 x^T of Dong et al. 2021, "Attention is not all you need: pure attention
+    loses rank doubly exponentially with depth").  1: the tokens share nothing; 0: every token
+    has become the same vector, and the sequence has collapsed.
+    """
+    with mt.no_grad():
+        centred = X - X.mean(axis=-2, keepdims=True)
+        return ((centred * centred).sum() / (X * X).sum()).sqrt().item()
+
+
+def rank_collapse(model, x, **forward_kwargs):
+    """token_uniformity of the output of each layer in model.layers, for one forward pass of x."""
+    outputs = []
+    handles = [layer.register_forward_hook(lambda layer, args, out: outputs.append(out)) for layer in model.layers]
+    try:
+        with mt.no_grad():
+            model(x, **forward_kwargs)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return [token_uniformity(out) for out in outputs]

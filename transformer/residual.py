@@ -1,6 +1,7 @@
 """The residual connection: the "+1" gradient highway.
 
     y = x + alpha * F(x)          (residual=True;  alpha = 1 is the standard form)
+    y = x + g(x) * F(x)           (gate=True: a learned gate, elementwise, see ResidualGate)
     y = F(x)                      (residual=False: the ablation the lessons compare against)
 
     dy/dx = I + alpha * dF/dx     with the residual: the identity term carries the gradient
@@ -17,6 +18,8 @@ place a probe can watch the highway: when `layer.residual_probe` is set it is ca
 as probe(layer, name, x, fx, y) with name 'self_attn', 'cross_attn' or 'ffn'.
 Probes only read; when none is set this costs one attribute lookup.
 """
+import microtensor as mt
+from microtensor import nn
 from microtensor.autograd import Function
 
 
@@ -37,8 +40,31 @@ class ResidualAdd(Function):
         return g, (g if self.alpha == 1 else self.alpha * g)
 
 
-def residual_connection(layer, name, x, fx):
-    """y = x + layer.alpha * fx  (or y = fx when layer.residual is False)."""
+class ResidualGate(nn.Module):
+    """The gated residual's gate: forward(h (B, T, d_model)) -> g = sigmoid(h W_g + b_g), same shape.
+
+    Each channel of each position gets its own opening in (0, 1), computed from what the
+    sub-layer reads (h = Norm(x) in Pre-LN, x in Post-LN), and the connection becomes
+    y = x + g * F(x): g -> 0 closes the F road (the layer passes x through untouched),
+    g -> 1 is the standard residual.  With b_g = 0 and small W_g it starts half open.
+    """
+
+    def __init__(self, d_model):
+        super().__init__()
+        self.W_g = nn.Linear(d_model, d_model)
+
+    def forward(self, h):
+        return mt.sigmoid(self.W_g(h))
+
+
+def residual_connection(layer, name, x, fx, gate=None):
+    """y = x + layer.alpha * fx  (or y = fx when layer.residual is False).
+
+    gate: the gate's values g (ResidualGate's output); the F road becomes g * fx before the
+    same ResidualAdd, so the probe and the debugger see one residual op either way.
+    """
+    if gate is not None:
+        fx = gate * fx
     if layer.residual:
         y = ResidualAdd.apply(x, fx, alpha=layer.alpha)
     else:

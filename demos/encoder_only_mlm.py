@@ -1,0 +1,120 @@
+"""Lesson: an encoder-only (BERT-style) model learns by masked-language modelling.
+
+The architecture article: Encoder-only models are "bidirectional, no mask", pre-trained
+with "MLM", for "understanding tasks: classification, NER, semantic similarity"; and
+"MLM: in each sample only 15% of the positions produce a training signal, CLM every
+position; and MLM brings a train/inference mismatch (the [MASK] token at training, none
+at inference)".  BERT's recipe against that mismatch (transformer/mlm.py): of the chosen
+15%, 80% become [MASK], 10% a random token, 10% stay as they are.
+
+The task: each sequence is 8 random digits written twice (3 1 4 1 5 9 2 6 3 1 4 1 5 9 2 6),
+so a hidden digit can be read off its partner 8 positions away -- if the partner was not
+hidden too.  transformer.EncoderOnly (2 layers, d_model = 32, learned positions) sees the
+corrupted sequence and predicts every position; the loss and the accuracy count the chosen
+positions only.  Chance: 10%.
+
+    python -m demos.encoder_only_mlm                 # 300 steps (a few seconds)
+    python -m demos.encoder_only_mlm --steps 1000
+"""
+import random
+
+import microtensor as mt
+from microtensor import optim
+from transformer import EncoderOnly
+from transformer.mlm import IGNORE, masked_accuracy, mlm_loss, mlm_mask
+
+from .report import command_line, save_lines, table, window_means
+
+DIGITS, MASK = 10, 10   # tokens 0-9, then [MASK]
+HALF = 8
+
+
+def doubled(rng, B, device='cpu'):
+    first = [[rng.randrange(DIGITS) for _ in range(HALF)] for _ in range(B)]
+    return mt.tensor([w + w for w in first], device=device)
+
+
+def corruption_shares(ids, inputs, labels):
+    """What mlm_mask did: the chosen share of all positions, and of the chosen the [MASK], random and kept shares
+    (a random draw that hit the original token counts as kept)."""
+    chosen = labels != IGNORE
+    n = chosen.sum().item()
+    masked = ((inputs == MASK) & chosen).sum().item()
+    kept = ((inputs == ids) & chosen).sum().item()
+    return {'chosen': n / ids.size, 'mask': masked / n, 'random': (n - masked - kept) / n, 'kept': kept / n}
+
+
+def recoverable(ids, inputs, labels):
+    """The share of chosen positions whose partner (8 positions away) still shows the right digit."""
+    partner = mt.concatenate([inputs[:, HALF:], inputs[:, :HALF]], axis=1)
+    chosen = labels != IGNORE
+    return ((partner == ids) & chosen).sum().item() / chosen.sum().item()
+
+
+def accuracy_by_kind(logits, ids, inputs, labels):
+    """masked_accuracy over all chosen positions; over those shown as [MASK], a random token, or kept; and over
+    those in the first half (their partner comes after them) and in the second (it came before)."""
+    first_half = mt.arange(2 * HALF, device=ids.device).reshape(1, 2 * HALF) < HALF
+    out = {}
+    for kind, where in (('all', labels != IGNORE), ('mask', inputs == MASK),
+                        ('random', (inputs != MASK) & (inputs != ids)), ('kept', inputs == ids),
+                        ('first half', first_half), ('second half', ~first_half)):
+        selected = mt.where(where, labels, IGNORE)
+        out[kind] = masked_accuracy(logits, selected) if (selected != IGNORE).any() else None
+    return out
+
+
+def train(steps=300, B=32, lr=3e-3, seed=0, device='cpu'):
+    mt.manual_seed(seed)
+    rng = random.Random(seed)
+    model = EncoderOnly(DIGITS + 1, d_model=32, n_layers=2, n_heads=4, max_len=2 * HALF, init_std=0.1).to(device)
+    opt = optim.Adam(model.parameters(), lr=lr)
+    losses = []
+    for _ in range(steps):
+        inputs, labels = mlm_mask(doubled(rng, B, device), MASK, DIGITS)
+        loss = mlm_loss(model.masked_token_logits(inputs), labels)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return model, losses
+
+
+def run(steps=300, batch_size=32, n_test=500, seed=0, device='cpu'):
+    model, losses = train(steps, batch_size, seed=seed, device=device)
+    mt.manual_seed(seed + 1)
+    ids = doubled(random.Random(seed + 1), n_test, device)
+    inputs, labels = mlm_mask(ids, MASK, DIGITS)
+    shares = corruption_shares(ids, inputs, labels)
+    print(f"BERT's corruption, measured on {n_test} test sequences of {2 * HALF} digits:")
+    print(table(['chosen of all positions', '[MASK]', 'random token', 'kept'],
+                [[f"{100 * shares['chosen']:.1f}%"] + [f"{100 * shares[k]:.1f}%" for k in ('mask', 'random', 'kept')]]))
+    print("(target 15%; of those 80 / 10 / 10, a random token equal to the original counting as kept)")
+
+    print(f"\nEncoderOnly trained {steps} steps, batch {batch_size}:")
+    print(table(['steps', 'MLM loss'], window_means(losses, 6)))
+    with mt.no_grad():
+        logits = model.masked_token_logits(inputs)
+    acc = accuracy_by_kind(logits, ids, inputs, labels)
+    ceiling = recoverable(ids, inputs, labels)
+    best = ceiling + (1 - ceiling) / DIGITS
+    print(table(['chosen positions', 'accuracy'],
+                [[k, '-' if v is None else f"{100 * v:.1f}%"] for k, v in
+                 (('all', acc['all']), ('shown as [MASK]', acc['mask']), ('shown as a random token', acc['random']),
+                  ('shown as themselves (kept)', acc['kept']), ('first half: partner to the right', acc['first half']),
+                  ('second half: partner to the left', acc['second half']))]))
+    print(f"Chance is 10%.  {100 * ceiling:.1f}% of the chosen positions have a partner that still shows their digit; "
+          f"the rest can only be\nguessed, so the best possible is about {100 * best:.1f}%.  The first half reads "
+          "its answer from the right: a causal (GPT)\nmodel could not, the encoder attends in both directions.")
+    save_lines('encoder_only_mlm', {'MLM loss': losses}, 'step', 'cross-entropy on the chosen positions',
+               'Encoder-only model, masked-language modelling')
+    return {'losses': losses, 'shares': shares, 'accuracy': acc, 'recoverable': ceiling, 'best': best}
+
+
+def main(argv=None):
+    options = dict(steps=300, batch_size=32, n_test=500, seed=0)
+    run(**vars(command_line('encoder_only_mlm', __doc__, options, argv)))
+
+
+if __name__ == '__main__':
+    main()

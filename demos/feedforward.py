@@ -1,0 +1,186 @@
+"""Lesson: the feed-forward network -- why it needs its activation, GELU vs ReLU, and where the parameters are.
+
+The deep-dive article (§6.1): FFN(x) = GELU(x W_1 + b_1) W_2 + b_2, d_ff = 4 d_model.
+"The activation introduces the non-linearity.  Without it, two stacked linear maps are one
+linear map -- 'the composition of two linear layers is still a linear layer': stacking
+them is wasted."  "The original paper uses ReLU; modern implementations have moved to GELU
+... smoother, friendlier to gradient flow."  The architecture article: the FFN "usually
+holds the bulk of the model's parameters (its hidden width is 4 x d_model)", and
+multi-head attention with d_k = d_model / h "keeps the parameter count the same as one head".
+
+1. Without the activation, (x W_1 + b_1) W_2 + b_2 = x (W_1 W_2) + (b_1 W_2 + b_2): one Linear
+   whose matrix is the product -- computed here from a FeedForward's own weights.
+2. What that costs: an FFN learns |x| (elementwise, x ~ N(0, 1)).  The best any linear map
+   can do is predict the mean, E|x| = sqrt(2/pi), for a mean squared error of
+   Var|x| = 1 - 2/pi = 0.363; with ReLU |x| = relu(x) + relu(-x) is exact.
+3. GELU vs ReLU: the same FFN on |x| (ReLU's own shape) and on sin(2x) (smooth), and a tiny
+   GPT on the copy task, with each activation.
+4. The parameter counts of an EncoderLayer (d_model = 512, h = 8) and of MultiHeadAttention
+   with 1, 8 and 64 heads, counted from the modules.
+
+    python -m demos.feedforward            # a few seconds
+    python -m demos.feedforward --full     # 3 seeds for every comparison, longer training
+"""
+import math
+import random
+
+import microtensor as mt
+from microtensor import nn, optim
+from transformer import GPT, EncoderLayer, FeedForward, MultiHeadAttention
+
+from .report import command_line, save_lines, table
+
+TARGETS = {'|x|': lambda x: x.abs(), 'sin(2x)': lambda x: (2 * x).sin()}
+VOCAB = 10
+
+
+# ---------------------------------------------------------------------------- 1. the collapse
+def linear_ffn(ffn, x):
+    """The FFN with its activation removed: W_2(W_1(x))."""
+    return ffn.W_2(ffn.W_1(x))
+
+
+def collapse(d_model=8, d_ff=32, seed=0):
+    """The single Linear equal to a FeedForward without activation, and the largest difference (float64)."""
+    mt.manual_seed(seed)
+    ffn = FeedForward(d_model, d_ff).double()
+    single = nn.Linear(d_model, d_model).double()
+    single.weight.data = (ffn.W_1.weight @ ffn.W_2.weight).data                  # (d_model, d_model)
+    single.bias.data = (ffn.W_1.bias @ ffn.W_2.weight + ffn.W_2.bias).data       # (d_model,)
+    x = mt.randn(4, 6, d_model, dtype='float64')
+    with mt.no_grad():
+        gap = (linear_ffn(ffn, x) - single(x)).abs().max().item()
+        with_activation = (ffn(x) - single(x)).abs().max().item()
+    return {'gap': gap, 'with_activation_gap': with_activation, 'ffn_params': ffn.num_parameters(),
+            'single_params': single.num_parameters()}
+
+
+# ---------------------------------------------------------------------------- 2-3. fitting a function
+def fit(target, activation, steps=300, d_model=8, d_ff=32, B=256, lr=1e-2, seed=0, device='cpu'):
+    """MSE per step of a FeedForward (activation 'relu', 'gelu' or None: removed) learning y = target(x)."""
+    mt.manual_seed(seed)
+    ffn = FeedForward(d_model, d_ff, activation=activation or 'relu').to(device)
+    opt = optim.Adam(ffn.parameters(), lr=lr)
+    losses = []
+    for _ in range(steps):
+        x = mt.randn(B, d_model, device=device)
+        y = ffn(x) if activation else linear_ffn(ffn, x)
+        loss = ((y - TARGETS[target](x)) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def train_copy(activation, steps=150, half=6, B=16, lr=3e-3, seed=0, device='cpu'):
+    """Copy-task losses of a 2-layer GPT whose FFNs use `activation`."""
+    mt.manual_seed(seed)
+    rng = random.Random(seed)
+    model = GPT(VOCAB, d_model=32, n_layers=2, n_heads=4, max_len=2 * half, init_std=0.1,
+                activation=activation).to(device)
+    opt = optim.Adam(model.parameters(), lr=lr)
+    losses = []
+    for _ in range(steps):
+        first = [[rng.randrange(VOCAB) for _ in range(half)] for _ in range(B)]
+        ids = mt.tensor([w + w for w in first], device=device)
+        loss = mt.cross_entropy(model(ids)[:, half - 1:-1], ids[:, half:])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+# ---------------------------------------------------------------------------- 4. parameter counts
+def count(module):
+    return module.num_parameters()
+
+
+def parameter_counts(d_model=512, n_heads=8):
+    layer = EncoderLayer(d_model, n_heads)
+    attention, ffn = count(layer.self_attn), count(layer.ffn)
+    norms = count(layer.norm1) + count(layer.norm2)
+    heads = {h: count(MultiHeadAttention(d_model, h)) for h in (1, 8, 64)}
+    return {'attention': attention, 'ffn': ffn, 'norms': norms, 'layer': count(layer), 'heads': heads,
+            'd_model': d_model, 'n_heads': n_heads}
+
+
+def _tail(losses, n=20):
+    return sum(losses[-n:]) / n
+
+
+def run(steps=300, copy_steps=150, seeds=1, full=False, device='cpu'):
+    if full:
+        steps, copy_steps, seeds = 1000, 400, 3
+    c = collapse()
+    print("1. A FeedForward(8, 32) without its activation vs one Linear(8, 8) with W = W_1 W_2, "
+          "b = b_1 W_2 + b_2 (float64):")
+    print(table(['', 'max |difference|', 'parameters'],
+                [['W_2(W_1(x)) vs the single Linear', f"{c['gap']:.1e}", f"{c['ffn_params']} vs {c['single_params']}"],
+                 ['with the activation (GELU) vs it', f"{c['with_activation_gap']:.2f}", '']]))
+
+    print(f"\n2-3. An FFN (8 -> 32 -> 8) learns a function elementwise, x ~ N(0, 1), Adam, {steps} steps, "
+          f"{seeds} seed{'s' * (seeds > 1)}: mean squared error over the last 20 steps")
+    curves = {(t, a): [fit(t, a, steps, seed=s, device=device) for s in range(seeds)]
+              for t in TARGETS for a in (None, 'relu', 'gelu')}
+    final = {k: sum(_tail(r) for r in runs) / seeds for k, runs in curves.items()}
+    plateau = 1 - 2 / math.pi
+    print(table(['target', 'no activation', 'ReLU', 'GELU', 'best linear map'],
+                [[t, final[t, None], final[t, 'relu'], final[t, 'gelu'],
+                  f"{plateau:.4f}" if t == '|x|' else f"{_sin_plateau():.4f}"] for t in TARGETS], fmt='.4f'))
+    print(f"Without the activation the FFN is a linear map and cannot go below the best linear fit (|x|: 1 - 2/pi\n"
+          f"= {plateau:.3f}; sin(2x): Var - Cov^2 = {_sin_plateau():.3f}), however long it trains; with one it goes on "
+          "down.")
+
+    copy = {a: [train_copy(a, copy_steps, seed=s, device=device) for s in range(seeds)] for a in ('relu', 'gelu')}
+    copy_final = {a: sum(_tail(r, 10) for r in runs) / seeds for a, runs in copy.items()}
+    print(f"A 2-layer GPT on the copy task, {copy_steps} steps: final loss ReLU {copy_final['relu']:.4f}, "
+          f"GELU {copy_final['gelu']:.4f} (chance {math.log(VOCAB):.2f})")
+    winner = {t: 'ReLU' if final[t, 'relu'] < final[t, 'gelu'] else 'GELU' for t in TARGETS}
+    winner['copy'] = 'ReLU' if copy_final['relu'] < copy_final['gelu'] else 'GELU'
+    print(f"Lower loss: {', '.join(f'{t}: {w}' for t, w in winner.items())}.  "
+          + (f"{winner['copy']} is ahead on all three here" if len(set(winner.values())) == 1 else
+             "Neither activation wins everywhere")
+          + ": the article's case for GELU (a smooth\ncurve, friendlier gradients in deep networks) is not "
+          "something these small tasks can confirm.")
+
+    p = parameter_counts()
+    d, h = p['d_model'], p['n_heads']
+    share = p['ffn'] / (p['attention'] + p['ffn'])
+    print(f"\n4. Parameters of EncoderLayer(d_model={d}, h={h}, d_ff={4 * d}), counted from the modules:")
+    print(table(['part', 'parameters', 'formula', 'share of the layer'],
+                [['self-attention', p['attention'], f"4 d^2 + 4 d = {4 * d * d + 4 * d}",
+                  f"{100 * p['attention'] / p['layer']:.2f}%"],
+                 ['FFN', p['ffn'], f"8 d^2 + 5 d = {8 * d * d + 5 * d}", f"{100 * p['ffn'] / p['layer']:.2f}%"],
+                 ['2 LayerNorms', p['norms'], f"4 d = {4 * d}", f"{100 * p['norms'] / p['layer']:.2f}%"],
+                 ['layer', p['layer'], '', '100%']]))
+    print(f"FFN / (attention + FFN) = {share:.4f} (2/3 = {2 / 3:.4f}: weights 8d^2 against 4d^2, "
+          "the biases 5d against 4d).")
+    print(table(['MultiHeadAttention(512, h)', 'd_k', 'parameters'],
+                [[f"h = {n}", d // n, v] for n, v in p['heads'].items()]))
+    print(f"Every h gives the same count: the h heads' W_Q are the column blocks of one (d, d) matrix.  Had each\n"
+          f"head projected to the full d_model instead, h = {h} would cost {h * 3 * d * d + h * d * d:,} weights "
+          f"(3 h d^2 + h d^2), {h}x as many.")
+
+    save_lines('feedforward', {f"{a or 'no activation'}": [sum(r[i] for r in curves['|x|', a]) / seeds
+                                                           for i in range(steps)] for a in (None, 'relu', 'gelu')},
+               'step', 'mean squared error', 'An FFN learning |x| (the best linear fit: 1 - 2/pi)')
+    return {'collapse': c, 'final': final, 'plateau': plateau, 'sin_plateau': _sin_plateau(),
+            'copy_final': copy_final, 'params': p, 'ffn_share': share}
+
+
+def _sin_plateau():
+    """The best linear fit's MSE for sin(2x), x ~ N(0, 1): Var(sin 2x) - Cov(x, sin 2x)^2 (mean 0, Var x = 1).
+    E sin^2(2x) = (1 - e^{-8}) / 2, E[x sin 2x] = 2 e^{-2} (Gaussian identities)."""
+    return (1 - math.exp(-8)) / 2 - (2 * math.exp(-2)) ** 2
+
+
+def main(argv=None):
+    options = dict(steps=300, copy_steps=150, seeds=1)
+    run(**vars(command_line('feedforward', __doc__, options, argv, extra=lambda p: p.add_argument(
+        '--full', action='store_true', help='1000 / 400 steps, 3 seeds'))))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,237 @@
+"""Lesson: positions -- what attention cannot see, four ways to show it, and going past the training length.
+
+The deep-dive article (§3).  3.1: "Attention(P X) = P Attention(X) where P is a
+permutation matrix: self-attention is permutation-equivariant" -- 猫追狗 and 狗追猫 differ
+only in the order of the rows.  3.3 gives three reasons for sin/cos:
+  1. extrapolation: "given pos+100, even a position never seen in training, the same
+     formula computes it ... a model trained on positions 0-511 can handle 512-1023
+     (maybe slightly worse, but it will not fail completely)", whereas a learned table
+     ("BERT's way") has no vector for an unseen position: "the model collapses";
+  2. relative position: PE(pos + k) is a linear function of PE(pos) (sin(a + k) =
+     sin a cos k + cos a sin k): a rotation by angles that depend on k alone;
+  3. many scales: wavelength 2π at i = 0 ("positions 0 and 6 almost the same") up to
+     10000·2π ≈ 62832 at i = d_model/2 - 1 ("not one period from 0 to 50000").
+3.5 names the alternatives: learned, relative (Transformer-XL, T5: "encode the distance
+between two words") and RoPE (q_i . k_j contains only j - i; "better extrapolation").
+
+This lesson checks each statement on the library's modules, then trains the same tiny
+GPT (1 layer, d_model = 32, 4 heads) with six kinds of position on a task where order
+matters: the sequence mixes filler tokens with "key" tokens, and the answer at each
+position is the most recent key so far (recency: which of the earlier keys is the latest).
+It trains on length N = 16 and is tested on N, 2N and 4N.
+
+    python -m demos.positions            # quick: 150 steps per model (about 10 s)
+    python -m demos.positions --full     # 400 steps, batch 32, 3 seeds
+"""
+import math
+import random
+
+import microtensor as mt
+from microtensor import optim
+from transformer import GPT, MultiHeadAttention, RotaryEmbedding, SinusoidalPositionalEncoding
+from transformer.positional import relative_position_bucket
+
+from .report import command_line, save_lines, table
+
+KINDS = ('none', 'sinusoidal', 'learned', 'rope', 'alibi', 'relative')
+N_KEYS, VOCAB = 6, 16  # tokens 0-5 are keys, 6-15 fillers
+
+
+# ---------------------------------------------------------------------------- 1. permutation equivariance
+PERMUTATIONS = {'reversed': [2, 1, 0], 'first two swapped': [1, 0, 2]}  # 猫吃鱼 -> 鱼吃猫, 吃猫鱼
+
+
+def equivariance_gaps(d_model=16, n_heads=4, seed=0):
+    """{kind: {permutation: max |f(P X) - P f(X)|}} for one attention layer f with each kind of position,
+    on 3 random rows (float64); 0 = equivariant."""
+    mt.manual_seed(seed)
+    X = mt.randn(1, 3, d_model, dtype='float64')
+    pe = SinusoidalPositionalEncoding(d_model)
+    gaps = {}
+    for kind in ('none', 'sinusoidal', 'rope', 'alibi', 'relative'):
+        mha = MultiHeadAttention(d_model, n_heads, rope=kind == 'rope', alibi=kind == 'alibi',
+                                 relative=kind == 'relative').double()
+        if kind == 'relative':  # it starts at 0 (no preference, hence equivariant): give it a learned-looking bias
+            mha.relative_bias.weight.data = mt.randn(*mha.relative_bias.weight.shape, dtype='float64').data
+        f = (lambda x: mha(pe(x))) if kind == 'sinusoidal' else mha
+        with mt.no_grad():
+            gaps[kind] = {name: (f(X[:, perm]) - f(X)[:, perm]).abs().max().item()
+                          for name, perm in PERMUTATIONS.items()}
+    return gaps
+
+
+# ---------------------------------------------------------------------------- 2. PE(pos + k) = PE(pos) M_k
+def shift_matrix(k, d_model, base=10000.0):
+    """The (d_model, d_model) block-diagonal M_k with PE[pos + k] = PE[pos] @ M_k for every pos:
+    per pair (sin a, cos a) -> (sin(a + w k), cos(a + w k)), w = base^(-2i/d_model)."""
+    M = [[0.0] * d_model for _ in range(d_model)]
+    for i in range(d_model // 2):
+        angle = k * base ** (-2 * i / d_model)
+        c, s = math.cos(angle), math.sin(angle)
+        # row vector [sin a, cos a] @ [[c, -s], [s, c]] = [sin a c + cos a s, -sin a s + cos a c]
+        M[2 * i][2 * i], M[2 * i][2 * i + 1], M[2 * i + 1][2 * i], M[2 * i + 1][2 * i + 1] = c, -s, s, c
+    return mt.tensor(M, dtype='float64')
+
+
+def shift_errors(d_model=512, shifts=(1, 5, 50), positions=200):
+    """{k: max over pos < positions of |PE[pos + k] - PE[pos] @ M_k|}."""
+    pe = SinusoidalPositionalEncoding(d_model).table(positions + max(shifts), dtype='float64')
+    return {k: (pe[k:k + positions] - pe[:positions] @ shift_matrix(k, d_model)).abs().max().item() for k in shifts}
+
+
+# ---------------------------------------------------------------------------- 3. RoPE: the offset alone
+def rope_scores(d_k=16, offset=3, starts=(0, 10, 100, 1000), seed=0):
+    """q . k after RoPE, for the same q, k placed at positions (m, m + offset): one score per start m."""
+    mt.manual_seed(seed)
+    rope = RotaryEmbedding(d_k)
+    q, k = mt.randn(1, 1, 1, d_k, dtype='float64'), mt.randn(1, 1, 1, d_k, dtype='float64')
+    return {m: (rope.rotate(q, m) * rope.rotate(k, m + offset)).sum().item() for m in starts}
+
+
+# ---------------------------------------------------------------------------- 4. wavelengths
+def wavelengths(d_model=512, base=10000.0):
+    """Wavelength 2π base^(2i/d_model) of each pair i = 0 .. d_model/2 - 1, in positions."""
+    return [2 * math.pi * base ** (2 * i / d_model) for i in range(d_model // 2)]
+
+
+# ---------------------------------------------------------------------------- 5. extrapolation
+def recency_batch(rng, B, T, p_key=0.3, device='cpu'):
+    """(ids, targets) (B, T): random tokens, keys with probability p_key; targets[t] = the latest key at or
+    before t (-1 before the first key: not scored)."""
+    ids, targets = [], []
+    for _ in range(B):
+        seq, answer, last = [], [], -1
+        for _ in range(T):
+            token = rng.randrange(N_KEYS) if rng.random() < p_key else rng.randrange(N_KEYS, VOCAB)
+            last = token if token < N_KEYS else last
+            seq.append(token)
+            answer.append(last)
+        ids.append(seq)
+        targets.append(answer)
+    return mt.tensor(ids, device=device), mt.tensor(targets, device=device)
+
+
+def make_model(kind, max_len, seed=0, device='cpu'):
+    mt.manual_seed(seed)
+    options = dict(positional='none', relative=True) if kind == 'relative' else dict(positional=kind)
+    return GPT(VOCAB, d_model=32, n_layers=1, n_heads=4, max_len=max_len, init_std=0.1, **options).to(device)
+
+
+def train_recency(kind, N=16, steps=150, B=16, lr=3e-3, seed=0, device='cpu'):
+    model = make_model(kind, N, seed, device)
+    opt = optim.Adam(model.parameters(), lr=lr)
+    rng = random.Random(seed)
+    for _ in range(steps):
+        ids, targets = recency_batch(rng, B, N, device=device)
+        loss = mt.cross_entropy(model(ids), targets, ignore_index=-1)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return model, loss.item()
+
+
+def accuracy_by_position(model, T, n=64, seed=1, device='cpu'):
+    """Accuracy at each position 0 .. T-1 over n test sequences (None where no position was scored),
+    and overall; None, None when the model cannot take length T (a learned table)."""
+    ids, targets = recency_batch(random.Random(seed), n, T, device=device)
+    try:
+        with mt.no_grad():
+            predicted = model(ids).argmax(axis=-1)
+    except ValueError:  # LearnedPositionalEmbedding: no row for positions >= max_len
+        return None, None
+    scored = targets >= 0
+    hits = ((predicted == targets) & scored).astype('float64')
+    per_position = [h / s if s else None for h, s in zip(hits.sum(axis=0).tolist(), scored.sum(axis=0).tolist())]
+    return per_position, hits.sum().item() / scored.sum().item()
+
+
+def extrapolation(N=16, steps=150, B=16, seeds=1, kinds=KINDS, device='cpu'):
+    """{kind: {'acc': {T: mean accuracy or None}, 'per_position': at 4N (seed 0), 'loss': final training loss}}."""
+    out = {}
+    for kind in kinds:
+        accs, losses, per_position = {T: [] for T in (N, 2 * N, 4 * N)}, [], None
+        for seed in range(seeds):
+            model, loss = train_recency(kind, N, steps, B, seed=seed, device=device)
+            losses.append(loss)
+            for T in accs:
+                positions, acc = accuracy_by_position(model, T, device=device)
+                accs[T].append(acc)
+                if T == 4 * N and seed == 0:
+                    per_position = positions
+        out[kind] = {'acc': {T: None if None in a else sum(a) / len(a) for T, a in accs.items()},
+                     'per_position': per_position, 'loss': sum(losses) / len(losses)}
+    return out
+
+
+def _pct(value):
+    return 'cannot run' if value is None else f"{100 * value:.1f}%"
+
+
+def run(N=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu'):
+    if full:
+        steps, batch_size, seeds = 400, 32, 3
+    gaps = equivariance_gaps()
+    print("1. Permutations of 3 input rows X (猫吃鱼 -> 鱼吃猫, 吃猫鱼); max |f(P X) - P f(X)| for one "
+          "attention layer f (float64)")
+    print(table(['positions'] + list(PERMUTATIONS),
+                [[k] + [f"{v:.1e}" + (' equivariant' if v < 1e-9 else '') for v in g.values()]
+                 for k, g in gaps.items()]))
+    print("Without positions reordering the words only reorders the outputs.  Bidirectional ALiBi's bias\n"
+          "-m|i - j| is the same read backwards, so it cannot tell 猫吃鱼 from its reversal 鱼吃猫 (with a\n"
+          "causal mask, as in GPT, it can); any other reordering changes its output.")
+
+    errors = shift_errors()
+    print("\n2. PE[pos + k] = PE[pos] @ M_k, M_k block-diagonal 2x2 rotations by k w_i (k alone), d_model = 512, "
+          "pos 0..199:")
+    print(table(['k', 'max |PE[pos+k] - PE[pos] M_k|'], [[k, f"{e:.1e}"] for k, e in errors.items()]))
+    print(f"M_1's first block: {[[round(v, 4) for v in row[:2]] for row in shift_matrix(1, 512)[:2].tolist()]} "
+          "= [[cos 1, -sin 1], [sin 1, cos 1]]")
+
+    scores = rope_scores()
+    print("\n3. RoPE: the same q and k placed at positions m and m + 3:")
+    print(table(['m', 'm + 3', 'q_m . k_(m+3)'], [[m, m + 3, f"{s:.10f}"] for m, s in scores.items()]))
+    spread = max(scores.values()) - min(scores.values())
+    print(f"spread {spread:.1e}: the score depends on the offset only.")
+
+    lam = wavelengths()
+    print("\n4. Sinusoidal wavelengths, d_model = 512: pair i (dims 2i, 2i+1) repeats every 2π 10000^(2i/512) "
+          "positions")
+    print(table(['i', 'dims', 'wavelength'], [[i, f"{2 * i},{2 * i + 1}", lam[i]] for i in (0, 1, 16, 64, 128, 255)]))
+    pe = SinusoidalPositionalEncoding(512).table(7, dtype='float64').tolist()
+    print(f"The article: 2π = {2 * math.pi:.2f} to 10000·2π = {20000 * math.pi:.0f}.  The last pair is i = 255, "
+          f"whose wavelength is 2π 10000^(510/512) = {lam[-1]:.0f}\n(10000·2π would need i = d_model/2); "
+          f"either way position 50000 is less than one period.  Pair 0 at positions 0 and 6: "
+          f"({pe[0][0]:.2f}, {pe[0][1]:.2f}) vs ({pe[6][0]:.2f}, {pe[6][1]:.2f}), near as the article says.\n"
+          f"{sum(w > 512 for w in lam)} of the 256 pairs have a wavelength beyond 512 positions: within a "
+          "512-token sentence they never repeat, so together they pin the position down.")
+
+    print(f"\n5. Extrapolation: trained on length N = {N} ({steps} steps, batch {batch_size}, {seeds} "
+          f"seed{'s' * (seeds > 1)}), tested on N, 2N, 4N")
+    results = extrapolation(N, steps, batch_size, seeds, device=device)
+    print(table(['positions', 'train loss', f'acc T={N}', f'acc T={2 * N}', f'acc T={4 * N}'],
+                [[k, r['loss'], *(_pct(r['acc'][T]) for T in (N, 2 * N, 4 * N))] for k, r in results.items()]))
+    seen = sorted({relative_position_bucket(-d) for d in range(N)})
+    used = sorted({relative_position_bucket(-d) for d in range(4 * N)})
+    print(f"chance: {100 / N_KEYS:.0f}% (one of {N_KEYS} keys).  'learned' has no row past position {N - 1}: "
+          "it cannot even run on longer inputs.\n"
+          f"'relative' (T5 buckets: 32, max distance 128) saw buckets {seen[0]}..{seen[-1]} in training; at length "
+          f"{4 * N} the distances use buckets up to {used[-1]}, and the unseen ones {sorted(set(used) - set(seen))} "
+          "still hold their initial bias 0.\n(T5 trains on 512 tokens, so every bucket up to distance 128 is "
+          "learned; here the training length is what limits it.)")
+    save_lines('positions_extrapolation',
+               {k: [math.nan if a is None else a for a in r['per_position']] for k, r in results.items()
+                if r['per_position'] is not None},
+               'position in a test sequence of length 4N', 'accuracy', f'Trained on positions 0..{N - 1}',
+               x=list(range(1, 4 * N + 1)), logy=False)
+    return {'gaps': gaps, 'shift_errors': errors, 'rope_scores': scores, 'wavelengths': lam, 'extrapolation': results,
+            'N': N, 'unseen_buckets': sorted(set(used) - set(seen))}
+
+
+def main(argv=None):
+    options = dict(N=16, steps=150, batch_size=16, seeds=1)
+    run(**vars(command_line('positions', __doc__, options, argv, extra=lambda p: p.add_argument(
+        '--full', action='store_true', help='400 steps, batch 32, 3 seeds (about a minute)'))))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,163 @@
+"""Lesson: Pre-LN vs Post-LN -- the last layers' gradients at initialisation, and warm-up.
+
+The deep-dive article (§4.4): "The original Transformer uses Post-LN ... later people
+found Post-LN unstable to train -- it needs careful warm-up (the learning rate rising
+slowly from 0), otherwise the gradients explode.  Today's mainstream is Pre-LN ... more
+stable, no warm-up needed."  Its footnote points to Xiong et al. 2020, "On Layer
+Normalization in the Transformer Architecture", which measures why:
+
+1. At initialisation the gradient of the last layer's weights (the FFN's W_1, W_2) does
+   not depend on the depth L for Post-LN, but shrinks like 1/sqrt(L) for Pre-LN (the
+   residual stream grows like sqrt(L) and the final LayerNorm divides by it).  So
+   Post/Pre grows about like sqrt(L): with Post-LN the top layers take large steps from
+   the very first update, and a large learning rate throws them off course.
+2. Hence the training consequence: at a high learning rate without warm-up Post-LN
+   stalls (or diverges) while Pre-LN learns; with a warm-up both learn.
+
+Both parts use Xiong's setting: Xavier-initialised Linear layers, biases 0 (the library's
+GPT-2 initialisation instead shrinks the residual projections by 1/sqrt(2 L), which is
+itself a cure for depth).  Part 1: an Encoder of L layers on a random batch with a
+cross-entropy head, L = 3, 6, 12, 24, averaged over seeds.  Part 2: a small GPT learns to
+copy (the second half of each sequence repeats the first; loss on the second half; chance
+is ln 10 = 2.30), Adam at lr 1e-2, with and without a linear warm-up.
+
+    python -m demos.pre_vs_post_ln            # quick: 4 layers, 80 steps, 1 seed (a few seconds)
+    python -m demos.pre_vs_post_ln --full     # 6 layers, 200 steps, 3 seeds
+"""
+import math
+import random
+
+import microtensor as mt
+from microtensor import nn, optim
+from microtensor.inspect import norm
+from transformer import GPT, Encoder
+
+from .report import command_line, save_lines, table
+
+DEPTHS = (3, 6, 12, 24)
+VOCAB = 10  # copy task tokens
+
+
+def xavier_init(model):
+    """Xiong et al.'s initialisation: every Linear weight Xavier-normal, every Linear bias 0."""
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            nn.init.xavier_normal_(m.weight)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+    return model
+
+
+def last_layer_gradients(norm_place, n_layers, d_model=32, n_heads=4, B=8, T=16, n_classes=16, seed=0,
+                         device='cpu'):
+    """|dL/dW_1|, |dL/dW_2| of the last layer's FFN at initialisation (a dict), for one random batch:
+    L = cross-entropy(head(Encoder(x)), random classes), x ~ N(0, 1)."""
+    mt.manual_seed(seed)
+    encoder = xavier_init(Encoder(n_layers, d_model, n_heads, norm=norm_place)).to(device)
+    head = xavier_init(nn.Linear(d_model, n_classes)).to(device)
+    x = mt.randn(B, T, d_model, device=device)
+    y = mt.randint(0, n_classes, (B, T), device=device)
+    mt.cross_entropy(head(encoder(x)), y).backward()
+    ffn = encoder.layers[-1].ffn
+    return {'W_1': norm(ffn.W_1.weight.grad), 'W_2': norm(ffn.W_2.weight.grad)}
+
+
+def gradient_table(depths=DEPTHS, seeds=3, device='cpu'):
+    """{(norm_place, L): mean over seeds of last_layer_gradients}."""
+    out = {}
+    for L in depths:
+        for place in ('post', 'pre'):
+            runs = [last_layer_gradients(place, L, seed=s, device=device) for s in range(seeds)]
+            out[place, L] = {k: sum(r[k] for r in runs) / seeds for k in runs[0]}
+    return out
+
+
+def train_copy(norm_place, warmup, n_layers=4, steps=80, lr=1e-2, half=6, d_model=32, n_heads=4, B=16, seed=0,
+               device='cpu'):
+    """Copy-task losses per step for a GPT of n_layers (Xavier init), Adam at lr, linear warm-up over
+    `warmup` updates (0: none).  A non-finite loss (divergence) is recorded as nan."""
+    mt.manual_seed(seed)
+    rng = random.Random(seed)
+    model = xavier_init(GPT(VOCAB, d_model=d_model, n_layers=n_layers, n_heads=n_heads, max_len=2 * half,
+                            norm=norm_place, init_std=0.1)).to(device)
+    opt = optim.Adam(model.parameters(), lr=lr)
+    schedule = optim.LRScheduler(opt, lambda t: optim.linear_warmup(t, warmup, lr))
+    losses = []
+    for _ in range(steps):
+        first = [[rng.randrange(VOCAB) for _ in range(half)] for _ in range(B)]
+        ids = mt.tensor([w + w for w in first], device=device)
+        loss = mt.cross_entropy(model(ids)[:, half - 1:-1], ids[:, half:])  # predict the repeated half
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        schedule.step()
+        value = loss.item()
+        losses.append(value if math.isfinite(value) else math.nan)
+    return losses
+
+
+def verdict(final):
+    chance = math.log(VOCAB)
+    if not math.isfinite(final):
+        return 'diverged'
+    return 'stalled' if final > 0.9 * chance else 'learns' if final < 0.5 * chance else 'slow'
+
+
+def run(n_layers=4, steps=80, warmup=30, lr=1e-2, seeds=1, grad_seeds=3, full=False, device='cpu'):
+    if full:
+        n_layers, steps, warmup, seeds, grad_seeds = 6, 200, 50, 3, 10
+    grads = gradient_table(DEPTHS, grad_seeds, device)
+    print(f"1. At initialisation: |dL/dW| of the last layer's FFN (mean of {grad_seeds} seeds), Xavier init")
+    rows, ratios = [], {}
+    for L in DEPTHS:
+        post, pre = grads['post', L], grads['pre', L]
+        ratios[L] = post['W_2'] / pre['W_2']
+        rows.append([L, post['W_1'], pre['W_1'], post['W_2'], pre['W_2'], f"{pre['W_2'] * math.sqrt(L):.3f}",
+                     f"{ratios[L]:.2f}", f"{ratios[L] / ratios[DEPTHS[0]]:.2f}",
+                     f"{math.sqrt(L / DEPTHS[0]):.2f}"])
+    print(table(['L', 'Post |dW_1|', 'Pre |dW_1|', 'Post |dW_2|', 'Pre |dW_2|', 'Pre |dW_2| sqrt(L)',
+                 'Post/Pre', f'Post/Pre vs L={DEPTHS[0]}', f'sqrt(L/{DEPTHS[0]})'], rows))
+    level = [grads['pre', L]['W_2'] * math.sqrt(L) for L in DEPTHS]
+    growth = ratios[DEPTHS[-1]] / ratios[DEPTHS[0]]
+    print(f"Pre-LN's gradient times sqrt(L) stays within {max(level) / min(level):.2f}x of itself: it shrinks like "
+          f"1/sqrt(L) (Xiong's bound).\nPost-LN's goes from {grads['post', DEPTHS[0]]['W_2']:.2f} to "
+          f"{grads['post', DEPTHS[-1]]['W_2']:.2f} (Xiong's bound for it does not depend on L).  From L = {DEPTHS[0]} to "
+          f"{DEPTHS[-1]} the ratio grows {growth:.1f}x, sqrt({DEPTHS[-1]}/{DEPTHS[0]}) = "
+          f"{math.sqrt(DEPTHS[-1] / DEPTHS[0]):.1f}.")
+
+    print(f"\n2. Training a {n_layers}-layer GPT to copy, Adam lr {lr}, {steps} steps, "
+          f"{seeds} seed{'s' * (seeds > 1)}; chance = ln {VOCAB} = {math.log(VOCAB):.2f}")
+    configs = [(place, w) for place in ('post', 'pre') for w in (0, warmup)]
+    names = {c: f"{c[0].capitalize()}-LN, " + (f"warm-up {c[1]}" if c[1] else 'no warm-up') for c in configs}
+    curves = {c: [train_copy(c[0], c[1], n_layers, steps, lr, seed=s, device=device) for s in range(seeds)]
+              for c in configs}
+    mean = {c: [sum(r[i] for r in curves[c]) / seeds for i in range(steps)] for c in configs}
+    window = max(1, steps // 8)
+    print(table(['steps'] + [names[c] for c in configs],
+                [[f"{a + 1}-{min(a + window, steps)}"] + [sum(mean[c][a:a + window]) / len(mean[c][a:a + window])
+                                                          for c in configs] for a in range(0, steps, window)],
+                fmt='.3f'))
+    finals = {c: [sum(r[-window:]) / window for r in curves[c]] for c in configs}
+    print(table(['last steps, per seed'] + [names[c] for c in configs],
+                [[f"seed {s}"] + [f"{finals[c][s]:.3f} {verdict(finals[c][s])}" for c in configs]
+                 for s in range(seeds)]))
+    print("learned (last steps below half of chance): " + ', '.join(
+        f"{names[c]} {sum(verdict(f) == 'learns' for f in finals[c])}/{seeds}" for c in configs))
+    save_lines('pre_vs_post_ln', {names[c]: mean[c] for c in configs}, 'step', 'copy loss (nats)',
+               f'{n_layers}-layer GPT copying, Adam lr {lr}, with and without warm-up', logy=False)
+    save_lines('pre_vs_post_ln_gradients', {'Post-LN': [grads['post', L]['W_2'] for L in DEPTHS],
+                                            'Pre-LN': [grads['pre', L]['W_2'] for L in DEPTHS]},
+               'layers L', "|dL/dW_2| of the last layer at init", 'Last-layer gradient vs depth', x=list(DEPTHS),
+               logx=True)
+    return {'grads': grads, 'ratios': ratios, 'curves': curves, 'finals': finals, 'names': names,
+            'verdicts': {c: [verdict(f) for f in finals[c]] for c in configs}, 'warmup': warmup}
+
+
+def main(argv=None):
+    options = dict(n_layers=4, steps=80, warmup=30, lr=1e-2, seeds=1, grad_seeds=3)
+    run(**vars(command_line('pre_vs_post_ln', __doc__, options, argv, extra=lambda p: p.add_argument(
+        '--full', action='store_true', help='6 layers, 200 steps, 3 seeds (about a minute)'))))
+
+
+if __name__ == '__main__':
+    main()

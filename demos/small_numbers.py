@@ -1,0 +1,149 @@
+"""Lesson: the articles' small numbers, each set beside what the library measures.
+
+The deep-dive article states four quantities in passing:
+
+1. §4.1: "each layer multiplies the gradient by its derivative (usually less than 1):
+   through 20 layers it becomes 0.9^20 ≈ 12%, through 56 layers 0.9^56 ≈ 0.3%".  Beside
+   it: the per-layer factor measured in a 24-layer encoder without residuals (the
+   residual_highway lesson's stack), extrapolated to 20 and 56 layers.
+2. §5.2: LayerNorm of x = [2, 8, -4, -6] (γ = [1.2, 0.8, 1.0, 1.5], β = [0.1, -0.1, 0, 0.2]):
+   "the range goes from 14 to about 2.51: compressed nearly 6 times".
+3. §5.3: BatchNorm over 32 sentences of 10 words "takes 32×10 = 320 values" per feature;
+   "with batch size 2 only 20 values: the statistics are extremely unreliable".  Counted
+   here, and the unreliability measured: the spread of BatchNorm1d's batch mean over many batches.
+4. §8.1: "in practice a Transformer processes a 512-word sentence 10-100x faster than an
+   RNN (depending on the sequence length and the hardware)": one self-attention layer against
+   an RNN over the same 512 positions (forward + backward), timed here on this machine.
+
+    python -m demos.small_numbers              # about 5 s
+    python -m demos.small_numbers --repeats 7  # steadier timings
+"""
+import math
+import statistics
+import time
+
+import microtensor as mt
+from transformer import RNN, BatchNorm1d, LayerNorm, MultiHeadAttention
+from transformer import article_data as article
+
+from .report import command_line, table
+from .residual_highway import label, layer_gradients
+
+
+# ---------------------------------------------------------------------------- 1. per-layer decay
+def per_layer_factors(n_layers=24, seed=0):
+    """{(norm, residual): geometric mean of |dL/dx_l| / |dL/dx_(l+1)| over the stack} -- the per-layer factor."""
+    out = {}
+    for config in [('pre', False), ('post', False), ('pre', True), ('post', True)]:
+        grads, _, _ = layer_gradients(*config, n_layers=n_layers, seed=seed)
+        out[config] = (grads[0] / grads[-1]) ** (1 / (n_layers - 1))
+    return out
+
+
+# ---------------------------------------------------------------------------- 2. LayerNorm's range
+def layernorm_ranges():
+    """(range of x, range of LayerNorm(x)) for the article's example (float64, eps = 0 as in the article)."""
+    example = article.LAYERNORM_EXAMPLE
+    ln = LayerNorm(len(example['x']), eps=example['eps']).double()
+    ln.gamma.data = mt.tensor(example['gamma'], dtype='float64').data
+    ln.beta.data = mt.tensor(example['beta'], dtype='float64').data
+    x = mt.tensor([example['x']], dtype='float64')
+    with mt.no_grad():
+        y = ln(x)
+    spread = lambda t: (t.max() - t.min()).item()  # noqa: E731
+    return spread(x), spread(y), y[0].tolist()
+
+
+# ---------------------------------------------------------------------------- 3. BatchNorm's sample
+def batchnorm_statistics(batch_sizes=(32, 2), T=10, d_model=8, n_batches=200, seed=0):
+    """{B: (values per statistic, std over n_batches of the batch mean of feature 0)} for data ~ N(0, 1).
+    BatchNorm1d with momentum 1 stores the batch's own mean in running_mean."""
+    mt.manual_seed(seed)
+    out = {}
+    for B in batch_sizes:
+        bn = BatchNorm1d(d_model, momentum=1.0)
+        means = []
+        for _ in range(n_batches):
+            x = mt.randn(B, T, d_model)
+            with mt.no_grad():
+                bn(x)
+            means.append(bn.running_mean[0].item())
+        out[B] = (x.size // d_model, statistics.pstdev(means))
+    return out
+
+
+# ---------------------------------------------------------------------------- 4. attention vs RNN
+def seconds(fn, repeats):
+    """Median wall time of fn() over `repeats` runs (after one warm-up run)."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def attention_vs_rnn(T=512, d_model=64, n_heads=4, B=1, repeats=3, seed=0, device='cpu'):
+    """Median seconds of forward + backward over T positions: one MultiHeadAttention vs an RNN(d_model, d_model)."""
+    mt.manual_seed(seed)
+    attention = MultiHeadAttention(d_model, n_heads).to(device)
+    rnn = RNN(d_model, d_model).to(device)
+    x = mt.randn(B, T, d_model, device=device, requires_grad=True)
+
+    def attend():
+        attention(x).sum().backward()
+
+    def recur():
+        rnn(x)[0].sum().backward()
+    return {'attention': seconds(attend, repeats), 'rnn': seconds(recur, repeats)}
+
+
+def run(T=512, repeats=3, seed=0, device='cpu'):
+    factors = per_layer_factors(seed=seed)
+    print("1. The gradient's shrink per layer: 0.9 (the article) vs measured in 24 EncoderLayers, "
+          "(|dL/dx_1| / |dL/dx_24|)^(1/23)")
+    rows = [["the article's 0.9", '0.900', f"{100 * 0.9 ** 20:.1f}%", f"{100 * 0.9 ** 56:.2f}%"]]
+    rows += [[label(*c), f"{f:.3f}", f"{100 * f ** 20:.3g}%", f"{100 * f ** 56:.3g}%"] for c, f in factors.items()]
+    print(table(['stack', 'per layer', 'after 20 layers', 'after 56 layers'], rows))
+    print(f"0.9^20 = {0.9 ** 20:.4f} (≈ 12%) and 0.9^56 = {0.9 ** 56:.4f} (≈ 0.3%): the article's arithmetic "
+          "holds.  Without residuals\nthese layers shrink the gradient much faster than 0.9 per layer; with them the "
+          "factor is about 1.")
+
+    before, after, y = layernorm_ranges()
+    print(f"\n2. LayerNorm of [2, 8, -4, -6] with the article's γ, β: y = [{', '.join(f'{v:.3f}' for v in y)}]")
+    print(table(['', 'range'], [['x', f"{before:.3f}"], ['LayerNorm(x)', f"{after:.3f}"],
+                                ['ratio', f"{before / after:.2f}x"]]))
+    print(f"The article says 'nearly 6 times': it is {before / after:.1f}x.")
+
+    stats = batchnorm_statistics()
+    print("\n3. BatchNorm1d on (B, 10 words, d) batches of N(0, 1) data: values behind each feature's statistic, "
+          "and how much\n   the batch mean of one feature varies from batch to batch (200 batches; its true "
+          "value is 0)")
+    print(table(['batch size B', 'values per statistic', 'std of the batch mean', '1/sqrt(values)'],
+                [[B, n, f"{s:.4f}", f"{1 / math.sqrt(n):.4f}"] for B, (n, s) in stats.items()]))
+    (n_big, s_big), (n_small, s_small) = stats[32], stats[2]
+    print(f"{n_big} and {n_small} values, as the article counts; with B = 2 the mean is {s_small / s_big:.1f}x "
+          f"noisier (sqrt({n_big}/{n_small}) = {math.sqrt(n_big / n_small):.1f}).")
+
+    timing = attention_vs_rnn(T, repeats=repeats, seed=seed, device=device)
+    ratio = timing['rnn'] / timing['attention']
+    print(f"\n4. Forward + backward over {T} positions, d_model = 64, median of {repeats} runs on {device}:")
+    print(table(['layer', 'seconds', 'multiply-adds'],
+                [['self-attention (4 heads)', f"{timing['attention']:.4f}",
+                  f"{4 * T * 64 * 64 + 2 * T * T * 64:,}"],
+                 ['RNN (tanh), one step at a time', f"{timing['rnn']:.4f}", f"{2 * T * 64 * 64:,}"]]))
+    verdict = ('inside' if 10 <= ratio <= 100 else 'below' if ratio < 10 else 'above')
+    print(f"Attention is {ratio:.1f}x faster here, {verdict} the article's 10-100x, although it does more "
+          "arithmetic (the T^2 scores):\nits work is a few large matrix products, the RNN's is "
+          f"{T} small ones that must wait for each other.  The ratio depends on the\nhardware, as the article says "
+          "(here: numpy on CPU; a GPU favours the large products more).")
+    return {'factors': factors, 'layernorm': (before, after), 'batchnorm': stats, 'timing': timing, 'speedup': ratio}
+
+
+def main(argv=None):
+    run(**vars(command_line('small_numbers', __doc__, dict(T=512, repeats=3, seed=0), argv)))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,74 @@
+"""Masked-language modelling (BERT): hide some tokens, predict them from both sides.
+
+The encoder-only model sees the whole sentence at once (no causal mask), so it cannot be
+trained to predict "the next token": it would simply look at it.  BERT instead corrupts
+the input and asks for the originals back (Devlin et al. 2018):
+
+    choose 15% of the positions (each position independently, probability p)
+    of the chosen:  80% -> [MASK]            the model must infer the token from context
+                    10% -> a random token    it cannot trust a token just because it is not [MASK]
+                    10% -> left unchanged    the same, and the input it sees at inference has no [MASK]
+    loss = cross-entropy at the chosen positions only (labels = IGNORE elsewhere)
+
+    inputs, labels = mlm_mask(ids, mask_id=MASK, vocab_size=V)
+    logits = model.masked_token_logits(inputs)          (B, T, vocab)
+    loss = mlm_loss(logits, labels)
+
+Only ~15% of the positions give a training signal, against every position in a causal
+LM (the architecture article's point on why CLM trains more efficiently).
+"""
+import microtensor as mt
+
+IGNORE = -100  # the label of a position that is not scored (as PyTorch's ignore_index)
+
+
+def mlm_mask(ids, mask_id, vocab_size, p=0.15, mask_share=0.8, random_share=0.1, pad_id=None):
+    """BERT's corruption of ids (B, T) -> (inputs (B, T), labels (B, T)).
+
+    labels: the original token where a position was chosen, IGNORE elsewhere.
+    inputs: ids with the chosen positions replaced: mask_id with probability mask_share,
+    a uniform random token from 0 .. vocab_size - 1 with probability random_share, left
+    as they are otherwise.  Keep [MASK] and the other special ids outside 0 .. vocab_size - 1
+    so that a random replacement is an ordinary token.  pad_id positions are never chosen.
+    Randomness: mt's generator (mt.manual_seed).
+    """
+    if not isinstance(ids, mt.Tensor) or ids.dtype.kind not in 'iu' or ids.ndim != 2:
+        raise TypeError(f"mlm_mask: ids must be a (B, T) integer Tensor, got "
+                        f"{getattr(ids, 'dtype', type(ids).__name__)} of shape {getattr(ids, 'shape', None)}")
+    if not (0 <= p <= 1 and 0 <= mask_share and 0 <= random_share and mask_share + random_share <= 1):
+        raise ValueError(f"mlm_mask: need 0 <= p <= 1 and mask_share + random_share <= 1 (both >= 0), got "
+                         f"p={p}, mask_share={mask_share}, random_share={random_share}")
+    if vocab_size < 1:
+        raise ValueError(f"mlm_mask: vocab_size (the range random replacements come from) must be >= 1, "
+                         f"not {vocab_size}")
+    shape, device = ids.shape, ids.device
+    chosen = mt.rand(*shape, device=device) < p
+    if pad_id is not None:
+        chosen = chosen & (ids != pad_id)
+    action = mt.rand(*shape, device=device)               # one draw decides [MASK] / random / kept
+    to_mask = chosen & (action < mask_share)
+    to_random = chosen & (action >= mask_share) & (action < mask_share + random_share)
+    random_ids = mt.randint(0, vocab_size, shape, device=device).astype(ids.dtype)
+    inputs = mt.where(to_mask, mask_id, mt.where(to_random, random_ids, ids))
+    labels = mt.where(chosen, ids, IGNORE)
+    return inputs.astype(ids.dtype), labels.astype(ids.dtype)
+
+
+def mlm_loss(logits, labels):
+    """Mean cross-entropy over the chosen positions: logits (B, T, vocab), labels (B, T) from mlm_mask."""
+    if logits.shape[:-1] != tuple(labels.shape):
+        raise ValueError(f"mlm_loss: logits {logits.shape} and labels {tuple(labels.shape)} must share (B, T)")
+    if not (labels != IGNORE).any():
+        raise ValueError("mlm_loss: no position was chosen in this batch (every label is IGNORE); "
+                         "use a larger batch or a larger p")
+    return mt.cross_entropy(logits, labels, ignore_index=IGNORE)
+
+
+def masked_accuracy(logits, labels):
+    """The fraction of chosen positions whose argmax prediction is the original token (a float)."""
+    chosen = labels != IGNORE
+    n = chosen.sum().item()
+    if n == 0:
+        raise ValueError("masked_accuracy: no position was chosen (every label is IGNORE)")
+    hits = (logits.argmax(axis=-1) == labels) & chosen
+    return hits.sum().item() / n
