@@ -30,10 +30,11 @@ scaled_dot_product_attention.  The numbers come from transformer/article_data.py
 import math
 
 import microtensor as mt
-from transformer import SinusoidalPositionalEncoding, TokenEmbedding
+from microtensor import nn
+from transformer import Encoder, SinusoidalPositionalEncoding, TokenEmbedding
 from transformer import article_checks, article_data as article
 
-from .report import command_line, run_lesson, save_heatmaps, table
+from .report import command_line, options_of, run_lesson, save_heatmaps, save_viewer, table
 
 ENGLISH = {'猫': 'cat', '吃': 'eats', '鱼': 'fish'}  # for plots: matplotlib's default font has no CJK
 
@@ -68,6 +69,26 @@ def attention_weights(head, device='cpu'):
     return mt.softmax(S / math.sqrt(article.D_K), axis=-1)
 
 
+def save_backward_viewer(seed=0, device='cpu'):
+    """猫 吃 鱼 through the article's encoder (2 Post-LN layers, d_model 12, h 3, d_ff 48, GELU), backward.
+
+    The input is the article's X0 = Embedding + PE; the article prints no weight matrices,
+    so the layers' are random (seeded), and the loss is L = sum(output * G), G ~ N(0, 1):
+    what a head above would send back.  Writes runs/article_trace.html; returns its path.
+    """
+    mt.manual_seed(seed)
+    model = nn.Module()  # a container, so that mt.record_modules names every part
+    model.embed = TokenEmbedding(len(article.TOKENS), article.D_MODEL)
+    model.embed.weight.data = mt.tensor([article.EMBEDDINGS[w] for w in article.TOKENS]).data
+    model.pe = SinusoidalPositionalEncoding(article.D_MODEL)
+    model.encoder = Encoder(2, article.D_MODEL, article.N_HEADS, d_ff=article.D_FF, norm='post')
+    model.to(device)
+    with mt.record_modules(model):
+        out = model.encoder(model.pe(model.embed(mt.tensor([[0, 1, 2]], device=device))))
+    loss = (out * mt.randn(*out.shape).to(device)).sum()
+    return save_viewer('article_trace', loss, '猫 吃 鱼 through a 2-layer encoder (random weights)', model)
+
+
 def max_difference(a, b):
     return max(abs(x - y) for row_a, row_b in zip(a, b) for x, y in zip(row_a, row_b))
 
@@ -80,7 +101,7 @@ def _vector(values):
     return '[' + ', '.join(f"{v:.2f}" for v in values) + ']'
 
 
-def run(device='cpu'):
+def run(device='cpu', html=False):
     pe = positional_table(device=device)
     print("1. Sinusoidal PE, d_model = 12:  PE[pos, 2i] = sin(pos / 10000^(2i/12)), PE[pos, 2i+1] = cos(...)")
     print(table(['pos'] + [f"d{j}" for j in range(12)], [[pos] + row for pos, row in enumerate(pe)], fmt='.4f'))
@@ -124,12 +145,15 @@ def run(device='cpu'):
           "weight matrices, so the attention cannot be recomputed further.")
     for title, header, rows in article_checks.tables(X0):  # the residual sum and the similarities (§7.3-7.4)
         print('\n' + title + '\n' + table(header, rows))
+    if html:
+        save_backward_viewer(device=device)
     return {'pe': pe, 'typos': typos, 'x0': X0, 'x0_with_printed_pe': X0_with_typos, 'weights': weights}
 
 
 
 def main(argv=None):
-    return run_lesson(run, command_line('article_trace', __doc__, {}, argv))
+    options = options_of(run, html='also write the backward pass of a 2-layer encoder on 猫 吃 鱼 as a viewer page')
+    return run_lesson(run, command_line('article_trace', __doc__, options, argv))
 
 
 if __name__ == '__main__':

@@ -257,3 +257,18 @@ def save_plot(name, draw, title=None, folder=RUNS, panels=1):
     os.replace(tmp, path)
     print(f"plot saved to {path}")
     return wrote(path, title or name)
+
+
+# ---------------------------------------------------------------------------- backward-pass viewer pages
+def save_viewer(name, loss, title, params=None, folder=RUNS):
+    """Run loss's backward pass through mt.BackpropViewer and save the page as <folder>/<name>.html.
+
+    Fills .grad as loss.backward() does, so the lesson goes on as before.  Recorded with wrote();
+    returns the path.
+    """
+    os.makedirs(folder, exist_ok=True)
+    path = mt.BackpropViewer(loss, params=params, title=title).save(os.path.join(folder, f"{name}.html"))
+    size = os.path.getsize(path)
+    print(f"backward-pass viewer saved to {path} "
+          f"({f'{size / 1e6:.1f} MB' if size > 1e6 else f'{size / 1e3:.0f} kB'}; open it in a browser)")
+    return wrote(path, f"backward-pass viewer: {title}")

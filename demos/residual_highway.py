@@ -29,7 +29,7 @@ from microtensor.inspect import norm
 from transformer import Encoder
 from transformer.probes import ResidualProbe, rank_collapse, token_uniformity
 
-from .report import command_line, options_of, run_lesson, save_lines, table
+from .report import command_line, options_of, run_lesson, save_lines, save_viewer, table
 
 CONFIGS = [('pre', True), ('post', True), ('pre', False), ('post', False)]
 
@@ -38,11 +38,13 @@ def label(norm_place, residual):
     return f"{norm_place.capitalize()}-LN, " + ('residual' if residual else 'no residual')
 
 
-def layer_gradients(norm_place, residual, n_layers=24, d_model=16, n_heads=2, B=4, T=8, seed=0, device='cpu'):
+def layer_gradients(norm_place, residual, n_layers=24, d_model=16, n_heads=2, B=4, T=8, seed=0, device='cpu',
+                    html=None):
     """|dL/dx_l| for the input x_l of each layer l = 1..n_layers, each layer's "+1" share, and the device
     the gradients were computed on.
 
     L = sum(output * G) with G ~ N(0, 1): the gradient arriving at the top is G itself.
+    html: a name: the backward pass also goes to a BackpropViewer page, runs/<html>.html.
     """
     mt.manual_seed(seed)  # weights and data drawn on the CPU and moved: the same numbers on every device
     encoder = Encoder(n_layers, d_model, n_heads, norm=norm_place, residual=residual).to(device)
@@ -54,9 +56,13 @@ def layer_gradients(norm_place, residual, n_layers=24, d_model=16, n_heads=2, B=
 
     handles = [layer.register_forward_hook(keep_input) for layer in encoder.layers]
     x = mt.randn(B, T, d_model).to(device).requires_grad_()
-    with ResidualProbe(encoder) as probe:
+    with ResidualProbe(encoder) as probe, mt.record_modules(encoder):
         out = encoder(x)
-        (out * mt.randn(*out.shape).to(device)).sum().backward()
+        loss = (out * mt.randn(*out.shape).to(device)).sum()
+        if html:
+            save_viewer(html, loss, f"{label(norm_place, residual)}, {n_layers} layers", encoder)
+        else:
+            loss.backward()
     for handle in handles:
         handle.remove()
     return [norm(t.grad) for t in inputs], identity_shares(probe), x.grad.device
@@ -71,11 +77,12 @@ def identity_shares(probe):
     return [sum(s) / len(s) if s else 0.0 for s in shares]
 
 
-def run(n_layers=24, d_model=16, n_heads=2, batch_size=4, seq_len=8, seed=0, device='cpu'):
+def run(n_layers=24, d_model=16, n_heads=2, batch_size=4, seq_len=8, seed=0, device='cpu', html=False):
     grads, shares = {}, {}
     for config in CONFIGS:
+        page = f"residual_highway_{'residual' if config[1] else 'no_residual'}" if html and config[0] == 'pre' else None
         grads[config], shares[config], device = layer_gradients(*config, n_layers, d_model, n_heads, batch_size,
-                                                                seq_len, seed, device)
+                                                                seq_len, seed, device, html=page)
     print(f"{n_layers} EncoderLayers, d_model = {d_model}, {n_heads} heads; |dL/dx| at each layer's input "
           f"(layer 1 is the first, nearest the input):")
     step = max(1, n_layers // 12)
@@ -105,7 +112,8 @@ def run(n_layers=24, d_model=16, n_heads=2, batch_size=4, seq_len=8, seed=0, dev
 def main(argv=None):
     options = options_of(run, n_layers='EncoderLayers in the stack', d_model='model width d_model',
                          n_heads='attention heads (must divide d_model)', batch_size='sequences in the batch',
-                         seq_len='tokens per sequence', seed='random seed')
+                         seq_len='tokens per sequence', seed='random seed',
+                         html='also write the Pre-LN backward passes as step-by-step viewer pages (runs/*.html)')
     return run_lesson(run, command_line('residual_highway', __doc__, options, argv, check=_heads_divide))
 
 

@@ -39,19 +39,28 @@ from transformer import scaled_dot_product_attention
 from transformer.attention import attend  # scaled_dot_product_attention that also returns the scores
 from transformer.probes import saturation_stats
 
-from .report import command_line, options_of, run_lesson, save_lines, table, window_means
+from .report import command_line, options_of, run_lesson, save_lines, save_viewer, table, window_means
 
 D_KS = (4, 16, 64, 256, 1024)
 
 
-def saturation(d_k, scaled, n=32, T=16, seed=0, device='cpu'):
-    """Random q, k, v (n, T, d_k) ~ N(0, 1) through attention; a dict of the lesson's numbers."""
+def saturation(d_k, scaled, n=32, T=16, seed=0, device='cpu', html=None):
+    """Random q, k, v (n, T, d_k) ~ N(0, 1) through attention; a dict of the lesson's numbers.
+
+    html: a name: the backward pass also goes to a BackpropViewer page, runs/<html>.html.
+    """
     mt.manual_seed(seed)  # drawn on the CPU and moved: the same numbers on every device
     q, k, v = (mt.randn(n, T, d_k).to(device).requires_grad_() for _ in range(3))
+    q.name, k.name, v.name = 'q', 'k', 'v'
     output, weights, scores = attend(q, k, v, scale=None if scaled else 1.0)
     weights.retain_grad()
     scores.retain_grad()
-    (output * mt.randn(*output.shape).to(device)).sum().backward()  # a random upstream gradient dL/doutput
+    loss = (output * mt.randn(*output.shape).to(device)).sum()  # a random upstream gradient dL/doutput
+    if html:
+        scores.name, weights.name = 's (scores)', 'p (weights)'
+        save_viewer(html, loss, f"Attention, d_k = {d_k}, scale {'1/sqrt(d_k)' if scaled else 'none'}")
+    else:
+        loss.backward()
     stats = saturation_stats(scores, weights)
     passes = row_norms(scores.grad) / row_norms(weights.grad)  # (n, T): one ratio per query row
     return {'d_k': d_k, 'scaled': scaled, 'var': stats.score_var, 'max_p': stats.max_p, 'p1p': stats.mean_p1p,
@@ -113,7 +122,8 @@ def train_lookup(scaled, d=32, d_k=256, T=8, B=32, steps=150, lr=0.5, seed=0, de
     return losses
 
 
-def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train_d_k=256, seed=0, device='cpu'):
+def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train_d_k=256, seed=0, device='cpu',
+        html=False):
     n, T = batch_size, seq_len
     rows = sweep(d_ks, n=n, T=T, seed=seed, device=device)
     print(f"q, k, v ~ N(0, 1): {n} x {T} queries, {T} keys each; uniform attention would have "
@@ -130,6 +140,9 @@ def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train
               for key, what in (('p1p', 'mean p(1-p)'), ('passes', 'passes')) for scaled in (True, False)}
     save_lines('softmax_saturation', series, 'd_k', 'p(1-p), gradient share', 'Softmax saturation as d_k grows',
                x=list(d_ks), logx=True)
+    for scaled in (True, False) if html else ():  # the largest d_k, step by step, with and without the scale
+        saturation(d_ks[-1], scaled, n=n, T=T, seed=seed, device=device,
+                   html=f"softmax_saturation_{'scaled' if scaled else 'unscaled'}")
 
     curves = None
     if train:
@@ -151,7 +164,8 @@ def main(argv=None):
                          seq_len='sequence length T (queries and keys per batch)',
                          train='also train one attention head with and without the scale',
                          train_steps='SGD steps of that training', train_d_k='d_k of that training',
-                         seed='random seed')
+                         seed='random seed',
+                         html='also write the largest d_k\'s backward pass, scaled and not, as viewer pages')
     return run_lesson(run, command_line('softmax_saturation', __doc__, options, argv))
 
 

@@ -24,6 +24,7 @@ from .tensor import Tensor
 from . import nn, optim  # noqa: E402  (after Tensor and the ops they build on)
 from . import inspect  # noqa: E402
 from .inspect import Trace, backward_steps, draw_graph, gradient_flow, record_modules, trace  # noqa: E402
+from .inspect import BackpropViewer  # noqa: E402
 
 float32 = backend.dtype('float32')
 float64 = backend.dtype('float64')

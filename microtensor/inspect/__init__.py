@@ -5,6 +5,7 @@
     modules.py   record_modules(model): remember which module made each op (for the two below)
     graph.py     draw_graph(tensor): the graph as a graphviz.Digraph, modules as clusters
     flow.py      gradient_flow(model, optimizer): per-parameter |grad|, |W|, update/weight
+    viewer.py    BackpropViewer(loss).save('backprop.html'): step through the pass in a browser
 
 All of them are built on the engine's own loop (autograd.backward_loop), hooks and
 .grad; none is a special path in the engine, and none costs anything while unused.
@@ -14,3 +15,4 @@ from .graph import draw_graph
 from .modules import module_of, record_modules
 from .steps import Step, backward_steps, norm
 from .trace import Trace, trace
+from .viewer import BackpropViewer

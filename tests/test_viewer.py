@@ -1,0 +1,202 @@
+"""mt.BackpropViewer, the Python side: the recorded steps are backward_steps', the page is
+self-contained and stays within its size limits.  (tests/test_viewer_browser.py opens it in Chromium.)"""
+import json
+import os
+import re
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+import microtensor as mt
+from microtensor import nn
+from transformer import Encoder
+
+HAS_DOT = shutil.which('dot') is not None
+
+
+def encoder_loss(n_layers=2, d_model=8, seed=0, dtype='float64'):
+    """A Pre-LN encoder stack (residual connections, attention, LayerNorm), modules recorded."""
+    mt.manual_seed(seed)
+    encoder = Encoder(n_layers, d_model, 2, d_ff=2 * d_model).to(dtype=dtype)
+    x = mt.randn(2, 3, d_model, requires_grad=True, name='x', dtype=dtype)
+    with mt.record_modules(encoder):
+        out = encoder(x)
+    return (out * mt.randn(*out.shape, dtype=dtype)).sum(), encoder, x
+
+
+def page_data(html):
+    """The DATA object the page's script reads."""
+    return json.loads(re.search(r'const DATA = (.*?);\n</script>', html, re.S).group(1))
+
+
+def test_steps_are_backward_steps_and_grads_are_backward_grads():
+    loss, encoder, x = encoder_loss()
+    viewer = mt.BackpropViewer(loss, params=encoder)
+    viewer_grads = {name: p.grad.numpy().copy() for name, p in encoder.named_parameters()}
+    loss, encoder, x = encoder_loss()  # the same graph again (same seed): now through backward_steps
+    steps = list(mt.backward_steps(loss))
+    assert len(viewer.steps) == len(steps) > 50
+    for record, step in zip(viewer.steps, steps):
+        assert record.index == step.index and record.op == step.op_name
+        assert record.module == mt.inspect.module_of(step.op)
+        node = viewer.nodes[record.node]
+        assert node.kind == 'op' and node.title == step.op_name and node.shape == tuple(step.output.shape)
+        assert [viewer.nodes[i].shape for i in record.inputs] == [tuple(t.shape) for t in step.inputs]
+        assert record.grad_in == pytest.approx(mt.inspect.norm(step.grad_output), rel=1e-12)
+        assert list(record.sent) == [None if g is None else pytest.approx(mt.inspect.norm(g), rel=1e-12)
+                                     for g in step.grad_inputs]
+    # running the viewer filled .grad exactly as backward does
+    for name, p in encoder.named_parameters():
+        np.testing.assert_allclose(viewer_grads[name], p.grad.numpy(), rtol=1e-12, atol=0)
+
+
+def test_graph_nodes_and_edges_follow_the_steps():
+    loss, encoder, x = encoder_loss()
+    viewer = mt.BackpropViewer(loss, params=encoder)
+    # every op node made exactly one step; each step's inputs are edges into its node
+    assert sorted(s.node for s in viewer.steps) == [i for i, n in enumerate(viewer.nodes) if n.kind == 'op']
+    assert viewer.edges == [(i, s.node, ('+1', 'F')[k] if s.op == 'ResidualAdd' else None)
+                            for s in viewer.steps for k, i in enumerate(s.inputs)]
+    residual = [viewer.nodes[s.node] for s in viewer.steps if s.op == 'ResidualAdd']
+    assert sorted(n.residual for n in residual) == ['layers.0.ffn residual', 'layers.0.self_attn residual',
+                                                    'layers.1.ffn residual', 'layers.1.self_attn residual']
+    params = {n.name: n for n in viewer.nodes if n.kind == 'param'}
+    assert params['layers.1.ffn.W_1.weight'].module == 'layers.1.ffn.W_1'
+    assert viewer.grad_norms[viewer.nodes.index(params['x'])] == pytest.approx(mt.inspect.norm(x.grad), rel=1e-12)
+    data = page_data(viewer.html())
+    assert data['modules'][:3] == ['final_norm', 'layers', 'layers.0']
+    assert [s['g'] for s in data['steps']] == pytest.approx([s.grad_in for s in viewer.steps], rel=1e-5)
+    assert [data['tensors'][s['y']] for s in data['steps'][:3]] == ['Sum output ()', 'Mul output (2, 3, 8)',
+                                                                   'LayerNorm output (2, 3, 8)']
+
+
+@pytest.mark.parametrize('layout', [pytest.param('dot', marks=pytest.mark.skipif(not HAS_DOT, reason="no `dot`")),
+                                    'layered'])
+def test_page_is_self_contained(layout, tmp_path):
+    loss, encoder, _ = encoder_loss()
+    viewer = mt.BackpropViewer(loss, params=encoder, layout=layout, title='a https://example.com title')
+    html = viewer.html()
+    assert 'http://' not in html and 'https://' not in html
+    assert not re.search(r'''\b(src|href)\s*=|@import|url\(''', html)  # nothing fetched from anywhere
+    # every node and edge the script colours is in the drawing
+    ids = set(re.findall(r'<g id="([ne]\d+)" class="(?:node|edge)"', html))
+    assert ids == {f'n{i}' for i in range(len(viewer.nodes))} | {f'e{j}' for j in range(len(viewer.edges))}
+    path = viewer.save(tmp_path / 'backprop.html')
+    assert open(path, encoding='utf-8').read() == html
+    assert viewer._repr_html_().startswith('<iframe srcdoc="&lt;!DOCTYPE html&gt;')
+
+
+def test_values_are_the_gradients_first_rows_and_columns():
+    x = mt.tensor([[1.0, -2.0, 0.5]], requires_grad=True, dtype='float64', name='x')
+    W = mt.randn(3, 20, requires_grad=True, dtype='float64', name='W')
+    viewer = mt.BackpropViewer((x @ W).tanh().sum())
+    (sum_g, _), (tanh_g, _), (matmul_g, (x_g, W_g)) = viewer.values
+    assert sum_g == {'shape': [], 'rows': [[1.0]]}
+    assert tanh_g == {'shape': [1, 20], 'rows': [[1.0] * 6]}  # the first 6 of 20 columns
+    assert matmul_g['shape'] == [1, 20] and len(matmul_g['rows']) == 1 and len(matmul_g['rows'][0]) == 6
+    assert x_g['shape'] == [1, 3]
+    np.testing.assert_allclose(x_g['rows'], x.grad.numpy(), rtol=1e-3)
+    np.testing.assert_allclose(W_g['rows'], W.grad.numpy()[:3, :6], rtol=1e-3)
+    assert W_g['rows'] != W.grad.numpy()[:3, :6].tolist()  # 4 significant digits: a small page
+
+
+def test_without_graphviz_the_layered_layout_is_used(monkeypatch):
+    monkeypatch.setitem(sys.modules, 'graphviz', None)  # import graphviz now fails
+    loss, encoder, _ = encoder_loss()
+    viewer = mt.BackpropViewer(loss, params=encoder, retain_graph=True)
+    data = page_data(viewer.html())
+    assert any('without Graphviz' in note for note in data['notes'])
+    with pytest.raises(RuntimeError, match='graphviz'):
+        mt.BackpropViewer(loss, layout='dot').html()
+    with pytest.raises(ValueError, match="'auto', 'dot' or 'layered'"):
+        mt.BackpropViewer(loss, layout='circles')
+    with pytest.raises(ValueError, match='nothing to show'):
+        mt.BackpropViewer(mt.tensor(1.0, requires_grad=True))
+
+
+def test_thousands_of_ops_are_drawn_by_module_within_max_bytes():
+    loss, encoder, _ = encoder_loss(n_layers=70, d_model=4, dtype='float32')
+    viewer = mt.BackpropViewer(loss, params=encoder, max_nodes=500, retain_graph=True)
+    assert len(viewer.steps) > 2000
+    html = viewer.html()
+    data = page_data(html)
+    assert len(html.encode()) < viewer.max_bytes
+    assert len(data['nodes']) <= 500 and len(data['steps']) == len(viewer.steps)
+    assert any('too many to draw' in note and 'module depth' in note for note in data['notes'])
+    groups = {n['module'] for n in data['nodes']}
+    assert 'layers.42.ffn' in groups or 'layers.42' in groups
+    # each step shows the group of its module
+    step = next(s for s in viewer.steps if s.module == 'layers.42.ffn.W_1')
+    assert data['nodes'][data['steps'][step.index]['n']]['module'] in ('layers.42.ffn', 'layers.42')
+
+
+
+def test_values_then_steps_are_left_out_beyond_max_bytes():
+    loss, encoder, _ = encoder_loss()
+    full = mt.BackpropViewer(loss, params=encoder, retain_graph=True).html()
+    viewer = mt.BackpropViewer(loss, params=encoder, max_bytes=len(full.encode()) - 20_000)
+    data = page_data(viewer.html())
+    assert len(viewer.html().encode()) <= viewer.max_bytes
+    assert 0 < len(data['values']) < len(data['steps']) == len(viewer.steps)
+    assert data['notes'] == [f"Values are shown for the first {len(data['values'])} of {len(viewer.steps)} steps, "
+                             f"to stay under max_bytes={viewer.max_bytes}."]
+
+
+def test_a_long_chain_without_modules_is_drawn_in_runs_of_steps():
+    mt.manual_seed(0)
+    x = mt.randn(3, requires_grad=True)
+    y = x
+    for _ in range(1000):
+        y = (y * 0.999).tanh()
+    viewer = mt.BackpropViewer(y.sum(), max_nodes=200, max_bytes=300_000)
+    html = viewer.html()
+    data = page_data(html)
+    assert len(viewer.steps) == 2001 and len(html.encode()) <= 300_000
+    assert 1 < len(data['steps']) < 2001 and data['values'] == []
+    assert f"only the first {len(data['steps'])} of 2001 steps are shown" in data['notes'][-1]
+    assert len(data['nodes']) <= 200
+    assert any('runs of consecutive steps' in note for note in data['notes'])
+    assert data['nodes'][data['steps'][0]['n']]['tip'].startswith('ops #0-#')
+
+
+def test_mlp_in_a_sequential_gets_module_names_and_a_title():
+    mt.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+    with mt.record_modules(model):
+        loss = model(mt.randn(5, 3)).mean()
+    viewer = mt.BackpropViewer(loss, params=model, title='MLP')
+    assert [s.module for s in viewer.steps] == [None, None, '2', '2', '1', '0', '0']
+    assert viewer.title == 'MLP' and '<title>MLP</title>' in viewer.html()
+    assert repr(viewer) == f'<BackpropViewer of 7 ops, {len(viewer.nodes)} nodes>'
+
+
+def test_lessons_write_their_viewers_with_html(tmp_path, monkeypatch, capsys):
+    """What `--html` adds to residual_highway, softmax_saturation and article_trace (their plots left out)."""
+    from demos import article_trace, report, residual_highway, softmax_saturation
+    monkeypatch.chdir(tmp_path)
+    for lesson in (article_trace, residual_highway, softmax_saturation):
+        with pytest.raises(SystemExit):  # --help lists --html
+            lesson.main(['--help'])
+        assert '--html' in capsys.readouterr().out
+    grads, _, _ = residual_highway.layer_gradients('pre', True, n_layers=2, d_model=8, B=2, T=3, html='residual')
+    assert grads == residual_highway.layer_gradients('pre', True, n_layers=2, d_model=8, B=2, T=3)[0]
+    numbers = softmax_saturation.saturation(64, False, n=2, T=4, html='unscaled')
+    assert numbers == softmax_saturation.saturation(64, False, n=2, T=4)
+    article_trace.save_backward_viewer()
+    out = capsys.readouterr().out
+    pages = {name: (tmp_path / 'runs' / f'{name}.html').read_text(encoding='utf-8')
+             for name in ('residual', 'unscaled', 'article_trace')}
+    for name, html in pages.items():
+        assert f"viewer saved to runs/{name}.html" in out
+        assert os.path.join('runs', f'{name}.html') in dict(report.WRITTEN)  # the tour lists it
+        assert 'https://' not in html and 'http://' not in html
+    data = page_data(pages['residual'])
+    assert sum(any(x.get('road') for x in s['sent']) for s in data['steps']) == 4  # 2 layers x 2 residuals
+    data = page_data(pages['unscaled'])
+    softmax = next(s for s in data['steps'] if s['op'] == 'Softmax')
+    assert data['tensors'][softmax['y']] == 'p (weights) (2, 4, 4)'
+    assert [data['tensors'][x['x']] for x in softmax['sent']] == ['s (scores) (2, 4, 4)']
+    data = page_data(pages['article_trace'])
+    assert 'encoder.layers.1.ffn' in data['modules'] and data['steps'][-1]['m'] == 'embed'
