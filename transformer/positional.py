@@ -116,6 +116,7 @@ class RotaryEmbedding(nn.Module):
         self.d_k, self.base = d_k, base
 
     def rotate(self, x, offset=0):
+        """x (..., T, d_k) with each pair of features rotated by its position (offset + t) times theta_i."""
         *lead, T, d_k = x.shape
         if d_k != self.d_k:
             raise ValueError(f"RotaryEmbedding(d_k={self.d_k}): got x of shape {x.shape}")
