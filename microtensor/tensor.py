@@ -124,8 +124,9 @@ class Tensor:
 
     def __repr__(self):
         """tensor([...values...]) up to REPR_MAX_VALUES elements; bigger: shape, dtype, device and |x|."""
+        big = self.size > REPR_MAX_VALUES
         extras = [f"name={self.name!r}"] if self.name else []
-        if self.size > REPR_MAX_VALUES:
+        if big:
             from .inspect.steps import norm  # (inspect imports this module)
             extras += [f"shape={tuple(self.shape)}", f"dtype={self.dtype}", f"device='{self.device}'",
                        f"|x|={norm(self):.4g}"]
@@ -135,7 +136,7 @@ class Tensor:
             extras.append(f"creator={type(self.creator).__name__}")
         elif self.requires_grad:
             extras.append("requires_grad=True")
-        if self.size > REPR_MAX_VALUES:
+        if big:
             return f"tensor({', '.join(extras)})"
         body = str(backend.to_numpy(self.data)).replace('\n', '\n       ')
         return f"tensor({body}{''.join(', ' + e for e in extras)})"
