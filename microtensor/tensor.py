@@ -36,7 +36,7 @@ class Tensor:
     Operators and methods follow numpy's names and broadcasting (x @ W, x.sum(axis=0)),
     with PyTorch's autograd habits (backward, retain_grad, register_hook, detach).
     """
-    __slots__ = ('data', 'grad', 'requires_grad', 'creator', 'name',
+    __slots__ = ('data', '_grad', 'requires_grad', 'creator', 'name',
                  '_retains_grad', '_hooks', '_version', '__weakref__')
     __array_priority__ = 1000  # numpy_array * tensor -> Tensor.__rmul__
 
@@ -48,7 +48,7 @@ class Tensor:
         if dtype is None and not backend.is_array(data) and array.dtype == 'float64':
             array = array.astype(DEFAULT_FLOAT)  # Python floats become float32, as in PyTorch
         self.data = array
-        self.grad = None
+        self._grad = None
         self.requires_grad = False
         self.creator = None
         self.name = name
@@ -66,26 +66,14 @@ class Tensor:
         0-d arrays again, so every tensor holds an array of its device's type."""
         t = object.__new__(cls)
         t.data = backend.as_array(array)
-        t.requires_grad = False  # .grad stays unset: reading it goes to __getattr__
+        t._grad = None
+        t.requires_grad = False
         t.creator = None
         t.name = None
         t._retains_grad = False
         t._hooks = None
         t._version = [0]
         return t
-
-    def __getattr__(self, name):
-        """Only reached for attributes that are not there: here, a .grad nothing has written yet."""
-        if name != 'grad':
-            error = AttributeError(f"'Tensor' object has no attribute {name!r}")
-            error.name, error.obj = name, self  # lets Python suggest a near name ("Did you mean")
-            raise error
-        if self.creator is not None and not self._retains_grad:
-            warnings.warn(  # one text, so Python shows it once per line of code that reads it
-                "reading .grad of a non-leaf tensor (one an op made): backward() fills .grad only for "
-                "leaves, so it is None. Call .retain_grad() on this tensor before backward() to keep its "
-                "gradient (or read it with register_hook, or with mt.grad(loss, tensor))", stacklevel=2)
-        return None
 
     # ------------------------------------------------------------------ properties
     @property
@@ -142,6 +130,20 @@ class Tensor:
         return f"tensor({body}{''.join(', ' + e for e in extras)})"
 
     # ------------------------------------------------------------------ autograd
+    @property
+    def grad(self):
+        """dL/d(this tensor), filled by backward() for leaves and retain_grad() tensors; else None."""
+        if self._grad is None and self.creator is not None and not self._retains_grad:
+            warnings.warn(  # one text, so Python shows it once per line of code that reads it
+                "reading .grad of a non-leaf tensor (one an op made): backward() fills .grad only for "
+                "leaves, so it is None. Call .retain_grad() on this tensor before backward() to keep its "
+                "gradient (or read it with register_hook, or with mt.grad(loss, tensor))", stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        self._grad = value
+
     def requires_grad_(self, requires_grad=True):
         """Set requires_grad in place (floating-point tensors only); returns self."""
         if requires_grad and not backend.float_dtype(self.dtype):
