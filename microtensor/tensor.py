@@ -8,13 +8,35 @@
 Operators and methods below only forward to the ops in microtensor/ops/, where each
 op's forward and backward stand side by side.
 """
+import warnings
+
 from . import backend
 
 DEFAULT_FLOAT = backend.dtype('float32')
+REPR_MAX_VALUES = 100  # a bigger tensor's repr is one line: shape, dtype, device, |x|, creator
 
 
 class Tensor:
-    __slots__ = ('data', 'grad', 'requires_grad', 'creator', 'name',
+    """An N-d array of numbers (numpy on 'cpu', cupy on 'cuda') that remembers how it was made.
+
+    What it holds:
+        data           the backend array; .numpy() gives a host copy, .item() / float() a number
+        requires_grad  whether gradients flow to it (set it on leaves: mt.tensor(..., requires_grad=True))
+        creator        the op (a Function, see microtensor/ops/) that made it; None for leaves
+        grad           dL/d(this tensor) after loss.backward(): filled for leaves (and tensors
+                       that called retain_grad()); it accumulates until zeroed (.grad = None)
+        name           an optional label, shown by repr, traces and graphs
+
+    How grad works: every op on tensors that require grad records itself as the output's
+    creator, with its inputs: the graph.  loss.backward() walks that graph from the loss
+    back to the leaves and calls each op's backward(g) (the chain rule, one op at a time).
+    The loop lives in microtensor/autograd.py (backward_loop); each op's forward and
+    backward sit side by side in microtensor/ops/ (e.g. Tanh in ops/elementwise.py).
+
+    Operators and methods follow numpy's names and broadcasting (x @ W, x.sum(axis=0)),
+    with PyTorch's autograd habits (backward, retain_grad, register_hook, detach).
+    """
+    __slots__ = ('data', '_grad', 'requires_grad', 'creator', 'name',
                  '_retains_grad', '_hooks', '_version', '__weakref__')
     __array_priority__ = 1000  # numpy_array * tensor -> Tensor.__rmul__
 
@@ -26,7 +48,7 @@ class Tensor:
         if dtype is None and not backend.is_array(data) and array.dtype == 'float64':
             array = array.astype(DEFAULT_FLOAT)  # Python floats become float32, as in PyTorch
         self.data = array
-        self.grad = None
+        self._grad = None
         self.requires_grad = False
         self.creator = None
         self.name = name
@@ -44,7 +66,7 @@ class Tensor:
         0-d arrays again, so every tensor holds an array of its device's type."""
         t = object.__new__(cls)
         t.data = backend.as_array(array)
-        t.grad = None
+        t._grad = None
         t.requires_grad = False
         t.creator = None
         t.name = None
@@ -56,46 +78,74 @@ class Tensor:
     # ------------------------------------------------------------------ properties
     @property
     def shape(self):
+        """The size of each dimension, a tuple: (B, T, d_model)."""
         return self.data.shape
 
     @property
     def ndim(self):
+        """The number of dimensions, len(shape)."""
         return self.data.ndim
 
     @property
     def size(self):
+        """The number of elements, the product of shape."""
         return self.data.size
 
     @property
     def dtype(self):
+        """The element type, a numpy dtype (float32 by default)."""
         return self.data.dtype
 
     @property
     def device(self):
+        """'cpu' (numpy) or 'cuda' (cupy): where the data lives."""
         return backend.device_of(self.data)
 
     @property
     def is_leaf(self):
+        """True for a tensor no op made (a parameter, an input): backward() fills its .grad."""
         return self.creator is None
 
     def __len__(self):
+        """The size of the first dimension."""
         return len(self.data)
 
     def __repr__(self):
-        extras = []
-        if self.name:
-            extras.append(f"name={self.name!r}")
-        if self.device != 'cpu':
+        """tensor([...values...]) up to REPR_MAX_VALUES elements; bigger: shape, dtype, device and |x|."""
+        big = self.size > REPR_MAX_VALUES
+        extras = [f"name={self.name!r}"] if self.name else []
+        if big:
+            from .inspect.steps import norm  # (inspect imports this module)
+            extras += [f"shape={tuple(self.shape)}", f"dtype={self.dtype}", f"device='{self.device}'",
+                       f"|x|={norm(self):.4g}"]
+        elif self.device != 'cpu':
             extras.append(f"device='{self.device}'")
         if self.creator is not None:
             extras.append(f"creator={type(self.creator).__name__}")
         elif self.requires_grad:
             extras.append("requires_grad=True")
+        if big:
+            return f"tensor({', '.join(extras)})"
         body = str(backend.to_numpy(self.data)).replace('\n', '\n       ')
         return f"tensor({body}{''.join(', ' + e for e in extras)})"
 
     # ------------------------------------------------------------------ autograd
+    @property
+    def grad(self):
+        """dL/d(this tensor), filled by backward() for leaves and retain_grad() tensors; else None."""
+        if self._grad is None and self.creator is not None and not self._retains_grad:
+            warnings.warn(  # one text, so Python shows it once per line of code that reads it
+                "reading .grad of a non-leaf tensor (one an op made): backward() fills .grad only for "
+                "leaves, so it is None. Call .retain_grad() on this tensor before backward() to keep its "
+                "gradient (or read it with register_hook, or with mt.grad(loss, tensor))", stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        self._grad = value
+
     def requires_grad_(self, requires_grad=True):
+        """Set requires_grad in place (floating-point tensors only); returns self."""
         if requires_grad and not backend.float_dtype(self.dtype):
             raise TypeError(f"only floating-point tensors can require grad, not {self.dtype} "
                             "(integer tensors hold indices and have no gradient)")
@@ -132,6 +182,7 @@ class Tensor:
         return t
 
     def zero_grad(self):
+        """Forget the accumulated gradient: .grad = None."""
         self.grad = None
 
     # ------------------------------------------------------------------ devices and copies
@@ -140,11 +191,25 @@ class Tensor:
         return backend.to_numpy(self.data)
 
     def tolist(self):
+        """The values as nested Python lists."""
         return self.numpy().tolist()
 
     def item(self):
+        """The value of a one-element tensor as a Python number."""
+        return self._number('item()')
+
+    def __float__(self):
+        """float(t) of a one-element tensor, as in PyTorch."""
+        return float(self._number('float()'))
+
+    def __int__(self):
+        """int(t) of a one-element tensor (truncated toward 0, as int(2.7) is 2)."""
+        return int(self._number('int()'))
+
+    def _number(self, caller):
         if self.size != 1:
-            raise ValueError(f"item(): only a one-element tensor can become a Python number, not shape {self.shape}")
+            raise ValueError(f"{caller}: only a one-element tensor can become a Python number, not one "
+                             f"of shape {self.shape}; reduce it first (e.g. .sum(), .norm()) or index one element")
         return self.data.reshape(()).item()
 
     def to(self, device=None, dtype=None):
@@ -167,18 +232,23 @@ class Tensor:
         return out
 
     def cpu(self):
+        """A copy on the CPU (self if it is there), still in the graph."""
         return self.to('cpu')
 
     def cuda(self):
+        """A copy on the GPU, still in the graph."""
         return self.to('cuda')
 
     def float(self):
+        """A float32 copy, still in the graph (float(t) gives a Python number instead)."""
         return self.to(dtype='float32')
 
     def double(self):
+        """A float64 copy, still in the graph."""
         return self.to(dtype='float64')
 
     def astype(self, dtype):
+        """A copy of another dtype, as numpy's astype (same as to(dtype=...))."""
         return self.to(dtype=dtype)
 
     # ------------------------------------------------------------------ in-place updates
@@ -191,202 +261,269 @@ class Tensor:
         return self
 
     def __setitem__(self, index, value):
+        """t[index] = value, in place (not on a tensor that requires grad, outside no_grad)."""
         value = value.data if isinstance(value, Tensor) else value
         self._modify_in_place(lambda: self.data.__setitem__(_index_arrays(index), value))
 
     def fill_(self, value):
+        """Set every element to value, in place; returns self."""
         return self._modify_in_place(lambda: self.data.fill(value))
 
     def zero_(self):
+        """Set every element to 0, in place; returns self."""
         return self.fill_(0)
 
     def copy_(self, other):
+        """Copy other's values into this tensor, in place; returns self."""
         other = other.data if isinstance(other, Tensor) else other
         return self._modify_in_place(lambda: self.data.__setitem__(Ellipsis, other))
 
     # ------------------------------------------------------------------ arithmetic
     def __add__(self, other):
+        """self + other, broadcasting as numpy."""
         return _ew.Add.apply(self, as_tensor(other, self))
 
     def __radd__(self, other):
+        """other + self."""
         return _ew.Add.apply(as_tensor(other, self), self)
 
     def __sub__(self, other):
+        """self - other, broadcasting as numpy."""
         return _ew.Sub.apply(self, as_tensor(other, self))
 
     def __rsub__(self, other):
+        """other - self."""
         return _ew.Sub.apply(as_tensor(other, self), self)
 
     def __mul__(self, other):
+        """self * other, elementwise, broadcasting as numpy."""
         return _ew.Mul.apply(self, as_tensor(other, self))
 
     def __rmul__(self, other):
+        """other * self."""
         return _ew.Mul.apply(as_tensor(other, self), self)
 
     def __truediv__(self, other):
+        """self / other, elementwise, broadcasting as numpy."""
         return _ew.Div.apply(self, as_tensor(other, self))
 
     def __rtruediv__(self, other):
+        """other / self."""
         return _ew.Div.apply(as_tensor(other, self), self)
 
     def __pow__(self, other):
+        """self ** other, elementwise."""
         return _ew.Pow.apply(self, as_tensor(other, self))
 
     def __rpow__(self, other):
+        """other ** self."""
         return _ew.Pow.apply(as_tensor(other, self), self)
 
     def __neg__(self):
+        """-self."""
         return _ew.Neg.apply(self)
 
     def __matmul__(self, other):
+        """self @ other: matrix product, batched over leading dimensions."""
         return _linalg.matmul(self, other)
 
     def __rmatmul__(self, other):
+        """other @ self."""
         return _linalg.matmul(as_tensor(other, self), self)
 
     # comparisons give boolean tensors and no gradient
     def __eq__(self, other):
+        """self == other, elementwise: a boolean tensor, no gradient."""
         return Tensor._wrap(self.data == as_tensor(other, self).data)
 
     def __ne__(self, other):
+        """self != other, elementwise: a boolean tensor, no gradient."""
         return Tensor._wrap(self.data != as_tensor(other, self).data)
 
     def __lt__(self, other):
+        """self < other, elementwise: a boolean tensor, no gradient."""
         return Tensor._wrap(self.data < as_tensor(other, self).data)
 
     def __le__(self, other):
+        """self <= other, elementwise: a boolean tensor, no gradient."""
         return Tensor._wrap(self.data <= as_tensor(other, self).data)
 
     def __gt__(self, other):
+        """self > other, elementwise: a boolean tensor, no gradient."""
         return Tensor._wrap(self.data > as_tensor(other, self).data)
 
     def __ge__(self, other):
+        """self >= other, elementwise: a boolean tensor, no gradient."""
         return Tensor._wrap(self.data >= as_tensor(other, self).data)
 
     def __invert__(self):
+        """~self: elementwise not of a boolean tensor."""
         return Tensor._wrap(~self.data)
 
     def __and__(self, other):
+        """self & other: elementwise and of boolean tensors."""
         return Tensor._wrap(self.data & as_tensor(other, self).data)
 
     def __or__(self, other):
+        """self | other: elementwise or of boolean tensors."""
         return Tensor._wrap(self.data | as_tensor(other, self).data)
 
     __hash__ = object.__hash__  # tensors are used as dict keys by identity
 
     def __bool__(self):
+        """bool(t) of a one-element tensor (use .any() or .all() for more)."""
         if self.size != 1:
             raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any() or .all()")
         return bool(self.data)
 
     def any(self):
+        """True if any element is nonzero (a Python bool)."""
         return bool(self.data.any())
 
     def all(self):
+        """True if every element is nonzero (a Python bool)."""
         return bool(self.data.all())
 
     # ------------------------------------------------------------------ elementwise functions
     def exp(self):
+        """e ** x, elementwise."""
         return _ew.Exp.apply(self)
 
     def log(self):
+        """The natural logarithm, elementwise."""
         return _ew.Log.apply(self)
 
     def sqrt(self):
+        """The square root, elementwise."""
         return _ew.Sqrt.apply(self)
 
     def tanh(self):
+        """The hyperbolic tangent, elementwise."""
         return _ew.Tanh.apply(self)
 
     def sin(self):
+        """The sine, elementwise."""
         return _ew.Sin.apply(self)
 
     def cos(self):
+        """The cosine, elementwise."""
         return _ew.Cos.apply(self)
 
     def sigmoid(self):
+        """1 / (1 + exp(-x)), elementwise."""
         return _ew.Sigmoid.apply(self)
 
     def relu(self):
+        """max(x, 0), elementwise."""
         return _ew.Relu.apply(self)
 
     def gelu(self, approximate='tanh'):
+        """GELU, x * Phi(x): approximate='tanh' (GPT-2) or 'none' (with erf)."""
         return _nn.gelu(self, approximate)
 
     def abs(self):
+        """|x|, elementwise."""
         return _ew.Abs.apply(self)
 
     def clip(self, min=None, max=None):
+        """x limited to [min, max], elementwise (None: no bound on that side)."""
         return _ew.Clip.apply(self, low=min, high=max)
 
     # ------------------------------------------------------------------ reductions
     def sum(self, axis=None, keepdims=False):
+        """The sum over axis (None: all elements), as numpy."""
         return _reduce.Sum.apply(self, axis=axis, keepdims=keepdims)
 
     def mean(self, axis=None, keepdims=False):
+        """The mean over axis (None: all elements), as numpy."""
         return _reduce.mean(self, axis, keepdims)
 
     def var(self, axis=None, keepdims=False, ddof=0):
+        """The variance over axis (ddof=0: divide by n, as numpy)."""
         return _reduce.Var.apply(self, axis=axis, keepdims=keepdims, ddof=ddof)
 
     def max(self, axis=None, keepdims=False):
+        """The maximum over axis; ties share the gradient."""
         return _reduce.Max.apply(self, axis=axis, keepdims=keepdims)
 
     def min(self, axis=None, keepdims=False):
+        """The minimum over axis; ties share the gradient."""
         return _reduce.Min.apply(self, axis=axis, keepdims=keepdims)
 
+    def norm(self, ord=None, axis=None, keepdims=False):
+        """numpy.linalg.norm: by default sqrt(sum(x**2)) over all elements; differentiable
+        (vector ords None, 2, 1, inf, -inf, 0, p; matrix ords None, 'fro', 1, -1, inf, -inf)."""
+        return _reduce.norm(self, ord, axis, keepdims)
+
     def sum_to(self, shape):
+        """Sum down to a shape x was broadcast from (how backward undoes broadcasting)."""
         return _reduce.SumTo.apply(self, shape=tuple(shape))
 
     def argmax(self, axis=None):
+        """The index of the maximum over axis (an integer tensor, no gradient)."""
         return Tensor._wrap(self.data.argmax(axis=axis))
 
     def argmin(self, axis=None):
+        """The index of the minimum over axis (an integer tensor, no gradient)."""
         return Tensor._wrap(self.data.argmin(axis=axis))
 
     # ------------------------------------------------------------------ shapes
     def reshape(self, *shape):
+        """The same elements in another shape (one dimension may be -1)."""
         return _shape.reshape(self, *shape)
 
     def view(self, *shape):
+        """The same as reshape (the PyTorch name)."""
         return _shape.reshape(self, *shape)
 
     def flatten(self):
+        """The elements as one dimension."""
         return _shape.reshape(self, -1)
 
     def transpose(self, *axes):
+        """Dimensions permuted by axes (none given: reversed), as numpy."""
         return _shape.transpose(self, *axes)
 
     @property
     def T(self):
+        """The transpose: dimensions reversed."""
         return _shape.transpose(self)
 
     def swapaxes(self, axis1, axis2):
+        """Exchange two dimensions."""
         return _shape.swapaxes(self, axis1, axis2)
 
     def expand_dims(self, axis):
+        """Insert a dimension of size 1 at axis."""
         return _shape.expand_dims(self, axis)
 
     def unsqueeze(self, axis):
+        """Insert a dimension of size 1 at axis (the PyTorch name of expand_dims)."""
         return _shape.expand_dims(self, axis)
 
     def squeeze(self, axis=None):
+        """Remove dimensions of size 1 (all of them, or the given axis)."""
         return _shape.squeeze(self, axis)
 
     def broadcast_to(self, shape):
+        """Repeat along dimensions of size 1 to shape, as numpy (backward sums them back)."""
         return _shape.broadcast_to(self, shape)
 
     def __getitem__(self, index):
+        """t[index]: numpy indexing (ints, slices, None, integer and boolean tensors)."""
         return _shape.GetItem.apply(self, index=_index_arrays(index))
 
     # ------------------------------------------------------------------ selection and nn
     def masked_fill(self, mask, value):
+        """A copy with value where mask is True."""
         return _select.masked_fill(self, mask, value)
 
     def softmax(self, axis=-1):
+        """exp(x) / sum(exp(x)) along axis: each row becomes a probability distribution."""
         return _nn.Softmax.apply(self, axis=axis)
 
     def log_softmax(self, axis=-1):
+        """log(softmax(x)) along axis, computed stably."""
         return _nn.LogSoftmax.apply(self, axis=axis)
 
 

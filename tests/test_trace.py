@@ -1,4 +1,6 @@
 """mt.trace: one row per op; its gradient norms equal those read by hand with hooks."""
+import re
+
 import numpy as np
 import pytest
 
@@ -82,6 +84,9 @@ def test_filter_by_module():
     assert 'fc2.weight (8, 2)' in table and 'fc1' not in table
     assert table.splitlines()[-1].startswith(f"2 of {len(tr)} ops")
     assert '(model)' in str(tr)  # the Relu, made by the model's own forward
+    assert [row.op for row in tr.filter('(model)')] == ['Relu']  # filters take what the table prints
+    assert [row.op for row in tr.filter('(no module)')] == ['Sum', 'Mul']
+    assert len(tr.filter('')) == 5  # '' is the whole model, as a dotted-name prefix
 
     with mt.record_modules(model):
         pass
@@ -97,3 +102,22 @@ def test_trace_fills_grads_like_backward():
     mt.trace(model(x).sum())
     for e, p in zip(expected, model.parameters()):
         np.testing.assert_allclose(p.grad.numpy(), e, rtol=1e-6)
+
+
+def test_residual_rows_name_their_layer_and_sub_layer():
+    from transformer import GPT
+    model = GPT(vocab_size=7, d_model=4, n_layers=2, n_heads=2, max_len=4)
+    with mt.record_modules(model):
+        loss = mt.cross_entropy(model(mt.tensor([[1, 2, 3]]))[0], mt.tensor([2, 3, 4]))
+    tr = mt.trace(loss, params=model)
+    residual = [row.module for row in tr if row.op == 'ResidualAdd']
+    assert residual == ['decoder.layers.1.ffn residual', 'decoder.layers.1.self_attn residual',
+                        'decoder.layers.0.ffn residual', 'decoder.layers.0.self_attn residual']
+    assert [row.op for row in tr.filter('decoder.layers.1.ffn residual')] == ['ResidualAdd']
+    assert 'ResidualAdd' in [row.op for row in tr.filter('decoder.layers.1')]
+    assert 'ResidualAdd' not in [row.op for row in tr.filter('decoder.layers.1.ffn')]  # not inside the FFN
+    # every label the module column prints picks its rows back
+    lines = tr.table().splitlines()[1:-1]
+    for line in lines:
+        index, label = re.split(r'  +', line.strip())[:2]
+        assert int(index) in [row.index for row in tr.filter(label)], (label, line)

@@ -93,6 +93,7 @@ class KVCache:
 
     @property
     def length(self):
+        """How many positions the cache holds."""
         return 0 if self.K is None else self.K.shape[-2]
 
     def update(self, K, V):

@@ -140,6 +140,7 @@ class Decoder(nn.Module):
         self.final_norm = NORM_TYPES[norm_type](d_model) if norm == 'pre' else None
 
     def new_cache(self):
+        """One empty KVCache per layer, for incremental decoding."""
         return [KVCache() for _ in self.layers]
 
     def forward(self, x, memory=None, self_mask=None, memory_mask=None, cache=None):
@@ -215,9 +216,11 @@ class GPT(nn.Module):
 
     @property
     def layers(self):
+        """The decoder layers (for probes and lessons that walk the stack)."""
         return self.decoder.layers
 
     def new_cache(self):
+        """One empty KVCache per decoder layer, for generate()."""
         return self.decoder.new_cache()
 
     def forward(self, ids, cache=None):
@@ -263,9 +266,11 @@ class Transformer(nn.Module):
 
     @property
     def layers(self):
+        """Every layer: the encoder's, then the decoder's."""
         return list(self.encoder.layers) + list(self.decoder.layers)
 
     def new_cache(self):
+        """One empty KVCache per decoder layer, for generate()."""
         return self.decoder.new_cache()
 
     def encode(self, src):
@@ -318,6 +323,7 @@ class EncoderOnly(nn.Module):
 
     @property
     def layers(self):
+        """The encoder layers."""
         return self.encoder.layers
 
     def _mask(self, ids):
@@ -328,9 +334,11 @@ class EncoderOnly(nn.Module):
         return self.encoder(self.embed(ids), mask=self._mask(ids))
 
     def masked_token_logits(self, ids):
+        """Logits (B, T, vocab_size) of the masked-language-model head at every position."""
         return self.mlm_head(self(ids))
 
     def classify(self, ids):
+        """Class logits (B, n_classes) from the encoding averaged over the (non-padding) positions."""
         if self.classifier is None:
             raise ValueError("EncoderOnly.classify: the model has no classification head; "
                              "build it with n_classes=...")

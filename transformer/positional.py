@@ -133,6 +133,7 @@ class RotaryEmbedding(nn.Module):
         self.d_k, self.base = d_k, base
 
     def rotate(self, x, offset=0):
+        """x (..., T, d_k) with each pair of features rotated by its position (offset + t) times theta_i."""
         offset = argcheck.integer(offset, 'RotaryEmbedding', 'offset')  # any integer: rotations go both ways
         if x.ndim < 2 or x.shape[-1] != self.d_k:
             raise ValueError(f"RotaryEmbedding(d_k={self.d_k}): got x of shape {x.shape}")

@@ -11,7 +11,9 @@ x and F(x) have the same shape (B, T, d_model), so layers stack freely.
 
 The addition is its own op, ResidualAdd, so that a debugger breakpoint on
 `transformer.residual.ResidualAdd.backward` stops exactly where the gradient splits
-into the "+1" road (back to x) and the F road (back into the sub-layer).
+into the "+1" road (back to x) and the F road (back into the sub-layer).  Each one is
+labelled with its sub-layer ('ffn residual'), so under mt.record_modules traces and graphs
+name it 'decoder.layers.3.ffn residual', and `p self` in the debugger says which one it is.
 
 Every layer routes its sub-layers through `residual_connection`, which is the one
 place a probe can watch the highway: when `layer.residual_probe` is set it is called
@@ -21,6 +23,7 @@ Probes only read; when none is set this costs one attribute lookup.
 import microtensor as mt
 from microtensor import nn
 from microtensor.autograd import Function
+from microtensor.inspect.modules import label_op, scope_of
 
 
 class ResidualAdd(Function):
@@ -31,6 +34,7 @@ class ResidualAdd(Function):
 
     so dL/dx in total = g + alpha * g dF/dx, the lesson's dy/dx = 1 + alpha dF/dx.
     """
+    highway_inputs = (0,)  # x gets g itself: mt.draw_graph draws that edge as the "+1" highway
 
     def forward(self, x, fx, alpha):
         self.alpha = alpha
@@ -38,6 +42,12 @@ class ResidualAdd(Function):
 
     def backward(self, g):
         return g, (g if self.alpha == 1 else self.alpha * g)
+
+    def __repr__(self):
+        alpha = getattr(self, 'alpha', 1)  # (gone once backward has released the op)
+        where = scope_of(self)
+        return (f"<{type(self).__name__}{'' if where is None else ' ' + where}"
+                f"{'' if alpha == 1 else f', alpha={alpha}'}>")
 
 
 class ResidualGate(nn.Module):
@@ -66,7 +76,7 @@ def residual_connection(layer, name, x, fx, gate=None):
     if gate is not None:
         fx = gate * fx
     if layer.residual:
-        y = ResidualAdd.apply(x, fx, alpha=layer.alpha)
+        y = label_op(ResidualAdd.apply(x, fx, alpha=layer.alpha), f"{name} residual")
     else:
         y = fx
     if layer.residual_probe is not None:

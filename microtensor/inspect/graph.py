@@ -2,106 +2,190 @@
 
     g = mt.draw_graph(loss, params=model)          # a graphviz.Digraph (shows inline in Jupyter)
     mt.draw_graph(loss, params=model, path='loss.svg')   # also .png, .pdf; .gv saves the source
+    mt.draw_graph(loss, params=model, module='decoder.layers.1', rankdir='LR')   # one layer, left to right
 
-One box per op (its name, the output's name and shape) and one node per input
-that no op made (parameters and other leaves in yellow, constants in grey); an
-edge runs from each input to the op that uses it.  A node shows |grad| once its
-tensor has a .grad (leaves after backward; other tensors after retain_grad()).
+One box per op (its name, its label such as 'ffn residual', the output's name and
+shape) and one node per input that no op made (parameters and other leaves in
+yellow, constants in grey); an edge runs from each input to the op that uses it.
+Every node shows |grad|: for an op, |dL/d(output)|, the gradient arriving at it; for
+a leaf, |dL/d(leaf)|.  draw_graph computes them with one backward pass of its own
+(the engine's loop, keeping the graph and changing no .grad; tensor hooks do run).
 backward() frees the graph, so to draw it afterwards call backward(retain_graph=True).
+
 Ops made inside `with mt.record_modules(model):` are grouped in one box (cluster) per
-module, nested as the modules are, so one transformer block stays readable.
+module, nested as the modules are.  A residual addition (ResidualAdd) sits in its
+layer's cluster, and its "+1" edge, the input whose gradient passes unchanged (an op's
+`highway_inputs`), is drawn thick and orange: follow it to see the highway through
+the model.  For a deep model, `module=` keeps one module's ops and `max_depth=` the ops
+nearest the output; an input cut off by either is drawn as a small dotted stub.
 
 Needs the `graphviz` Python package (pip install graphviz); rendering to an image
-also needs Graphviz's `dot` program.  Without it the source is saved as a .gv file
-and a warning says how to install `dot` and render the file.
+(and inline in Jupyter) also needs Graphviz's `dot` program.  Without it the source
+is saved as a .gv file and a warning says how to install `dot` and render the file.
 """
+import collections
 import os
+import shutil
 import warnings
 
-from .modules import module_of
+from .. import autograd
+from ..autograd import no_grad
+from .modules import in_module, module_of, scope_of
 from .steps import norm
 from .trace import tensor_names
 
 INSTALL_DOT = ("install Graphviz (Debian/Ubuntu: sudo apt-get install graphviz; macOS: brew install "
                "graphviz; conda: conda install -c conda-forge graphviz; Windows: https://graphviz.org/download/)")
 RENDER_FORMATS = ('svg', 'png', 'pdf')
+RANKDIRS = ('BT', 'TB', 'LR', 'RL')
+HIGHWAY = {'color': '#e69138', 'penwidth': '3', 'label': '+1', 'fontcolor': '#e69138', 'fontname': 'Helvetica'}
 
 
-def draw_graph(tensor, params=None, path=None, title=None):
+def draw_graph(tensor, params=None, path=None, title=None, grads=True, rankdir='BT', max_depth=None,
+               module=None):
     """The graph that computed `tensor`, as a graphviz.Digraph; also written to `path` if given.
 
     params: a Module, or a dict {name: tensor}, naming the parameters (else tensor.name).
     path: 'name.svg' / '.png' / '.pdf' renders with `dot`; 'name.gv' saves only the source.
+    grads: show |grad| on every node (needs a scalar `tensor` that requires grad; False: none).
+    rankdir: 'BT' (inputs at the bottom, the default), 'LR' (left to right: deep models), 'TB', 'RL'.
+    max_depth: draw only ops at most this many ops away from `tensor` (0: its own op).
+    module: draw only the ops of this module, named as trace tables print it ('decoder.layers.1',
+        'decoder.layers.1.ffn residual', '(model)', '(no module)'; see mt.record_modules).
     """
     graphviz = _import_graphviz()
+    if rankdir not in RANKDIRS:
+        raise ValueError(f"draw_graph: rankdir must be one of {RANKDIRS}, not {rankdir!r}")
+    if max_depth is not None and max_depth < 0:
+        raise ValueError(f"draw_graph: max_depth must be >= 0 (0 draws only the last op), not {max_depth}")
     names = tensor_names(params)
-    nodes, edges = _walk(tensor, names)
-    dot = graphviz.Digraph(name='microtensor', graph_attr={'rankdir': 'BT', 'label': title or '',
+    made, depth = _walk(tensor)
+    kept = [t for t in made if (max_depth is None or depth[id(t)] <= max_depth)
+            and (module is None or in_module(scope_of(t.creator), module))]
+    if not kept:
+        scopes = sorted({str(scope_of(t.creator)) for t in made})
+        raise ValueError(f"draw_graph: no op to draw with module={module!r}, max_depth={max_depth}; "
+                         f"the graph's ops are in {scopes}")
+    arriving = _arriving_grads(tensor) if grads and tensor.requires_grad and tensor.size == 1 else {}
+    nodes, edges = _nodes_and_edges(tensor, kept, names, arriving)
+    dot = graphviz.Digraph(name='microtensor', graph_attr={'rankdir': rankdir, 'label': title or '',
                                                            'fontname': 'Helvetica'},
                            node_attr={'fontname': 'Helvetica', 'fontsize': '10'})
     _add_clusters(graphviz, dot, nodes)
-    for a, b in edges:
-        dot.edge(a, b)
+    for a, b, attrs in edges:
+        dot.edge(a, b, **attrs)
     if path is not None:
         save(dot, path)
+    elif shutil.which('dot') is None:
+        warnings.warn("draw_graph: Graphviz's `dot` program is not installed, so the returned graph cannot be "
+                      f"rendered (Jupyter shows no picture; its text is in .source). To see it, {INSTALL_DOT}",
+                      stacklevel=2)
     return dot
 
 
-def _walk(root, names):
-    """(nodes, edges): node = (id, label, attrs, module); an edge runs input -> op."""
-    nodes, edges, ids = [], [], {}
-
-    def node_id(t):
-        if id(t) not in ids:
-            ids[id(t)] = f"op{len(ids)}" if t.creator is not None else f"t{len(ids)}"
-        return ids[id(t)]
-
-    stack, drawn = [root], set()
-    while stack:
-        t = stack.pop()
-        if id(t) in drawn:
-            continue
-        drawn.add(id(t))
+def _walk(root):
+    """(every tensor an op made, nearest first; {id(tensor): ops between it and root}), breadth first."""
+    made, depth, queue = [], {id(root): 0}, collections.deque([root])
+    while queue:
+        t = queue.popleft()
         fn = t.creator
         if fn is None:
-            continue  # leaves are drawn below, with their consumer's module
+            continue
         if fn.inputs is None:
             raise RuntimeError(
                 f"draw_graph: the graph behind this tensor (at {type(fn).__name__}) was freed by backward(); "
                 "draw it before backward, or call backward(retain_graph=True) first")
+        made.append(t)
+        for x in fn.inputs:
+            if id(x) not in depth:
+                depth[id(x)] = depth[id(t)] + 1
+                queue.append(x)
+    return made, depth
+
+
+def _arriving_grads(root):
+    """{id(tensor): dL/d(tensor)} for every tensor the backward pass of `root` reaches.
+
+    Runs the engine's own loop with wanted={} (so no .grad changes) and retain_graph=True.
+    An op's output gets the g the loop hands to its backward; a leaf, the sum of what it was sent.
+    """
+    grads = {}
+    with no_grad():
+        for fn, output, g, sent in autograd.backward_loop([root], [autograd._initial_grad(root, None)],
+                                                          retain_graph=True, wanted={}):
+            grads[id(output)] = g
+            for x, gx in zip(fn.inputs, sent):
+                if gx is not None and x.creator is None:
+                    grads[id(x)] = gx if id(x) not in grads else grads[id(x)] + gx
+    return grads
+
+
+def _nodes_and_edges(root, kept, names, arriving):
+    """nodes: (id, label, attrs, module); edges: (input id, op id, attrs), for the ops in `kept`."""
+    nodes, edges, ids = [], [], {}
+    kept_ids = {id(t) for t in kept}
+
+    def node_id(t, prefix):
+        if id(t) not in ids:
+            ids[id(t)] = f"{prefix}{len(ids)}"
+            return ids[id(t)], True
+        return ids[id(t)], False
+
+    for t in kept:
+        fn = t.creator
         attrs = {'shape': 'box', 'style': 'filled', 'fillcolor': '#cfe2f3'}
         if t is root:
             attrs.update(penwidth='2', fillcolor='#9fc5e8')
-        nodes.append((node_id(t), _label(type(fn).__name__, t, names), attrs, module_of(fn)))
-        for x in fn.inputs:
-            if x.creator is None and id(x) not in drawn:
-                drawn.add(id(x))
-                nodes.append((node_id(x), _leaf_label(x, names), _leaf_attrs(x), _leaf_module(x, names, fn)))
-            edges.append((node_id(x), node_id(t)))
-            stack.append(x)
+        op_id, _ = node_id(t, 'op')
+        nodes.append((op_id, _op_label(fn, t, names, arriving), attrs, module_of(fn)))
+        highways = getattr(fn, 'highway_inputs', ())
+        for i, x in enumerate(fn.inputs):
+            if x.creator is None:
+                x_id, new = node_id(x, 't')
+                if new:
+                    nodes.append((x_id, _leaf_label(x, names, arriving), _leaf_attrs(x),
+                                  _leaf_module(x, names, fn)))
+            elif id(x) in kept_ids:
+                x_id, _ = node_id(x, 'op')
+            else:  # made by an op this picture leaves out
+                x_id, new = node_id(x, 'cut')
+                if new:
+                    nodes.append((x_id, _cut_label(x, arriving), {'shape': 'box', 'style': 'dotted',
+                                                                 'fontcolor': 'grey30'}, None))
+            edges.append((x_id, op_id, HIGHWAY if i in highways else {}))
     return nodes, edges
 
 
-def _label(op_name, t, names):
-    lines = [op_name]
+def _op_label(fn, t, names, arriving):
+    lines = [type(fn).__name__]
+    if getattr(fn, 'label', None):
+        lines.append(fn.label)
     name = names.get(id(t)) or t.name
     if name:
         lines.append(name)
     lines.append(str(tuple(t.shape)))
-    if t.grad is not None:
-        lines.append(f"|grad| {norm(t.grad):.3g}")
-    return '\n'.join(lines)
+    return '\n'.join(lines + _grad_line(t, arriving))
 
 
-def _leaf_label(x, names):
-    name = names.get(id(x)) or x.name
+def _leaf_label(x, names, arriving):
+    name = names.get(id(x), '').rpartition('.')[2] or x.name  # 'weight': its cluster says whose
     if name is None and x.size == 1 and not x.requires_grad:
         return f"{x.item():.4g}"  # a scalar constant: its value says most
     lines = [name] if name else []
     lines.append(str(tuple(x.shape)))
-    if x.grad is not None:
-        lines.append(f"|grad| {norm(x.grad):.3g}")
-    return '\n'.join(lines)
+    return '\n'.join(lines + _grad_line(x, arriving))
+
+
+def _cut_label(x, arriving):
+    """A stub for an input whose op is not drawn: which op, from where."""
+    scope = scope_of(x.creator)
+    lines = [f"{type(x.creator).__name__} ..."] + ([f"from {scope}"] if scope else [])
+    return '\n'.join(lines + [str(tuple(x.shape))] + _grad_line(x, arriving))
+
+
+def _grad_line(t, arriving):
+    g = arriving.get(id(t))
+    return [] if g is None else [f"|grad| {norm(g):.3g}"]
 
 
 def _leaf_attrs(x):
@@ -187,4 +271,3 @@ def _import_graphviz():
                           "(or pip install -e '.[viz]'); rendering images also needs Graphviz's "
                           f"`dot` program: {INSTALL_DOT}") from None
     return graphviz
-

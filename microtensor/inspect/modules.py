@@ -11,6 +11,13 @@ every op it reaches that was made inside that call: the walk stops at the
 forward's arguments, at leaves, and at ops another (non-nested) module already
 named.  Inner modules return first, so an op gets the innermost module's name.
 Ops made outside every module (e.g. the loss) keep op.module unset.
+
+An op can also carry a label saying what it is inside its module (label_op): the
+residual additions are labelled 'ffn residual', 'self_attn residual', so traces and
+graphs show them as 'decoder.layers.3.ffn residual' (scope_of) rather than as one
+more op of the layer.  Filters (Trace.table(module=...), draw_graph(module=...))
+take a dotted name, which includes everything nested in it, or the labels the
+trace table prints: '(model)' for the model's own ops, '(no module)' for the rest.
 """
 import contextlib
 
@@ -29,9 +36,51 @@ def record_modules(model):
             handle.remove()
 
 
+MODEL = '(model)'           # how tables print the scope '': ops of the model's own forward
+NO_MODULE = '(no module)'   # ... and None: ops made outside every module, or not recorded
+
+
 def module_of(op):
     """The dotted module name record_modules gave this op ('' for the model itself), or None."""
     return getattr(op, 'module', None)
+
+
+def label_op(tensor, label):
+    """Label the op that made `tensor` with what it is inside its module, e.g. 'ffn residual';
+    returns `tensor`.  Free: the label is one attribute, read only by traces and graphs."""
+    if tensor.creator is not None:
+        tensor.creator.label = label
+    return tensor
+
+
+def scope_of(op):
+    """Where an op sits: its module's name and its label, 'decoder.layers.3.ffn residual'.
+
+    Without a label this is module_of(op): a dotted name, '' (the model) or None (no module).
+    """
+    module, label = module_of(op), getattr(op, 'label', None)
+    if label is None:
+        return module
+    return f"{module}.{label}" if module else label
+
+
+def scope_label(scope):
+    """A scope as tables print it: '(model)' for '', '(no module)' for None."""
+    return NO_MODULE if scope is None else (scope or MODEL)
+
+
+def in_module(scope, module):
+    """Does an op at `scope` belong to `module`?
+
+    module: a dotted name, which takes everything nested in it ('decoder.layers.3' takes
+    'decoder.layers.3.ffn' and 'decoder.layers.3.ffn residual'; '' takes every recorded op),
+    or what the trace table prints: '(model)' or '(no module)'.
+    """
+    if module == NO_MODULE:
+        return scope is None
+    if module == MODEL:
+        return scope == ''
+    return scope is not None and _inside(scope, module)
 
 
 def _namer(name):
@@ -58,7 +107,7 @@ def _name_ops(name, args, output):
 
 
 def _inside(owner, name):
-    """Is module `owner` this module `name` or nested in it?"""
+    """Is `owner` (a module's dotted name, or a scope) this module `name` or nested in it?"""
     return name == '' or owner == name or owner.startswith(name + '.')
 
 

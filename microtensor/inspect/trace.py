@@ -3,6 +3,7 @@
     tr = mt.trace(loss, params=model)   # runs the backward pass: fills .grad like loss.backward()
     print(tr)                           # op, shapes, |grad in|, |grad out| per input, share of time
     print(tr.table(module='layers.0'))  # only ops made inside that module (needs mt.record_modules)
+    print(tr.table(module='(no module)'))   # the filter takes what the module column prints
 
 Built on mt.backward_steps: each row is one Step, reduced to names, shapes and
 gradient norms (the trace holds no tensors, so it keeps no memory alive).
@@ -12,7 +13,7 @@ spent in that step (the first row also pays for sorting the graph).
 """
 from typing import NamedTuple
 
-from .modules import module_of
+from .modules import in_module, scope_label, scope_of
 from .steps import backward_steps, norm
 from .table import Rows, fmt, format_table
 
@@ -20,7 +21,8 @@ from .table import Rows, fmt, format_table
 class TraceRow(NamedTuple):
     index: int
     op: str           # the op's class name, e.g. 'MatMul'
-    module: str       # the module that made it: '' the model itself, None unknown (see mt.record_modules)
+    module: str       # where it was made: 'layers.0.ffn', 'layers.0.ffn residual' (a labelled op),
+                      # '' the model itself, None no module (see mt.record_modules)
     output: str       # the output's name and shape, e.g. "h (4, 3)"
     grad_in: float    # |dL/d(output)|
     inputs: tuple     # (input's name and shape, |grad sent to it| or None) per input
@@ -38,9 +40,9 @@ class Trace(Rows):
         return sum(row.seconds for row in self.rows)
 
     def filter(self, module):
-        """The rows of ops made in `module` or in any module nested in it ('layers.0')."""
-        return Trace(row for row in self.rows if row.module is not None
-                     and (row.module == module or row.module.startswith(module + '.')))
+        """The rows of ops made in `module` or in any module nested in it ('layers.0');
+        '(model)' and '(no module)', as the table prints them, pick those rows."""
+        return Trace(row for row in self.rows if in_module(row.module, module))
 
     def table(self, module=None):
         """The trace as text, optionally only the rows of `module` (and its sub-modules).
@@ -51,7 +53,7 @@ class Trace(Rows):
         rows = self.rows if module is None else self.filter(module).rows
         total = self.seconds or 1.0
         header = ('#', 'module', 'op', 'output', '|grad in|', 'inputs: |grad out|', 'time')
-        lines = [(str(r.index), _module_label(r.module), r.op, r.output, fmt(r.grad_in),
+        lines = [(str(r.index), scope_label(r.module), r.op, r.output, fmt(r.grad_in),
                   ', '.join(f"{name} {fmt(g)}" for name, g in r.inputs), f"{100 * r.seconds / total:.1f}%")
                  for r in rows]
         summary = f"{len(rows)} of {len(self.rows)} ops, backward took {1000 * self.seconds:.2f} ms"
@@ -72,7 +74,7 @@ def trace(tensor, grad=None, retain_graph=False, params=None):
     rows = []
     for step in backward_steps(tensor, grad, retain_graph):
         inputs = tuple((_describe(x, names), norm(gx)) for x, gx in zip(step.inputs, step.grad_inputs))
-        rows.append(TraceRow(step.index, step.op_name, module_of(step.op),
+        rows.append(TraceRow(step.index, step.op_name, scope_of(step.op),
                              _describe(step.output, names), norm(step.grad_output), inputs, step.seconds))
     return Trace(rows)
 
@@ -89,7 +91,3 @@ def _describe(t, names):
     name = names.get(id(t)) or t.name
     shape = str(tuple(t.shape))
     return f"{name} {shape}" if name else shape
-
-
-def _module_label(module):
-    return '-' if module is None else (module or '(model)')

@@ -62,6 +62,7 @@ class Module:
                             f"or None, not {type(value).__name__}")
 
     def forward(self, *args, **kwargs):
+        """The module's computation; model(x) calls it (then the forward hooks). Subclasses define it."""
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
     def __call__(self, *args, **kwargs):
@@ -94,12 +95,15 @@ class Module:
             stack.extend(reversed(children))
 
     def modules(self):
+        """This module and every sub-module, depth first."""
         return [m for _, m in self.named_modules()]
 
     def named_children(self):
+        """(attribute name, module) for each direct sub-module."""
         return [(n, m) for n, m in self._modules.items() if m is not None]
 
     def children(self):
+        """The direct sub-modules."""
         return [m for _, m in self.named_children()]
 
     def named_parameters(self):
@@ -107,12 +111,15 @@ class Module:
         return self._named_tensors('_parameters')
 
     def parameters(self):
+        """Every parameter of this module and its sub-modules (what an optimizer gets)."""
         return [p for _, p in self.named_parameters()]
 
     def named_buffers(self):
+        """(dotted name, buffer) pairs in registration order."""
         return self._named_tensors('_buffers')
 
     def buffers(self):
+        """Every buffer (non-trainable state) of this module and its sub-modules."""
         return [b for _, b in self.named_buffers()]
 
     def _named_tensors(self, table):
@@ -125,10 +132,12 @@ class Module:
         return out
 
     def num_parameters(self, trainable_only=False):
+        """The number of parameter elements (only the trainable ones with trainable_only=True)."""
         return sum(p.size for p in self.parameters() if p.requires_grad or not trainable_only)
 
     # ------------------------------------------------------------------ training state
     def zero_grad(self):
+        """Set every parameter's .grad to None."""
         for p in self.parameters():
             p.grad = None
 
@@ -139,6 +148,7 @@ class Module:
         return self
 
     def eval(self):
+        """Evaluation mode: train(False) (dropout off, batch norm uses its running statistics)."""
         return self.train(False)
 
     def requires_grad_(self, requires_grad=True):
@@ -173,15 +183,19 @@ class Module:
         return self
 
     def cpu(self):
+        """Move everything to the CPU: to('cpu')."""
         return self.to('cpu')
 
     def cuda(self):
+        """Move everything to the GPU: to('cuda')."""
         return self.to('cuda')
 
     def float(self):
+        """Cast floating-point parameters and buffers to float32."""
         return self.to(dtype='float32')
 
     def double(self):
+        """Cast floating-point parameters and buffers to float64."""
         return self.to(dtype='float64')
 
     # ------------------------------------------------------------------ checkpoints
@@ -240,6 +254,7 @@ class Module:
 
     # ------------------------------------------------------------------ printing
     def extra_repr(self):
+        """Extra text for this module's line in repr(model), e.g. 'd_model=64'; override it."""
         return ''
 
     def __repr__(self):

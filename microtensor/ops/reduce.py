@@ -1,11 +1,14 @@
-"""Reductions: sum, mean, var, max, min over `axis` (None = all), numpy-style keepdims.
+"""Reductions: sum, mean, var, max, min, norm over `axis` (None = all), numpy-style keepdims.
 
 Their backward spreads g back over the reduced axes: g is reshaped to the
 keepdims shape and broadcast to the input's shape.
 """
+import math
+
 from .. import backend
 from ..autograd import Function
 from ..tensor import Tensor
+from .select import where
 
 
 def normalize_axis(axis, ndim):
@@ -109,3 +112,104 @@ class SumTo(Function):
 
     def backward(self, g):
         return (g.broadcast_to(self.inputs[0].shape),)
+
+
+class Norm(Function):
+    """y = |x|_p over `axes`: (sum |x_i|^p)^(1/p); p = inf: max |x_i|, -inf: min |x_i|, 0: count of x_i != 0
+
+        dL/dx = g * x / y                           p = 2 (g * x / |x|)
+        dL/dx = g * sign(x)                         p = 1
+        dL/dx = g * sign(x) [|x| = y] / #ties       p = +-inf (ties share g, as in max)
+        dL/dx = g * sign(x) |x|^(p-1) / y^(p-1)     other p
+        dL/dx = 0                                   p = 0 (a count), and where y = 0 (as PyTorch)
+    """
+
+    def forward(self, x, p, axes, keepdims):
+        self.p, self.axes = p, axes
+        xp = backend.array_module(x)
+        size = abs(x)
+        with backend.quiet_float_errors(x):  # 0 ** negative p is inf, as in numpy
+            if p == math.inf:
+                y = size.max(axis=axes, keepdims=True)
+            elif p == -math.inf:
+                y = size.min(axis=axes, keepdims=True)
+            elif p == 0:
+                y = (x != 0).sum(axis=axes, keepdims=True).astype(x.dtype)
+            elif p == 1:
+                y = size.sum(axis=axes, keepdims=True)
+            elif p == 2:
+                y = xp.sqrt((x * x).sum(axis=axes, keepdims=True))
+            else:
+                y = (size ** p).sum(axis=axes, keepdims=True) ** (1 / p)
+        return y if keepdims else y.reshape([n for i, n in enumerate(x.shape) if i not in axes])
+
+    def backward(self, g):
+        (x,) = self.inputs
+        p, shape = self.p, kept_shape(x.shape, self.axes)
+        g, y = g.reshape(shape), self.output.reshape(shape)
+        xp = backend.array_module(x.data)
+        sign = Tensor._wrap(xp.sign(x.data))
+        if p == 0:
+            return (Tensor._wrap(xp.zeros_like(x.data)),)
+        if p == 1:
+            return (g * sign,)
+        if p in (math.inf, -math.inf):
+            winners = abs(x.data) == y.data
+            return (g * sign * Tensor._wrap((winners / winners.sum(axis=self.axes, keepdims=True)).astype(x.dtype)),)
+        zero_norm = y.data == 0  # every x_i is 0 there (or, for p < 0, one is): the gradient is 0
+        safe_y = where(zero_norm, 1.0, y)
+        if p == 2:
+            return (where(zero_norm, 0.0, g * x / safe_y),)
+        zero_x = x.data == 0  # |x|^(p-1) is inf at 0 when p < 1: PyTorch takes 0 there
+        scaled = where(zero_x, 0.0, sign * where(zero_x, 1.0, x.abs()) ** (p - 1))
+        return (scaled * where(zero_norm, 0.0, g / safe_y ** (p - 1)),)
+
+
+MATRIX_ORDERS = (None, 'fro', 1, -1, math.inf, -math.inf)
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    """numpy.linalg.norm(x, ord, axis, keepdims), differentiable.
+
+    axis None: ord None gives the 2-norm of all elements (any shape); otherwise x must be
+    a vector (1-D) or a matrix (2-D).  axis int: vector norms along it; axis (i, j):
+    matrix norms over those two axes (rows along i, columns along j).
+      vector ord: None or 2 (sqrt of the sum of squares), 1, inf, -inf, 0 (nonzero count),
+                  any other p (sum |x|^p)^(1/p); 'fro' is accepted as 2, as in torch.norm
+      matrix ord: None or 'fro' (Frobenius), 1 / -1 (max / min column sum of |x|),
+                  inf / -inf (max / min row sum of |x|); 2, -2, 'nuc' need an SVD: not supported
+    The gradient is 0 where the norm is 0, as in PyTorch (not NaN).
+    """
+    if not backend.float_dtype(x.dtype):
+        raise TypeError(f"norm: needs a floating-point tensor, not {x.dtype} (use x.float().norm())")
+    if axis is None:
+        if ord is None:
+            return Norm.apply(x, p=2, axes=tuple(range(x.ndim)), keepdims=keepdims)
+        if x.ndim not in (1, 2):
+            raise ValueError(f"norm: ord={ord!r} of a tensor of shape {x.shape} is ambiguous; "
+                             "pass axis= (an int: vector norms, a pair: matrix norms), or ord=None "
+                             "for the 2-norm of all elements")
+        axis = tuple(range(x.ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    for a in axes:
+        if not -x.ndim <= a < x.ndim:
+            raise IndexError(f"norm: axis {a} is out of range for a tensor of shape {x.shape}")
+    axes = tuple(a % x.ndim for a in axes)  # in the given order: a matrix norm's rows come first
+    if len(set(axes)) != len(axes) or len(axes) not in (1, 2):
+        raise ValueError(f"norm: axis={axis!r} must be one axis (vector norms) or two different "
+                         "axes (matrix norms)")
+    if len(axes) == 1:
+        if isinstance(ord, str) and ord != 'fro':
+            raise ValueError(f"norm: ord={ord!r} is not a vector norm; use None, 2, 1, inf, -inf, 0 or a number")
+        p = 2 if ord in (None, 'fro') else float(ord)
+        return Norm.apply(x, p=p, axes=axes, keepdims=keepdims)
+    if ord not in MATRIX_ORDERS:
+        raise ValueError(f"norm: matrix ord={ord!r} is not supported; use None or 'fro' (Frobenius), "
+                         "1, -1, inf or -inf (ord 2, -2 and 'nuc' need singular values, which microtensor "
+                         "does not compute)")
+    if ord in (None, 'fro'):
+        return Norm.apply(x, p=2, axes=tuple(sorted(axes)), keepdims=keepdims)
+    summed, picked = axes if ord in (1, -1) else axes[::-1]  # 1: sum over rows, then pick a column
+    sums = x.abs().sum(axis=summed, keepdims=True)
+    y = sums.max(axis=picked, keepdims=True) if ord > 0 else sums.min(axis=picked, keepdims=True)
+    return y if keepdims else y.reshape([n for i, n in enumerate(x.shape) if i not in axes])

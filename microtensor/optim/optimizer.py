@@ -110,6 +110,7 @@ class Optimizer:
         return state
 
     def zero_grad(self):
+        """Set every parameter's .grad to None, before the next backward()."""
         for group in self.param_groups:
             for p in group['params']:
                 p.grad = None

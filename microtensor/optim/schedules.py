@@ -71,17 +71,21 @@ class LRScheduler:
         optimizer.lr = lr_at(0)
 
     def step(self):
+        """Advance one step and set the optimizer's learning rate for it."""
         self.last_step += 1
         self.optimizer.lr = self.lr_at(self.last_step)
 
     @property
     def lr(self):
+        """The optimizer's current learning rate."""
         return self.optimizer.lr
 
     def state_dict(self):
+        """What a checkpoint needs to resume the schedule: the step count."""
         return {'last_step': self.last_step}
 
     def load_state_dict(self, state):
+        """Resume from state_dict(): restores the step and the learning rate."""
         where = f"{type(self).__name__}.load_state_dict"
         if not isinstance(state, dict) or 'last_step' not in state:
             raise TypeError(f"{where}: expected the dict made by state_dict() ({{'last_step': n}}), "

@@ -1,0 +1,84 @@
+"""`python -m microtensor`: which version, which backends this machine has, and where to start."""
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+
+import microtensor as mt
+from microtensor import backend
+from microtensor.inspect.graph import INSTALL_DOT
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(mt.__file__)))
+FIRST_STEPS = [
+    ('python -m demos', "the tour: every lesson in order (--list names them; python -m demos NAME runs one)"),
+    ('python -m pytest', "the tests (pip install -e '.[test]'), from the repository folder"),
+    ('python -m microtensor.selftest', "every op, forward and backward, against a float64 reference"),
+]
+
+
+def version():
+    """The installed version; from pyproject.toml when running from a source folder that is not installed."""
+    try:
+        return importlib.metadata.version('microtensor')
+    except importlib.metadata.PackageNotFoundError:
+        try:
+            with open(os.path.join(ROOT, 'pyproject.toml'), encoding='utf-8') as f:
+                found = re.search(r'^version\s*=\s*"([^"]+)"', f.read(), re.M)
+            return f"{found[1]} (not installed: imported from {ROOT})" if found else 'unknown'
+        except OSError:
+            return 'unknown'
+
+
+def gpu_line():
+    """cupy and the GPU it sees, or why there is none."""
+    if importlib.util.find_spec('cupy') is None:
+        return ("not available: cupy is not installed (NVIDIA GPU on Linux or Windows: "
+                "pip install -e '.[gpu]', or the cupy wheel matching your CUDA)")
+    if backend.cupy is None:
+        try:
+            import cupy  # noqa: F401  (only to say why backend.py could not)
+        except Exception as error:
+            return f"not available: cupy is installed but does not import ({type(error).__name__}: {error})"
+    if not backend.cuda_is_available():
+        return f"not available: cupy {backend.cupy.__version__} is installed but sees no GPU (driver, CUDA_VISIBLE_DEVICES?)"
+    cupy = backend.cupy
+    names = [cupy.cuda.runtime.getDeviceProperties(i)['name'].decode()
+             for i in range(cupy.cuda.runtime.getDeviceCount())]
+    return f"cupy {cupy.__version__}, GPU: {', '.join(names)} (device='cuda')"
+
+
+def dot_line():
+    """Graphviz: the Python package for mt.draw_graph, and the `dot` program that renders."""
+    package = (f"graphviz package {importlib.metadata.version('graphviz')}"
+               if importlib.util.find_spec('graphviz') else "graphviz package missing (pip install graphviz)")
+    path = shutil.which('dot')
+    if path is None:
+        return f"{package}; `dot` not found, so graphs cannot be rendered: {INSTALL_DOT}"
+    try:
+        found = subprocess.run([path, '-V'], capture_output=True, text=True, timeout=10).stderr.strip()
+    except (OSError, subprocess.SubprocessError):
+        found = path
+    return f"{package}; {found or path}"
+
+
+def report():
+    """The whole report, as text."""
+    lines = [f"microtensor {version()}",
+             f"  python {platform.python_version()} ({sys.executable})",
+             "backends:",
+             f"  cpu    numpy {backend.numpy.__version__}",
+             f"  cuda   {gpu_line()}",
+             f"graphs: {dot_line()}",
+             "first steps:"]
+    width = max(len(command) for command, _ in FIRST_STEPS)
+    lines += [f"  {command.ljust(width)}  {what}" for command, what in FIRST_STEPS]
+    lines.append("then: docs/stepping-through-backprop.md (backprop in a debugger), README.md")
+    return '\n'.join(lines)
+
+
+if __name__ == '__main__':
+    print(report())

@@ -1,0 +1,128 @@
+"""The pdb sessions of docs/stepping-through-backprop.md, replayed from a folder outside the
+repository, with microtensor importable the way `pip install -e .` makes it (an import hook;
+the repository is not on sys.path).  Each session's commands are fed to `python -m pdb` on
+stdin, and pdb must stop where the guide says, in the same order."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOC = os.path.join(ROOT, 'docs', 'stepping-through-backprop.md')
+STOP = re.compile(r"^> (\S+?)\((\d+)\)(\S+?)\(\)(?:->.*)?\n-> (.*)$", re.M)
+
+# What setuptools' editable install puts in site-packages: a finder that imports the two
+# packages from the repository by name, without adding the repository to sys.path.
+EDITABLE_FINDER = '''
+import importlib.util, os, sys
+
+class EditableFinder:
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name in ('microtensor', 'transformer'):
+            package = os.path.join({root!r}, name)
+            return importlib.util.spec_from_file_location(
+                name, os.path.join(package, '__init__.py'), submodule_search_locations=[package])
+        return None
+
+sys.meta_path.append(EditableFinder)
+'''
+
+
+def doc_sessions():
+    """[(script, transcript)]: a session starts at `$ python -m pdb script.py`; later blocks
+    with `(Pdb)` prompts continue it."""
+    with open(DOC, encoding='utf-8') as f:
+        blocks = [body for lang, body in re.findall(r"^```(\w*)\n(.*?)^```$", f.read(), re.S | re.M) if not lang]
+    sessions = []
+    for block in blocks:
+        start = re.match(r"\$ python -m pdb (\S+)\n", block)
+        if start:
+            sessions.append([start[1], ''])
+        if '(Pdb) ' in block and sessions:
+            sessions[-1][1] += block
+    return sessions
+
+
+SESSIONS = doc_sessions()
+
+
+def stops(transcript):
+    """(file, function, code) of each place pdb stopped, in order."""
+    return [(path, function, code.strip()) for path, _, function, code in STOP.findall(transcript)]
+
+
+def same_file(doc_path, real_path):
+    return real_path == doc_path or real_path.endswith('/' + doc_path)
+
+
+@pytest.fixture(scope='module')
+def away(tmp_path_factory):
+    """A folder outside the repository holding the guide's scripts, and the environment of an editable install."""
+    folder = tmp_path_factory.mktemp('elsewhere')
+    site = tmp_path_factory.mktemp('site')
+    (site / 'sitecustomize.py').write_text(EDITABLE_FINDER.format(root=ROOT))
+    for name in os.listdir(os.path.join(ROOT, 'docs', 'examples')):
+        with open(os.path.join(ROOT, 'docs', 'examples', name), encoding='utf-8') as f:
+            (folder / name).write_text(f.read())
+    env = dict(os.environ, PYTHONPATH=str(site), OPENBLAS_NUM_THREADS='1')
+    return folder, env
+
+
+def run_pdb(away, script, commands):
+    folder, env = away
+    done = subprocess.run([sys.executable, '-m', 'pdb', script], input='\n'.join(commands) + '\n',
+                          capture_output=True, text=True, cwd=folder, env=env, timeout=120)
+    return done.stdout.replace('(Pdb) ', '(Pdb) \n') + done.stderr  # each stop on a line of its own
+
+
+def test_the_guide_has_the_sessions_this_file_replays():
+    assert [script for script, _ in SESSIONS] == ['tanh_matmul.py', 'tanh_matmul.py', 'one_head.py',
+                                                   'residual_gpt.py']
+
+
+@pytest.mark.parametrize('index', range(len(SESSIONS)),
+                         ids=[f"{i}-{script}" for i, (script, _) in enumerate(SESSIONS)])
+def test_a_guide_session_stops_where_the_guide_says(away, index):
+    script, transcript = SESSIONS[index]
+    out = run_pdb(away, script, re.findall(r"^\(Pdb\) (.*)$", transcript, re.M))
+    expected, real = stops(transcript), stops(out)
+    found = iter(real)  # each expected stop, in order (pdb may show more than the guide quotes)
+    for doc_path, function, code in expected:
+        assert any(same_file(doc_path, path) and function == f and code == c for path, f, c in found), (
+            f"the guide's stop {doc_path} {function}() at `{code}` did not happen in this order; pdb said:\n{out}")
+    for error in re.findall(r"^\*\*\* .*$", transcript, re.M):
+        if error.endswith('not found from sys.path') and repository_on_sys_path():
+            continue  # an install that puts the repository on sys.path makes file:line work
+        assert error in out, f"pdb did not answer {error!r}:\n{out}"
+
+
+def repository_on_sys_path():
+    """True when this interpreter finds microtensor/autograd.py along sys.path outside the
+    test's own PYTHONPATH (e.g. an install with editable_mode=compat)."""
+    own = set(os.environ.get('PYTHONPATH', '').split(os.pathsep))
+    return any(os.path.exists(os.path.join(p, 'microtensor', 'autograd.py'))
+               for p in sys.path if p and p not in own and os.path.abspath(p) != ROOT)
+
+
+def test_pdb_stops_in_residual_add_backward_and_prints_both_roads(away):
+    """The closing note's recipe: `b transformer.residual.ResidualAdd.backward` from any folder."""
+    out = run_pdb(away, 'residual_gpt.py', [
+        'import transformer',
+        'b transformer.residual.ResidualAdd.backward',
+        'c',
+        'p self',
+        'r',
+        'retval',
+        'p "roads", float(__return__[0].norm()), float(__return__[1].norm()), float(g.norm())',
+        'q'])
+    assert any(same_file('transformer/residual.py', path) and function == 'backward'
+               and code.startswith('return g, ') for path, function, code in stops(out)), out
+    assert '<ResidualAdd decoder.layers.1.ffn residual, alpha=0.5>' in out
+    returned = out[out.index('--Return--'):]
+    assert returned.count('tensor([[[') >= 2  # retval: the gradient of each road, in full
+    highway, branch, g = map(float, re.search(r"\('roads', (\S+), (\S+), (\S+)\)", out).groups())
+    assert highway == pytest.approx(g) and g > 0  # the "+1" road: g itself
+    assert branch == pytest.approx(0.5 * g)      # the F road: alpha * g
