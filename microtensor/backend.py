@@ -209,3 +209,13 @@ def read_npz(path):
         raise ValueError(f"it holds a single .npy array of shape {loaded.shape}, not an .npz archive")
     with loaded:
         return {name: loaded[name] for name in loaded.files}
+
+
+# ----------------------------------------------------------------------------
+# memory: what train_gpt's progress line reports on the GPU
+def memory_pool_bytes(device):
+    """Bytes cupy's default memory pool holds on the GPU: blocks in use plus freed blocks it keeps
+    for reuse (so it stays flat across training steps unless something leaks).  None on the CPU."""
+    if check_device(device) != 'cuda':
+        return None
+    return cupy.get_default_memory_pool().total_bytes()
