@@ -80,7 +80,11 @@ def stage_environment(device, plan):
 
 def stage_train_gpt(device, plan, outdir):
     from demos import corpus, train_gpt
-    text, name = corpus.load(plan['corpus'])
+    try:
+        text, name = corpus.load(plan['corpus'])
+    except corpus.CorpusError as error:  # e.g. a Python installed without its .py sources
+        print(f"{error}: training on this repository's docstrings instead", flush=True)
+        text, name = corpus.stdlib_docstrings(root=ROOT), "this repository's docstrings"
     work = tempfile.mkdtemp(prefix='acceptance-train-')  # the checkpoint (130 MB at the gpu size) stays out of OUTDIR
     try:
         result = train_gpt.train(text, out=work, device=device, preset='gpu', **plan['train'])

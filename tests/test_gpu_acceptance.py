@@ -106,3 +106,15 @@ def test_device_cuda_without_a_gpu_is_a_clean_message(script, tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and 'Traceback' not in done.stderr
     assert 'no GPU is usable here' in done.stderr and "pip install -e '.[gpu]'" in done.stderr
+
+
+def test_training_falls_back_to_this_repositorys_docstrings_without_stdlib_sources(monkeypatch, tmp_path, capsys):
+    from demos import corpus
+
+    def no_sources(name, path=None):
+        raise corpus.CorpusError("no docstrings found under /usr/lib/python3")
+    monkeypatch.setattr(corpus, 'load', no_sources)
+    monkeypatch.chdir(tmp_path)
+    numbers = acceptance.stage_train_gpt('cpu', acceptance.PLANS['quick'], str(tmp_path))
+    assert numbers['corpus'] == "this repository's docstrings" and numbers['steps'] == 6
+    assert 'training on this repository' in capsys.readouterr().out
