@@ -350,8 +350,9 @@ def run(preset='tiny', corpus=None, text_file=None, out=os.path.join(RUNS, 'trai
     corpus = corpus or PRESETS[preset]['corpus']
     text, name = texts.load(corpus, text_file)
     prompt = default_prompt(corpus, text_file, text) if prompt is None else prompt
-    if set(prompt) - set(text):  # found now, not after the training
-        raise ValueError(f"train_gpt: the prompt holds characters the text never uses: {sorted(set(prompt) - set(text))}")
+    unknown = sorted(set(prompt) - set(text))
+    if unknown:  # found now, not after the training
+        raise ValueError(f"train_gpt: the prompt holds characters the text never uses: {unknown}")
     result = train(text, out, device, resume, stop_after, preset, **options)
     model, chars, losses, config = result['model'], result['chars'], result['losses'], result['config']
     train_text, val_text = texts.split(text, config['val_fraction'])
