@@ -317,6 +317,18 @@ def plot_losses(result, name, folder):
     return save_plot('loss', draw, f"train_gpt on {name}", folder)
 
 
+def validation_summary(val, baseline):
+    """What the validation losses ([step, loss] pairs) say, against the unigram baseline."""
+    step, loss = val[-1]
+    text = f"validation loss at step {step}: {loss:.4f} ({'below' if loss < baseline else 'not below'} the baseline)"
+    best_step, best = min(val, key=lambda v: v[1])
+    if loss > best + 0.05:
+        text += (f"\nIt was lowest at step {best_step} ({best:.4f}): since then the model has been memorising its "
+                 "training text instead of learning what carries over to new text (overfitting; a longer text "
+                 "such as --corpus stdlib helps)")
+    return text
+
+
 def samples(model, chars, prompt='Twinkle', length=160, temperatures=TEMPERATURES, seed=0):
     """{label: text} continuations of `prompt`: one per temperature, and greedy."""
     ids = mt.tensor(chars.encode(prompt), dtype='int64', device=model.parameters()[0].device)
@@ -362,9 +374,7 @@ def run(preset='tiny', corpus=None, text_file=None, out=os.path.join(RUNS, 'trai
     print(f"unigram baseline (a model that only counts characters): {result['baseline']:.4f} nats per character "
           f"on the {'validation' if val_text else 'training'} text")
     if result['val']:
-        step, loss = result['val'][-1]
-        print(f"validation loss at step {step}: {loss:.4f} ({'below' if loss < result['baseline'] else 'not below'} "
-              "the baseline)")
+        print(validation_summary(result['val'], result['baseline']))
     print(table(['steps', 'mean training loss'], window_means(losses)))
     plot_losses(result, name, out)
     if sample_length:

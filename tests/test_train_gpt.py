@@ -92,6 +92,14 @@ def test_split_and_the_unigram_baseline():
     assert corpus.unigram_loss('ab', 'c') == pytest.approx(-math.log(1 / 5))  # unseen: add-one smoothing
 
 
+def test_the_summary_says_when_the_validation_loss_rose_again():
+    falling = train_gpt.validation_summary([[100, 2.9], [200, 2.5]], baseline=3.0)
+    assert falling == 'validation loss at step 200: 2.5000 (below the baseline)'
+    rising = train_gpt.validation_summary([[100, 2.2], [200, 2.6], [300, 3.1]], baseline=3.0)
+    assert rising.startswith('validation loss at step 300: 3.1000 (not below the baseline)\nIt was lowest at step '
+                             '100 (2.2000)') and 'overfitting' in rising
+
+
 # ---------------------------------------------------------------------------- presets and any text
 def test_presets_set_the_defaults_and_options_override_them(monkeypatch, capsys):
     seen = {}
