@@ -1,12 +1,13 @@
 """One training step of a tiny GPT: forward + backward + AdamW update.
 
-    python benchmarks/gpt_step.py                    # both sizes on the CPU, markdown table
-    python benchmarks/gpt_step.py --device cuda      # the same on the GPU (cupy)
+    python benchmarks/gpt_step.py                    # small and medium on the CPU, markdown table
+    python benchmarks/gpt_step.py --device cuda --sizes small,medium,large   # on the GPU (cupy)
     python benchmarks/gpt_step.py --profile small    # plus cProfile's top costs for that size
 
 Sizes (vocab 256, byte-level):
     small   d_model 64,  2 layers, 4 heads, context 64,  batch 32
     medium  d_model 256, 4 layers, 4 heads, context 128, batch 16
+    large   d_model 384, 6 layers, 6 heads, context 256, batch 64   (train_gpt's gpu preset; for a GPU)
 
 Reported per size: the median step time over --steps timed steps (after --warmup
 untimed ones), tokens per second (batch * context / median), and peak memory of one
@@ -27,11 +28,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 import microtensor as mt  # noqa: E402
 from microtensor import optim  # noqa: E402
 from transformer import GPT, next_token_loss  # noqa: E402
+from demos.report import _why_no_gpu  # noqa: E402  (the lessons' message)
 
 VOCAB = 256
 SIZES = {
     'small': dict(d_model=64, n_layers=2, n_heads=4, context=64, batch=32),
     'medium': dict(d_model=256, n_layers=4, n_heads=4, context=128, batch=16),
+    'large': dict(d_model=384, n_layers=6, n_heads=6, context=256, batch=64),
 }
 
 
@@ -95,18 +98,25 @@ def profile(size, device, steps=5, top=15):
     pstats.Stats(profiler).sort_stats('tottime').print_stats(top)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--device', default='cpu', choices=['cpu', 'cuda'])
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog='python benchmarks/gpt_step.py', description=__doc__.splitlines()[0])
+    parser.add_argument('--device', default='cpu', choices=['cpu', 'cuda', 'auto'],
+                        help='auto: cuda when a GPU is usable (default: cpu)')
     parser.add_argument('--sizes', default='small,medium', help='comma-separated: ' + ', '.join(SIZES))
     parser.add_argument('--steps', type=int, default=10, help='timed steps per size')
     parser.add_argument('--warmup', type=int, default=2)
     parser.add_argument('--profile', metavar='SIZE', help='also print cProfile top costs for SIZE')
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     sizes = args.sizes.split(',')
     unknown = [s for s in sizes + ([args.profile] if args.profile else []) if s not in SIZES]
     if unknown:
         parser.error(f"unknown size(s) {unknown}; choose from {list(SIZES)}")
+    if args.steps < 1 or args.warmup < 0:
+        parser.error(f"--steps must be >= 1 and --warmup >= 0, got {args.steps} and {args.warmup}")
+    if args.device == 'auto':
+        args.device = 'cuda' if mt.cuda.is_available() else 'cpu'
+    elif args.device == 'cuda' and not mt.cuda.is_available():
+        parser.error("--device cuda, but no GPU is usable here: " + _why_no_gpu())
 
     print(f"GPT training step (forward + backward + AdamW), device {args.device}, "
           f"median of {args.steps} steps\n")

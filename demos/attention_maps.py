@@ -52,8 +52,8 @@ def reverse_maps(steps=150, length=6, n_test=64, seed=0):
 def gpt_maps(steps=150, line='Twinkle, twinkle, little star,', seed=0, **options):
     """Train the char GPT briefly; self-attention of every head on `line`:
     {'weights' [layer][head] (T, T) lists, 'heads' rows of per-head statistics, 'chars'}."""
-    result = train_gpt.train(steps, out=os.path.join(RUNS, 'attention_maps_gpt'), seed=seed,
-                             log_every=steps + 1, **options)
+    result = train_gpt.train(out=os.path.join(RUNS, 'attention_maps_gpt'), steps=steps, seed=seed,
+                             log_every=steps, eval_every=steps, ckpt_every=steps, **options)
     model, chars = result['model'], result['chars']
     ids = mt.tensor([chars.encode(line)])
     model.eval()

@@ -1,65 +1,77 @@
-"""Lesson: train a tiny character-level GPT, checkpoint it, resume it, and sample from it.
+"""Lesson: train a character-level GPT on any text, checkpoint it, resume it, and sample from it.
 
-A decoder-only Transformer (transformer.GPT) learns to continue a short poem one
-character at a time.  The causal language-model loss (transformer.next_token_loss):
+A decoder-only Transformer (transformer.GPT) learns to continue a text one character at a
+time.  The causal language-model loss (transformer.next_token_loss):
 
     logits = GPT(ids)                              (B, T, vocab): position t predicts ids[t + 1]
     L = cross_entropy(logits[:, :-1], ids[:, 1:])  starts near ln(vocab) (a uniform guess)
 
-Training uses AdamW with a warmup + cosine learning-rate schedule and gradient
-clipping, the usual Transformer recipe.  Every --ckpt-every steps the model, the
-optimizer, the schedule and the loss history go to one .npz file (mt.save: atomic,
-never pickled); --resume continues from it.  Batches are a function of (seed, step),
-so a resumed run computes exactly the losses the uninterrupted run would have.
+The text: --corpus poem (24 lines, the tour's quick run), --corpus stdlib (every docstring of
+this Python's standard library, ~2 MB, read from the running interpreter: no download), or
+--text FILE (any UTF-8 text).  Its last --val-fraction is held out: every --eval-every steps
+the validation loss is printed next to the unigram baseline, the loss of a model that only
+counts characters.  A model that does not beat it has learned nothing about context.
+
+Presets: --preset tiny (the default: 100k parameters, seconds on a CPU) and --preset gpu
+(d_model 384, 6 layers, context 256, batch 64, the stdlib corpus: 10.7M parameters, for a
+GPU).  Options given with a preset override its values (--help shows the preset's values).
+
+Training uses AdamW with a warmup + cosine learning-rate schedule and gradient clipping, the
+usual Transformer recipe.  Inside a step nothing comes back to the host: the batch goes to the
+device in one copy, the clipping stays on the device, and the losses are fetched once every
+--log-every steps, which is also where a NaN/inf loss is caught.  Every --ckpt-every steps the
+model, optimizer, schedule and loss history go to one .npz file (mt.save: atomic, never
+pickled), after its steps' losses and the weights were checked finite; --resume continues from
+it.  Batches are a function of (seed, step), so a resumed run computes exactly the losses the
+uninterrupted run would have.
 
 Then it writes, from the prompt, at several temperatures (attention-atom §2.4.2):
 T = 0.2 "extremely sharp, close to argmax", 0.7 "moderate", 1.0 "the standard
 softmax", 1.5 "smooth, diverse"; and greedily (always the most likely character).
 
-    python -m demos.train_gpt                            # the short CPU run of the tour
-    python -m demos.train_gpt --device cuda --steps 2000 # the same on a GPU (cupy)
-    python -m demos.train_gpt --steps 2000 --resume      # continue the last run
+    python -m demos.train_gpt                                  # the short CPU run of the tour
+    python -m demos.train_gpt --corpus stdlib --steps 1000     # Python's docstrings, on the CPU
+    python -m demos.train_gpt --preset gpu --device auto       # a run worth a GPU
+    python -m demos.train_gpt --text notes.txt --steps 2000    # your own text
+    python -m demos.train_gpt --steps 2000 --resume            # continue the last run
 """
+import argparse
+import hashlib
 import math
 import os
 import random
+import sys
 import time
 
+import numpy as np
+
 import microtensor as mt
-from microtensor import nn, optim
+from microtensor import optim
 from transformer import GPT, generate, next_token_loss
 
-from .report import RUNS, command_line, save_lines, table, window_means
+from . import corpus as texts
+from .report import (RUNS, Diverged, Option, check_loss, command_line, run_lesson, save_plot, table, window_means,
+                     wrote)
 
-# "The Star" by Jane Taylor (1806), public domain.
-TEXT = """Twinkle, twinkle, little star,
-How I wonder what you are!
-Up above the world so high,
-Like a diamond in the sky.
-
-When the blazing sun is gone,
-When he nothing shines upon,
-Then you show your little light,
-Twinkle, twinkle, all the night.
-
-Then the traveller in the dark
-Thanks you for your tiny spark;
-He could not see which way to go,
-If you did not twinkle so.
-
-In the dark blue sky you keep,
-And often through my curtains peep,
-For you never shut your eye
-Till the sun is in the sky.
-
-As your bright and tiny spark
-Lights the traveller in the dark,
-Though I know not what you are,
-Twinkle, twinkle, little star.
-"""
 TEMPERATURES = (0.2, 0.7, 1.0, 1.5)
-DEFAULTS = dict(steps=300, batch_size=16, context=64, d_model=64, n_layers=2, n_heads=4, lr=3e-3, warmup=30,
-                ckpt_every=100, seed=0)
+PRESETS = {
+    'tiny': dict(corpus='poem', steps=300, batch_size=16, context=64, d_model=64, n_layers=2, n_heads=4, lr=3e-3,
+                 warmup=30, val_fraction=0.2, log_every=30, eval_every=100, eval_batches=4, ckpt_every=100),
+    'gpu': dict(corpus='stdlib', steps=2000, batch_size=64, context=256, d_model=384, n_layers=6, n_heads=6,
+                lr=1e-3, warmup=100, val_fraction=0.1, log_every=50, eval_every=250, eval_batches=8, ckpt_every=500),
+}
+HELP = dict(steps='training steps', batch_size='windows per batch', context='characters per window (the model\'s '
+            'max_len)', d_model='model width', n_layers='decoder layers', n_heads='attention heads (divide d_model)',
+            lr='peak learning rate', warmup=('learning-rate warmup steps (at most steps - 1)', 0),
+            val_fraction=('the share of the text held out for validation (0: none)', 0),
+            log_every='steps between progress lines (the only time losses come to the host)',
+            eval_every='steps between validation passes', eval_batches='batches in a validation pass',
+            ckpt_every='steps between checkpoints', seed='random seed (weights and batches)',
+            sample_length=('characters to write at each temperature after training (0: none)', 0))
+# what a resumed run must share with the checkpoint's (the others may change between runs)
+RUN_KEYS = ('batch_size', 'context', 'd_model', 'n_layers', 'n_heads', 'lr', 'warmup', 'val_fraction', 'seed')
+PROMPTS = {'poem': 'Twinkle', 'stdlib': 'Return the '}
+TRIES = ('a lower --lr (say 10x smaller)', 'a longer --warmup')
 
 
 class Characters:
@@ -84,79 +96,169 @@ class Characters:
 
 
 def batch_at(data, step, batch_size, context, seed):
-    """(batch_size, context) windows of `data` (a 1-D id tensor), chosen by (seed, step) alone."""
+    """(batch_size, context) windows of `data` (a 1-D numpy id array), chosen by (seed, step) alone."""
     rng = random.Random(seed * 1_000_003 + step)
-    starts = [rng.randrange(len(data) - context + 1) for _ in range(batch_size)]
-    index = mt.tensor(starts, device=data.device).reshape(-1, 1) + mt.arange(context, device=data.device)
-    return data[index]
+    starts = np.array([rng.randrange(len(data) - context + 1) for _ in range(batch_size)])
+    return data[starts[:, None] + np.arange(context)]
 
 
-def train(steps=DEFAULTS['steps'], out=os.path.join(RUNS, 'train_gpt'), device='cpu', resume=False,
-          stop_after=None, log_every=None, text=TEXT, **options):
-    """Train (or resume) a GPT on `text`; returns {'model', 'chars', 'losses', 'step', 'seconds'}.
+def validation_batches(data, context, batch_size, n_batches, device):
+    """Fixed windows spread evenly over the validation ids, as tensors on `device` (moved once)."""
+    n = min(n_batches * batch_size, len(data) - context + 1)
+    starts = np.linspace(0, len(data) - context, n).round().astype(np.int64)
+    windows = data[starts[:, None] + np.arange(context)]
+    return [mt.tensor(windows[i:i + batch_size], device=device) for i in range(0, n, batch_size)]
 
-    options: the keys of DEFAULTS.  Checkpoints go to <out>/ckpt.npz every ckpt_every steps and
-    at the end; stop_after=n stops after step n as if interrupted (try --resume next).
+
+def validation_loss(model, batches):
+    """Mean next-token loss over `batches` (no gradients; one number comes to the host)."""
+    model.eval()
+    with mt.no_grad():
+        total = sum(next_token_loss(model(ids), ids) * len(ids) for ids in batches)
+    model.train()
+    return total.item() / sum(len(ids) for ids in batches)
+
+
+def clip_gradients(parameters, max_norm):
+    """Scale all gradients together so that their global norm is at most max_norm, on the device.
+
+        total = ||(g_1, ..., g_n)||,   g_i <- g_i * min(1, max_norm / (total + 1e-6))
+
+    The rule of nn.utils.clip_grad_norm_, which returns the norm as a Python float: a host
+    sync in every step.  Here the norm stays a tensor, so the GPU never waits for the host.
     """
-    config = {**DEFAULTS, **options, 'steps': steps}
-    if device == 'cuda' and not mt.cuda.is_available():
-        raise RuntimeError("train_gpt: --device cuda, but no GPU is usable here (cupy missing or no device); "
-                           "run without --device to train on the CPU")
+    grads = [p for p in parameters if p.grad is not None]
+    with mt.no_grad():
+        total = mt.stack([(p.grad * p.grad).sum() for p in grads]).sum().sqrt()
+        scale = (max_norm / (total + 1e-6)).clip(max=1.0)
+        for p in grads:
+            p.grad = p.grad * scale
+
+
+def check_weights(parameters, step):
+    """Raise Diverged unless every weight is finite (one number comes to the host)."""
+    with mt.no_grad():
+        finite = mt.stack([(p.abs() < math.inf).sum() for p in parameters]).sum().item()
+    if finite != sum(p.size for p in parameters):
+        raise Diverged(f"train_gpt: a weight became nan or inf in step {step} (its loss was still finite), so "
+                       f"training stopped before writing the checkpoint. Try {', or '.join(TRIES)}.")
+
+
+def text_problem(text, context, val_fraction, prompt=None):
+    """Why `text` cannot be trained on with these settings, or None."""
+    train, val = texts.split(text, val_fraction)
+    if len(train) < context:
+        return (f"the training part of the text has {len(train)} characters; a --context of {context} needs at "
+                f"least that many (use a smaller --context{', a smaller --val-fraction' if val else ''} or a "
+                "longer text)")
+    if val and len(val) < context:
+        return (f"the validation part (--val-fraction {val_fraction}) has {len(val)} characters, fewer than "
+                f"--context {context}: raise --val-fraction, lower --context, or use --val-fraction 0")
+    unknown = sorted(set(prompt or '') - set(text))
+    if unknown:
+        return f"the prompt holds characters the text never uses: {unknown}"
+    return None
+
+
+def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', resume=False, stop_after=None,
+          preset='tiny', **options):
+    """Train (or resume) a GPT on `text`; returns a dict: model, chars, losses (one per step), val
+    ([step, loss] pairs), baseline (the unigram loss), memory ([step, bytes] on cuda), step, seconds,
+    tokens_per_s (median over the log windows), checkpoint.
+
+    options: the keys of PRESETS[preset] (but corpus) and seed, overriding the preset's values.
+    Checkpoints go to <out>/ckpt.npz every ckpt_every steps and at the end; stop_after=n stops
+    after step n as if interrupted (resume=True continues).
+    """
+    config = {k: v for k, v in PRESETS[preset].items() if k != 'corpus'}
+    unknown = sorted(set(options) - set(config) - {'seed'})
+    if unknown:
+        raise TypeError(f"train_gpt.train: unknown options {unknown}; known: {sorted(config)} and seed")
+    config.update({'seed': 0, **options})
+    steps, context = config['steps'], config['context']
+    problem = text_problem(text, context, config['val_fraction'])
+    if problem:
+        raise ValueError(f"train_gpt: {problem}")
     chars = Characters.of(text)
-    data = mt.tensor(chars.encode(text), dtype='int64', device=device)
-    if len(data) <= config['context']:
-        raise ValueError(f"train_gpt: the text has {len(data)} characters; "
-                         f"it needs more than context={config['context']}")
+    train_text, val_text = texts.split(text, config['val_fraction'])
+    data = np.array(chars.encode(train_text), dtype=np.int64)  # on the host: a batch is copied once per step
+    val_batches = validation_batches(np.array(chars.encode(val_text), dtype=np.int64), context,
+                                     config['batch_size'], config['eval_batches'], device) if val_text else []
     mt.manual_seed(config['seed'])
     model = GPT(len(chars.vocab), d_model=config['d_model'], n_layers=config['n_layers'], n_heads=config['n_heads'],
-                max_len=config['context']).to(device)
-    opt = optim.AdamW(model.parameters(), lr=config['lr'], weight_decay=0.01)
+                max_len=context).to(device)
+    parameters = model.parameters()
+    opt = optim.AdamW(parameters, lr=config['lr'], weight_decay=0.01)
     schedule = optim.WarmupCosine(opt, warmup_steps=min(config['warmup'], steps - 1), total_steps=steps)
     path = os.path.join(out, 'ckpt.npz')
-    start, losses = 0, []
+    text_id = hashlib.sha256(text.encode()).hexdigest()
+    history = {'losses': [], 'val': [], 'memory': []}
+    start = 0
     if resume and os.path.exists(path):
-        start, losses = _restore(path, device, config, chars, model, opt, schedule)
+        start = _restore(path, device, config, text_id, model, opt, schedule, history)
         print(f"resumed from {path} at step {start}")
     elif resume:
         print(f"no checkpoint at {path} yet: starting a new run")
     elif os.path.exists(path):
         print(f"starting a new run: {path} will be overwritten (--resume continues it instead)")
     os.makedirs(out, exist_ok=True)
+    baseline = texts.unigram_loss(train_text, val_text)
 
     last = steps if stop_after is None else min(steps, stop_after)
-    log_every = log_every or max(1, steps // 10)
-    progress = _progress(start, last)
-    began = time.perf_counter()
-    for step in progress:
-        ids = batch_at(data, step, config['batch_size'], config['context'], config['seed'])
+    progress = Progress(start, last, steps)
+    tokens_per_step, rates = config['batch_size'] * context, []
+    pending, clock = [], time.perf_counter()  # losses of the steps since the last log, still on the device
+    began = clock
+    for step in range(start, last):
+        ids = mt.tensor(batch_at(data, step, config['batch_size'], context, config['seed']), device=device)
         loss = next_token_loss(model(ids), ids)
         opt.zero_grad()
         loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+        clip_gradients(parameters, max_norm=1.0)
         opt.step()
         schedule.step()
-        losses.append(loss.item())
+        pending.append(loss.detach())
+        progress.advance()
         done = step + 1
-        if hasattr(progress, 'set_postfix'):
-            progress.set_postfix(loss=f"{losses[-1]:.3f}")
-        elif done % log_every == 0 or done == last:
-            rate = (done - start) / (time.perf_counter() - began)
-            print(f"step {done:5d}/{steps}  loss {losses[-1]:.4f}  lr {schedule.lr:.2e}  {rate:.1f} steps/s")
-        if done % config['ckpt_every'] == 0 or done == last:
+        evaluate = val_batches and (done % config['eval_every'] == 0 or done == last)
+        save = done % config['ckpt_every'] == 0 or done == last
+        if not (done % config['log_every'] == 0 or evaluate or save):
+            continue
+        window = mt.stack(pending).tolist()  # the host copy: this window's losses, checked before anything is kept
+        for i, value in enumerate(window):
+            history['losses'].append(check_loss(value, done - len(window) + i + 1, 'train_gpt', TRIES))
+        rates.append(len(window) * tokens_per_step / (time.perf_counter() - clock))
+        pending, memory = [], mt.backend.memory_pool_bytes(device)
+        if memory is not None:
+            history['memory'].append([done, memory])
+        progress.log(done, sum(window) / len(window), schedule.lr, rates[-1], memory)
+        if evaluate:
+            history['val'].append([done, validation_loss(model, val_batches)])
+            progress.note(f"step {done}: validation loss {history['val'][-1][1]:.4f} "
+                          f"(unigram baseline {baseline:.4f})")
+        if save:
+            check_weights(parameters, done)
             mt.save({'model': model.state_dict(), 'optim': opt.state_dict(), 'schedule': schedule.state_dict(),
-                     'step': done, 'losses': losses, 'config': config, 'vocab': chars.vocab}, path)
-    return {'model': model, 'chars': chars, 'losses': losses, 'step': max(start, last),
-            'seconds': time.perf_counter() - began, 'checkpoint': path}
+                     'step': done, 'config': config, 'vocab': chars.vocab, 'text_sha256': text_id, **history},
+                    path)
+            wrote(path, 'checkpoint')
+        clock = time.perf_counter()
+    progress.close()
+    if last < steps:
+        print(f"stopped at step {last}; continue with --resume")
+    return {'model': model, 'chars': chars, 'step': max(start, last), 'seconds': time.perf_counter() - began,
+            'tokens_per_s': float(np.median(rates)) if rates else None, 'baseline': baseline, 'checkpoint': path,
+            'config': config, **history}
 
 
-def _restore(path, device, config, chars, model, opt, schedule):
-    """Load the checkpoint into model, opt and schedule; (step, losses).  The settings must match,
-    except steps: a longer run continues along the longer run's schedule."""
+def _restore(path, device, config, text_id, model, opt, schedule, history):
+    """Load the checkpoint into model, opt, schedule and history; its step.  The settings must
+    match, except steps and how often to log/evaluate/save: a longer run continues along the
+    longer run's schedule."""
     ckpt = mt.load(path, device=device)
     saved = ckpt['config']
-    different = {k: (saved.get(k), v) for k, v in config.items()
-                 if k not in ('ckpt_every', 'steps') and saved.get(k) != v}
-    if different or ckpt['vocab'] != chars.vocab:
+    different = {k: (saved.get(k), config[k]) for k in RUN_KEYS if saved.get(k) != config[k]}
+    if different or ckpt.get('text_sha256') != text_id:
         raise ValueError(f"train_gpt: {path} was made with other settings {different or '(another text)'} "
                          "(saved, now); resume with the same options, or start over without --resume "
                          "(or with another --out)")
@@ -165,16 +267,66 @@ def _restore(path, device, config, chars, model, opt, schedule):
     model.load_state_dict(ckpt['model'])
     opt.load_state_dict(ckpt['optim'])
     schedule.load_state_dict(ckpt['schedule'])
-    return ckpt['step'], list(ckpt['losses'])
+    for key in history:
+        history[key] = [list(v) if isinstance(v, (list, tuple)) else v for v in ckpt[key]]
+    return ckpt['step']
 
 
-def _progress(start, stop):
-    """range(start, stop), with a tqdm progress bar when tqdm is installed."""
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return range(start, stop)
-    return tqdm(range(start, stop), initial=start, total=stop, desc='training', unit='step')
+class Progress:
+    """A tqdm bar (when tqdm is installed and stderr is a terminal) or one plain line per log."""
+
+    def __init__(self, start, stop, total):
+        self.total, self.bar = total, None
+        if sys.stderr.isatty():
+            try:
+                from tqdm import tqdm
+            except ImportError:
+                return
+            self.bar = tqdm(total=stop, initial=start, desc='training', unit='step')
+
+    def advance(self):
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def log(self, step, loss, lr, tokens_per_s, memory):
+        fields = {'loss': f"{loss:.4f}", 'lr': f"{lr:.2e}", 'tok/s': f"{tokens_per_s:,.0f}"}
+        if memory is not None:  # cupy's pool: flat from the first steps on, or something leaks
+            fields['pool'] = f"{memory / 2**20:,.0f} MiB"
+        if self.bar is not None:
+            self.bar.set_postfix(fields, refresh=False)
+        else:
+            print(f"step {step:5d}/{self.total}  " + '  '.join(f"{k} {v}" for k, v in fields.items()), flush=True)
+
+    def note(self, line):
+        (self.bar.write if self.bar is not None else print)(line)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def plot_losses(result, name, folder):
+    """Training loss per step and validation loss, with the unigram baseline; <folder>/loss.png or None."""
+    def draw(ax):
+        ax.plot(range(1, len(result['losses']) + 1), result['losses'], lw=0.8, label='training loss')
+        if result['val']:
+            ax.plot(*zip(*result['val']), 'o-', label='validation loss')
+        ax.axhline(result['baseline'], ls='--', color='gray', label='unigram baseline (counting characters)')
+        ax.set(xlabel='step', ylabel='cross-entropy (nats per character)')
+        ax.legend()
+    return save_plot('loss', draw, f"train_gpt on {name}", folder)
+
+
+def validation_summary(val, baseline):
+    """What the validation losses ([step, loss] pairs) say, against the unigram baseline."""
+    step, loss = val[-1]
+    text = f"validation loss at step {step}: {loss:.4f} ({'below' if loss < baseline else 'not below'} the baseline)"
+    best_step, best = min(val, key=lambda v: v[1])
+    if loss > best + 0.05:
+        text += (f"\nIt was lowest at step {best_step} ({best:.4f}): since then the model has been memorising its "
+                 "training text instead of learning what carries over to new text (overfitting; a longer text "
+                 "such as --corpus stdlib helps)")
+    return text
 
 
 def samples(model, chars, prompt='Twinkle', length=160, temperatures=TEMPERATURES, seed=0):
@@ -199,29 +351,90 @@ def continue_text(model, ids, length, seed=None, **sampling):
     return ids
 
 
-def run(steps=DEFAULTS['steps'], out=os.path.join(RUNS, 'train_gpt'), device='cpu', resume=False, stop_after=None,
-        prompt='Twinkle', sample_length=160, **options):
-    result = train(steps, out, device, resume, stop_after, **options)
-    model, chars, losses = result['model'], result['chars'], result['losses']
-    print(f"\n{sum(p.size for p in model.parameters())} parameters, vocabulary of {len(chars.vocab)} characters "
-          f"(a uniform guess scores ln {len(chars.vocab)} = {math.log(len(chars.vocab)):.2f}); "
-          f"checkpoint: {result['checkpoint']}")
-    print(table(['steps', 'mean loss'], window_means(losses)))
-    save_lines('loss', {'training loss': losses}, 'step', 'cross-entropy (nats)', 'train_gpt', folder=out)
-    print(f"\nContinuations of {prompt!r}:")
-    for label, text in samples(model, chars, prompt, sample_length).items():
-        print(f"--- {label}\n{text}")
+def default_prompt(corpus, text_file, text):
+    return PROMPTS[corpus] if text_file is None else text.lstrip().split('\n', 1)[0][:10]
+
+
+def run(preset='tiny', corpus=None, text_file=None, out=os.path.join(RUNS, 'train_gpt'), device='cpu', resume=False,
+        stop_after=None, prompt=None, sample_length=160, **options):
+    """Load the text (corpus: 'poem' or 'stdlib', default the preset's; text_file: a UTF-8 file),
+    train on it (options: see train), print the losses, plot them and sample."""
+    corpus = corpus or PRESETS[preset]['corpus']
+    text, name = texts.load(corpus, text_file)
+    prompt = default_prompt(corpus, text_file, text) if prompt is None else prompt
+    unknown = sorted(set(prompt) - set(text))
+    if unknown:  # found now, not after the training
+        raise ValueError(f"train_gpt: the prompt holds characters the text never uses: {unknown}")
+    result = train(text, out, device, resume, stop_after, preset, **options)
+    model, chars, losses, config = result['model'], result['chars'], result['losses'], result['config']
+    train_text, val_text = texts.split(text, config['val_fraction'])
+    print(f"\n{name}: {len(train_text):,} training and {len(val_text):,} validation characters; vocabulary of "
+          f"{len(chars.vocab)} (a uniform guess scores ln {len(chars.vocab)} = {math.log(len(chars.vocab)):.2f})")
+    print(f"{model.num_parameters():,} parameters on {device}; checkpoint: {result['checkpoint']}")
+    print(f"unigram baseline (a model that only counts characters): {result['baseline']:.4f} nats per character "
+          f"on the {'validation' if val_text else 'training'} text")
+    if result['val']:
+        print(validation_summary(result['val'], result['baseline']))
+    print(table(['steps', 'mean training loss'], window_means(losses)))
+    plot_losses(result, name, out)
+    if sample_length:
+        print(f"\nContinuations of {prompt!r}:")
+        for label, sample in samples(model, chars, prompt, sample_length).items():
+            print(f"--- {label}\n{sample}")
     return result
 
 
 def main(argv=None):
+    preset = _preset(argv)
+    defaults = {**PRESETS[preset], 'seed': 0, 'sample_length': 160}
+    corpus = defaults.pop('corpus')
+    options = {name: Option(default, *((HELP[name],) if isinstance(HELP[name], str) else HELP[name]))
+               for name, default in defaults.items()}
+
     def extra(parser):
+        parser.add_argument('--preset', choices=list(PRESETS), default='tiny',
+                            help='tiny: seconds on a CPU; gpu: d_model 384, 6 layers, context 256, batch 64, the '
+                                 'stdlib corpus (use with --device auto). The options below show its values.')
+        source = parser.add_mutually_exclusive_group()
+        source.add_argument('--corpus', choices=texts.CORPORA,
+                            help="a built-in text: the poem, or the docstrings of this Python's standard library "
+                                 f"(default: the preset's, {corpus})")
+        source.add_argument('--text', dest='text_file', metavar='FILE', help='train on this UTF-8 text file')
         parser.add_argument('--resume', action='store_true', help='continue from <out>/ckpt.npz')
         parser.add_argument('--out', default=os.path.join(RUNS, 'train_gpt'), help='folder for the checkpoint and plot')
-        parser.add_argument('--stop-after', type=int, help='stop after this step, as if interrupted (then --resume)')
-        parser.add_argument('--prompt', default='Twinkle')
-        parser.add_argument('--sample-length', type=int, default=160)
-    run(**vars(command_line('train_gpt', __doc__, DEFAULTS, argv, extra)))
+        parser.add_argument('--stop-after', type=int, metavar='N',
+                            help='stop after step N, as if interrupted (then --resume)')
+        parser.add_argument('--prompt', help=f"the start of the samples (default: {PROMPTS['poem']!r} for the poem, "
+                                             f"{PROMPTS['stdlib']!r} for stdlib, a file's first characters)")
+
+    return run_lesson(run, command_line('train_gpt', __doc__, options, argv, extra, check=_check))
+
+
+def _preset(argv):
+    """The --preset given in argv (its options' defaults depend on it); main's parser checks it."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument('--preset')
+    preset = parser.parse_known_args(argv)[0].preset
+    return preset if preset in PRESETS else 'tiny'
+
+
+def _check(args):
+    """What the options cannot do together, found before training starts."""
+    if args.d_model % args.n_heads:
+        return f"--n-heads {args.n_heads} must divide --d-model {args.d_model}"
+    if args.stop_after is not None and args.stop_after < 1:
+        return f"argument --stop-after: must be an integer >= 1, got {args.stop_after}"
+    if args.val_fraction >= 1:
+        return f"argument --val-fraction: must be below 1 (the rest is trained on), got {args.val_fraction}"
+    corpus = args.corpus or PRESETS[args.preset]['corpus']
+    if args.text_file is None and corpus == 'stdlib':
+        return None  # ~2 MB of text: every setting fits (and reading it takes a few seconds)
+    try:
+        text, _ = texts.load(corpus, args.text_file)
+    except texts.CorpusError as error:
+        return f"argument --text: {error}"
+    problem = text_problem(text, args.context, args.val_fraction, args.prompt)
+    return f"{'--text ' + args.text_file if args.text_file else corpus}: {problem}" if problem else None
 
 
 if __name__ == '__main__':

@@ -12,9 +12,10 @@ must find source position L - 1 - t, and attention reaches it in one hop, whatev
     training (teacher forcing): decoder input [bos, 9, 5, 1, 4, 1], loss = CE(logits, target)
     testing (generate, greedy, KV cache): bos -> 9 -> 5 -> ... one token at a time
 
-Each step draws a fresh batch of random sequences; the test sequences are ones never
-seen in training, so the accuracy measures the rule, not memory.  Chance is 10% per
-token (ten digits).
+The --n-test test sequences are drawn first and held out: each training step draws a fresh
+batch of random sequences that never contains one of them, so the accuracy measures the
+rule, not memory (at most half of the 10^length sequences can be held out).  Chance is 10%
+per token (ten digits).
 
     python -m demos.train_reverse                           # the tour's run
     python -m demos.train_reverse --device cuda --length 12 --steps 1000
@@ -25,13 +26,17 @@ import microtensor as mt
 from microtensor import nn, optim
 from transformer import Transformer, generate, seq2seq_loss, shift_right
 
-from .report import command_line, save_lines, table, window_means
+from .report import check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
 
 DIGITS, BOS = 10, 10  # tokens 0-9 are digits; the decoder's start token is 10
 
 
 def random_sequences(rng, n, length, exclude=frozenset()):
-    """n distinct digit sequences (tuples) of `length` not in `exclude`."""
+    """n distinct digit sequences (tuples) of `length` not in `exclude`; ValueError if fewer exist."""
+    available = DIGITS ** length - len(exclude)
+    if n > available:
+        raise ValueError(f"random_sequences: asked for {n} distinct sequences of length {length}, but only "
+                         f"{available} exist{' outside the excluded ones' if exclude else ''}")
     out = {}  # a dict keeps the order of drawing
     while len(out) < n:
         seq = tuple(rng.randrange(DIGITS) for _ in range(length))
@@ -40,31 +45,46 @@ def random_sequences(rng, n, length, exclude=frozenset()):
     return list(out)
 
 
-def train(steps=300, length=6, batch_size=32, d_model=64, n_heads=4, n_layers=1, lr=3e-3, seed=0, device='cpu',
-          log_every=None):
-    """Train on fresh random batches; returns (model, losses, the set of training sequences)."""
+def draw(rng, length, exclude=frozenset()):
+    """One random digit sequence of `length` outside `exclude` (which must leave some)."""
+    while True:
+        seq = tuple(rng.randrange(DIGITS) for _ in range(length))
+        if seq not in exclude:
+            return seq
+
+
+def max_test_sequences(length):
+    """At most half of the 10^length sequences are held out: the rest is what training draws from."""
+    return DIGITS ** length // 2
+
+
+def train(steps=300, length=6, batch_size=32, d_model=64, n_heads=4, n_layers=1, lr=3e-3, warmup=20, seed=0,
+          device='cpu', held_out=frozenset(), log_every=None):
+    """Train on fresh random batches that never contain a `held_out` sequence; returns (model, losses,
+    the set of training sequences)."""
     mt.manual_seed(seed)
     rng = random.Random(seed)
     model = Transformer(DIGITS, DIGITS + 1, d_model=d_model, n_heads=n_heads, n_layers=n_layers,
                         max_len=length + 1, bos_id=BOS).to(device)
     opt = optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    schedule = optim.WarmupCosine(opt, warmup_steps=min(20, steps - 1), total_steps=steps)
+    schedule = optim.WarmupCosine(opt, warmup_steps=min(warmup, steps - 1), total_steps=steps)
     log_every = log_every or max(1, steps // 5)
     seen, losses = set(), []
-    for step in range(steps):
-        batch = [tuple(rng.randrange(DIGITS) for _ in range(length)) for _ in range(batch_size)]
+    for step in range(1, steps + 1):
+        batch = [draw(rng, length, held_out) for _ in range(batch_size)]
         seen.update(batch)
         src = mt.tensor(batch, device=device)
         tgt = mt.tensor([s[::-1] for s in batch], device=device)
         loss = seq2seq_loss(model(src, shift_right(tgt, BOS)), tgt)
+        losses.append(check_loss(loss.item(), step, 'train_reverse', ('a lower --lr (say 10x smaller)',
+                                                                       'a longer --warmup')))
         opt.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
         opt.step()
         schedule.step()
-        losses.append(loss.item())
-        if (step + 1) % log_every == 0:
-            print(f"step {step + 1:4d}/{steps}  loss {loss.item():.4f}")
+        if step % log_every == 0:
+            print(f"step {step:4d}/{steps}  loss {losses[-1]:.4f}")
     return model, losses, seen
 
 
@@ -79,14 +99,20 @@ def evaluate(model, sequences):
     return sum(map(sum, hits)) / (n * length), sum(all(h) for h in hits) / n, by_position, predicted
 
 
-def run(steps=300, length=6, n_test=200, seed=0, **options):
-    model, losses, seen = train(steps, length, seed=seed, **options)
-    test = random_sequences(random.Random(seed + 1), n_test, length, exclude=seen)
+def run(steps=300, length=6, n_test=200, batch_size=32, d_model=64, n_heads=4, n_layers=1, lr=3e-3, warmup=20,
+        seed=0, device='cpu'):
+    """Hold out n_test sequences, train on the others, then test on the held-out ones."""
+    if n_test > max_test_sequences(length):
+        raise ValueError(f"train_reverse: {_too_many(n_test, length)}")
+    test = random_sequences(random.Random(seed + 1), n_test, length)
+    model, losses, seen = train(steps, length, batch_size, d_model, n_heads, n_layers, lr, warmup, seed, device,
+                                held_out=frozenset(test))
     token_acc, seq_acc, by_position, predicted = evaluate(model, test)
     print(table(['steps', 'mean loss'], window_means(losses, 8)))
     save_lines('train_reverse', {'training loss': losses}, 'step', 'cross-entropy (nats)',
                f'Reversing {length} digits')
-    print(f"\n{n_test} test sequences of length {length}, none seen in training ({len(seen)} were):")
+    print(f"\n{n_test} test sequences of length {length}, held out of training (which saw {len(seen)} "
+          f"distinct ones of the {DIGITS ** length:,}):")
     print(f"token accuracy {100 * token_acc:.1f}% (chance 10%), whole sequences right {100 * seq_acc:.1f}%")
     print(table(['output position'] + [str(i + 1) for i in range(length)],
                 [['accuracy'] + [f"{100 * a:.0f}%" for a in by_position]]))
@@ -95,12 +121,27 @@ def run(steps=300, length=6, n_test=200, seed=0, **options):
         target = list(src[::-1])
         print(f"{' '.join(map(str, src))}  -> {' '.join(map(str, pred))}  "
               f"{'ok' if pred == target else '(' + ' '.join(map(str, target)) + ')'}")
-    return {'losses': losses, 'token_accuracy': token_acc, 'sequence_accuracy': seq_acc, 'by_position': by_position}
+    return {'losses': losses, 'token_accuracy': token_acc, 'sequence_accuracy': seq_acc, 'by_position': by_position,
+            'test': test, 'seen': seen, 'device': device}
+
+
+def _too_many(n_test, length):
+    return (f"--n-test {n_test} is too many for --length {length}: there are {DIGITS ** length:,} digit sequences "
+            f"of that length and at most half ({max_test_sequences(length):,}) are held out for testing, so that "
+            "training has the rest; lower --n-test or raise --length")
 
 
 def main(argv=None):
-    options = dict(steps=300, length=6, n_test=200, batch_size=32, d_model=64, n_heads=4, n_layers=1, seed=0, lr=3e-3)
-    run(**vars(command_line('train_reverse', __doc__, options, argv)))
+    options = options_of(run, steps='training steps', length='digits per sequence', n_test='held-out test sequences',
+                         batch_size='sequences per batch', d_model='model width', n_heads='attention heads',
+                         n_layers='encoder and decoder layers', lr='peak learning rate',
+                         warmup=('learning-rate warmup steps (at most steps - 1)', 0), seed='random seed')
+
+    def check(args):
+        if args.d_model % args.n_heads:
+            return f"--n-heads {args.n_heads} must divide --d-model {args.d_model}"
+        return _too_many(args.n_test, args.length) if args.n_test > max_test_sequences(args.length) else None
+    return run_lesson(run, command_line('train_reverse', __doc__, options, argv, check=check))
 
 
 if __name__ == '__main__':

@@ -243,3 +243,13 @@ def read_npy(stream, dtype, shape, member_size, digest, chunk=1 << 20):
         flat[start:start + len(data)] = numpy.frombuffer(data, numpy.uint8)
         digest.update(data)
     return array
+
+
+# ----------------------------------------------------------------------------
+# memory: what train_gpt's progress line reports on the GPU
+def memory_pool_bytes(device):
+    """Bytes cupy's default memory pool holds on the GPU: blocks in use plus freed blocks it keeps
+    for reuse (so it stays flat across training steps unless something leaks).  None on the CPU."""
+    if check_device(device) != 'cuda':
+        return None
+    return cupy.get_default_memory_pool().total_bytes()

@@ -19,7 +19,7 @@ from readme import ROOT
 from conftest import DEVICES
 
 OWN = ['train_xor', 'temperature', 'article_trace', 'softmax_saturation', 'residual_highway', 'rnn_vs_attention',
-       'layernorm_vs_batchnorm']
+       'layernorm_vs_batchnorm', 'train_reverse']
 ALL = [name for name, _ in tour.LESSONS]
 
 
@@ -65,7 +65,8 @@ BAD = {  # lesson: [(argv, what the message must name)]
     'rnn_vs_attention': [(['--seq-len', '2'], '>= 3'), (['--d-model', '5'], 'even')],
     'layernorm_vs_batchnorm': [(['--batch-sizes', '8', '1'], '>= 2'), (['--d-model', '0'], '--d-model')],
     'train_gpt': [(['--ckpt-every', '0'], '--ckpt-every'), (['--lr', 'nan'], 'finite'), (['--seed', '-2'], '>= 0')],
-    'train_reverse': [(['--steps', '0'], '--steps'), (['--n-test', '-1'], '--n-test')],
+    'train_reverse': [(['--steps', '0'], '--steps'), (['--n-test', '-1'], '--n-test'), (['--warmup', '-1'], '>= 0'),
+                      (['--length', '1', '--n-test', '20'], 'too many'), (['--d-model', '6'], 'must divide')],
 }
 
 
@@ -94,6 +95,10 @@ EVERY_OPTION = {  # lesson: argv setting every option to a non-default value, an
                          dict(seq_len=3, d_model=6, batch_size=1, seed=5)),
     'layernorm_vs_batchnorm': (['--d-model', '5', '--companions', '1', '--batch-sizes', '3', '2', '--seed', '6'],
                                dict(d_model=5, companions=1, batch_sizes=[3, 2], seed=6)),
+    'train_reverse': (['--steps', '7', '--length', '3', '--n-test', '4', '--batch-size', '5', '--d-model', '12',
+                       '--n-heads', '3', '--n-layers', '2', '--lr', '0.25', '--warmup', '0', '--seed', '2'],
+                      dict(steps=7, length=3, n_test=4, batch_size=5, d_model=12, n_heads=3, n_layers=2, lr=0.25,
+                           warmup=0, seed=2)),
 }
 
 
@@ -164,6 +169,9 @@ TINY = {  # lesson: (argv, check(result, device))
     'layernorm_vs_batchnorm': (['--d-model', '4', '--companions', '2', '--batch-sizes', '2', '5'],
                                lambda r, d: 'x + 2 small tokens' in r['results']
                                and len(r['by_batch_size']['BatchNorm1d']) == 2 and r['device'] == d),
+    'train_reverse': (['--steps', '3', '--length', '2', '--n-test', '3', '--d-model', '8', '--n-heads', '2',
+                       '--batch-size', '4'],
+                      lambda r, d: len(r['losses']) == 3 and len(r['test']) == 3 and r['device'] == d),
 }
 
 
@@ -179,7 +187,8 @@ CUDA_RUN = {'train_xor': dict(steps=2), 'temperature': {}, 'article_trace': {},
             'softmax_saturation': dict(d_ks=(4,), batch_size=2, seq_len=4, train=False),
             'residual_highway': dict(n_layers=1, d_model=4, batch_size=1, seq_len=2),
             'rnn_vs_attention': dict(seq_len=3, d_model=4, batch_size=1),
-            'layernorm_vs_batchnorm': dict(d_model=4, batch_sizes=(2,))}
+            'layernorm_vs_batchnorm': dict(d_model=4, batch_sizes=(2,)),
+            'train_reverse': dict(steps=2, length=2, n_test=2, d_model=8, n_heads=2, batch_size=2)}
 
 
 @pytest.mark.skipif(mt.cuda.is_available(), reason="a GPU is here: the tiny runs above run on it")
