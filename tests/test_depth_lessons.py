@@ -149,7 +149,7 @@ def test_article_trace_residual_sum_and_similarities():
 
 # ---------------------------------------------------------------------------- item 9
 def test_small_numbers():
-    result = small_numbers.run(T=128, repeats=1)
+    result = small_numbers.run(seq_len=128, repeats=1)
     assert round(100 * 0.9 ** 20) == 12 and round(100 * 0.9 ** 56, 1) == 0.3
     factors = result['factors']
     assert factors['pre', False] < 0.9 and factors['post', False] < 0.9              # faster than 0.9 per layer
