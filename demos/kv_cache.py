@@ -170,7 +170,8 @@ def run(small=False, new_tokens=24, device='cpu'):
     design = design_table(device=device)
     print("The article's design table, one layer 64 wide with 8 heads (d_h = 8), no biases:")
     print(table(['projections', 'parameters', 'cached numbers / token'], design))
-    print("Sharing W_Q = W_K saves parameters, not cache (K is still stored); grouping and low rank shrink the cache.\n")
+    print("Sharing W_Q = W_K saves parameters, not cache (K is still stored); grouping and low rank shrink the "
+          "cache.\n")
     rows = measure(large=() if small else SHAPES, new_tokens=new_tokens, device=device)
     mha = {r['config']: r['per_layer'] for r in rows if r['kind'] == 'MHA'}
     print("KV cache per token, read from the caches after generating (large: one layer of the real width "

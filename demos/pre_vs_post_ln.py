@@ -55,8 +55,8 @@ def last_layer_gradients(norm_place, n_layers, d_model=32, n_heads=4, B=8, T=16,
     mt.manual_seed(seed)
     encoder = xavier_init(Encoder(n_layers, d_model, n_heads, norm=norm_place)).to(device)
     head = xavier_init(nn.Linear(d_model, n_classes)).to(device)
-    x = mt.randn(B, T, d_model, device=device)
-    y = mt.randint(0, n_classes, (B, T), device=device)
+    x = mt.randn(B, T, d_model).to(device)  # drawn on the CPU and moved: the same batch on every device
+    y = mt.randint(0, n_classes, (B, T)).to(device)
     mt.cross_entropy(head(encoder(x)), y).backward()
     ffn = encoder.layers[-1].ffn
     return {'W_1': norm(ffn.W_1.weight.grad), 'W_2': norm(ffn.W_2.weight.grad), 'device': ffn.W_2.weight.grad.device}
@@ -123,7 +123,8 @@ def run(n_layers=4, steps=80, warmup=30, lr=1e-2, seeds=1, depths=DEPTHS, grad_s
     growth = ratios[depths[-1]] / ratios[depths[0]]
     print(f"Pre-LN's gradient times sqrt(L) stays within {max(level) / min(level):.2f}x of itself: it shrinks like "
           f"1/sqrt(L) (Xiong's bound).\nPost-LN's goes from {grads['post', depths[0]]['W_2']:.2f} to "
-          f"{grads['post', depths[-1]]['W_2']:.2f} (Xiong's bound for it does not depend on L).  From L = {depths[0]} to "
+          f"{grads['post', depths[-1]]['W_2']:.2f} (Xiong's bound for it does not depend on L).  "
+          f"From L = {depths[0]} to "
           f"{depths[-1]} the ratio grows {growth:.1f}x, sqrt({depths[-1]}/{depths[0]}) = "
           f"{math.sqrt(depths[-1] / depths[0]):.1f}.")
 

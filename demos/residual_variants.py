@@ -73,8 +73,8 @@ def shares_at_init(n_layers=6, d_model=16, n_heads=2, B=4, T=8, seed=0, device='
         encoder = Encoder(n_layers, d_model, n_heads, **options).to(device)
         if bias is not None:
             set_gate_bias(encoder, bias)
-        x = mt.randn(B, T, d_model, device=device, requires_grad=True)
-        G = mt.randn(B, T, d_model, device=device)
+        x = mt.randn(B, T, d_model).to(device).requires_grad_()  # drawn on the CPU: the same on every device
+        G = mt.randn(B, T, d_model).to(device)
         out[name] = probe(encoder, lambda m: (m(x) * G).sum())
     return out
 
