@@ -28,15 +28,17 @@ import math
 import microtensor as mt
 from transformer import article_data as article
 
-from .report import command_line, save_plot, table
+from .report import command_line, options_of, run_lesson, save_plot, table
 
 
 # ---------------------------------------------------------------------------- 1. 我 爱 你
-def love_weights():
-    """softmax(S / sqrt(d_k)) row by row for the article's printed S; (S / sqrt(d_k), A) as lists."""
-    S = mt.tensor(article.LOVE_SCORES, dtype='float64')
+def love_weights(device='cpu'):
+    """softmax(S / sqrt(d_k)) row by row for the article's printed S; (S / sqrt(d_k), A) as lists, and the
+    device they were computed on."""
+    S = mt.tensor(article.LOVE_SCORES, dtype='float64', device=device)
     scaled = S / math.sqrt(article.LOVE_D_K)
-    return scaled.tolist(), mt.softmax(scaled, axis=-1).tolist()
+    A = mt.softmax(scaled, axis=-1)
+    return scaled.tolist(), A.tolist(), A.device
 
 
 def love_differences(A, tolerance=0.005):
@@ -58,16 +60,16 @@ def text_cells():
 
 
 # ---------------------------------------------------------------------------- 2. hard vs soft
-def hard_vs_soft(T=4, d_k=8, seed=0, eps=1e-4):
+def hard_vs_soft(T=4, d_k=8, seed=0, eps=1e-4, device='cpu'):
     """dL/dS for soft and hard attention on the same scores S = q k^T / sqrt(d_k); L = sum(out * g).
 
     Returns {'soft': (autograd |dL/dS|, max |autograd - central differences|),
              'hard': (autograd |dL/dS|, max |central differences|), 'temperatures': [(T, |dL/dS|)]}.
     """
-    mt.manual_seed(seed)
-    q, k, g = (mt.randn(T, d_k, dtype='float64') for _ in range(3))
-    V = mt.randn(T, d_k, dtype='float64', requires_grad=True)  # the values still learn under hard attention
-    S0 = (q @ k.T / math.sqrt(d_k)).numpy()
+    mt.manual_seed(seed)  # drawn on the CPU and moved: the same numbers on every device
+    q, k, g = (mt.randn(T, d_k, dtype='float64').to(device) for _ in range(3))
+    V = mt.randn(T, d_k, dtype='float64').to(device).requires_grad_()  # the values still learn under hard attention
+    S0 = (q @ k.T / math.sqrt(d_k)).numpy()  # a host copy, nudged one cell at a time below
 
     def loss(weights_of, S):
         return (weights_of(S) @ V * g).sum()
@@ -83,9 +85,9 @@ def hard_vs_soft(T=4, d_k=8, seed=0, eps=1e-4):
         return (S == S.max(axis=-1, keepdims=True)).astype('float64')
 
     def autograd(weights_of):
-        S = mt.tensor(S0, requires_grad=True)
+        S = mt.tensor(S0, device=device, requires_grad=True)
         loss(weights_of, S).backward()
-        return mt.zeros(T, T, dtype='float64') if S.grad is None else S.grad  # None: no path, the gradient is 0
+        return mt.zeros(T, T, dtype='float64', device=device) if S.grad is None else S.grad  # None: no path: 0
 
     def central(weights_of):
         grad = mt.zeros(T, T, dtype='float64').numpy()
@@ -94,8 +96,9 @@ def hard_vs_soft(T=4, d_k=8, seed=0, eps=1e-4):
                 up, down = S0.copy(), S0.copy()
                 up[i, j] += eps
                 down[i, j] -= eps
-                grad[i, j] = (value(weights_of, mt.tensor(up)) - value(weights_of, mt.tensor(down))) / (2 * eps)
-        return mt.tensor(grad)
+                grad[i, j] = (value(weights_of, mt.tensor(up, device=device))
+                              - value(weights_of, mt.tensor(down, device=device))) / (2 * eps)
+        return mt.tensor(grad, device=device)
 
     soft_grad, hard_grad = autograd(soft), autograd(hard)
     return {'soft': (_norm(soft_grad), (soft_grad - central(soft)).abs().max().item()),
@@ -109,20 +112,20 @@ def _norm(t):
 
 
 # ---------------------------------------------------------------------------- 3. small numbers
-def small_numbers(samples=20000, seed=0):
+def small_numbers(samples=20000, seed=0, device='cpu'):
     """The chapters' small numbers recomputed: a dict of lists of table rows."""
     logits, printed = article.SATURATED_SOFTMAX
-    p = mt.softmax(mt.tensor(logits, dtype='float64'), axis=-1).tolist()
+    p = mt.softmax(mt.tensor(logits, dtype='float64', device=device), axis=-1).tolist()
 
     mt.manual_seed(seed)
     stds = []
     for d_k, printed_std in article.DOT_PRODUCT_STD.items():
-        q, k = mt.randn(samples, d_k), mt.randn(samples, d_k)
+        q, k = mt.randn(samples, d_k).to(device), mt.randn(samples, d_k).to(device)
         measured = (q * k).sum(axis=-1).var().sqrt().item()
         stds.append((d_k, printed_std, math.sqrt(d_k), measured, 2 * math.sqrt(d_k)))
 
     x, printed_argmax = article.ARGMAX_EXAMPLE
-    argmax = mt.tensor(x).argmax().item()
+    argmax = mt.tensor(x, device=device).argmax().item()
     one_hot = [int(i == argmax) for i in range(len(x))]
 
     sums = {word: sum(row) for word, row in article.HEATMAP_ROWS.items()}
@@ -130,10 +133,10 @@ def small_numbers(samples=20000, seed=0):
             'heatmap_sums': sums}
 
 
-def run(samples=20000, seed=0):
+def run(samples=20000, seed=0, device='cpu'):
     words = article.LOVE_TOKENS
     S, scaled_printed = article.LOVE_SCORES, article.LOVE_SCALED_SCORES
-    scaled, A = love_weights()
+    scaled, A, device = love_weights(device)
     print("1. 我 爱 你, d_k = 4: S = Q K^T (article) | S / 2 (article) | S / 2 (computed)")
     print(table(['Q \\ K'] + words + ['|'] + words + ['|'] + words,
                 [[w] + S[i] + ['|'] + scaled_printed[i] + ['|'] + scaled[i] for i, w in enumerate(words)], fmt='.2f'))
@@ -154,7 +157,7 @@ def run(samples=20000, seed=0):
 
     plot_love(A)
 
-    result = hard_vs_soft(seed=seed)
+    result = hard_vs_soft(seed=seed, device=device)
     print("\n2. Hard vs soft attention on the same scores S (4 x 4), L = sum(weights(S) V * g):")
     print(table(['attention', '|dL/dS| (autograd)', 'check'],
                 [['soft: softmax(S) V', result['soft'][0], f"max |autograd - central diff| = {result['soft'][1]:.1e}"],
@@ -164,7 +167,7 @@ def run(samples=20000, seed=0):
           "then collapses to 0 once every row is one-hot (p(1 - p) -> 0 faster than 1 / T grows):")
     print(table(['T', '|dL/dS|'], result['temperatures']))
 
-    small = small_numbers(samples, seed)
+    small = small_numbers(samples, seed, device)
     logits, printed, p = small['softmax']
     print("\n3. The chapters' small numbers:")
     print(table(['claim', 'article', 'computed', 'verdict'], [
@@ -178,7 +181,7 @@ def run(samples=20000, seed=0):
     print(table(['d_k', 'article', 'sqrt(d_k)', 'sampled', '2 std (article: 20)'], small['stds'], fmt='.2f'))
     print("The article's '-20 to +20 (2 standard deviations)' is 2 std for d_k = 100; for d_k = 512 it is +-45.")
     return {'A': A, 'scaled': scaled, 'wrong': wrong, 'text_cells': text_cells(), 'hard_vs_soft': result,
-            'small': small}
+            'small': small, 'device': device}
 
 
 def plot_love(A):
@@ -198,10 +201,8 @@ def plot_love(A):
 
 
 def main(argv=None):
-    options = vars(command_line('attention_by_hand', __doc__, dict(samples=20000, seed=0), argv))
-    if options.pop('device') == 'cuda':
-        print("(3 x 3 numbers: this lesson runs on the CPU)")
-    run(**options)
+    options = options_of(run, samples='random (q, k) pairs per d_k for the std of q . k', seed='random seed')
+    return run_lesson(run, command_line('attention_by_hand', __doc__, options, argv))
 
 
 if __name__ == '__main__':

@@ -34,7 +34,7 @@ import microtensor as mt
 from microtensor.autograd import topological_order
 from transformer import RNN, MultiHeadAttention
 
-from .report import command_line, save_lines, table
+from .report import command_line, options_of, run_lesson, save_lines, table
 
 
 def graph_depth(tensor):
@@ -64,7 +64,7 @@ def slope(xs, ys):
 
 def measure(ns, d=64, n_heads=4, repeats=3, timing=True, device='cpu', seed=0):
     """One row per n: {'n', 'score_bytes', 'attention_s', 'rnn_s', 'attention_depth', 'rnn_depth',
-    'attention_madds', 'rnn_madds'}.  timing=False skips the clocks (the structure only)."""
+    'attention_madds', 'rnn_madds', 'device'}.  timing=False skips the clocks (the structure only)."""
     mt.manual_seed(seed)
     attention, rnn = MultiHeadAttention(d, n_heads).to(device), RNN(d, d).to(device)
     rows = []
@@ -73,7 +73,7 @@ def measure(ns, d=64, n_heads=4, repeats=3, timing=True, device='cpu', seed=0):
         with mt.no_grad():
             attention(x)
         scores = attention.last_scores
-        row = {'n': n, 'score_bytes': scores.size * scores.dtype.itemsize,
+        row = {'n': n, 'score_bytes': scores.size * scores.dtype.itemsize, 'device': scores.device,
                'attention_depth': graph_depth(attention(x)), 'rnn_depth': graph_depth(rnn(x)[0]),
                'attention_madds': 4 * n * d * d + 2 * n * n * d, 'rnn_madds': 2 * n * d * d}
         if timing:
@@ -132,13 +132,18 @@ def run(max_n=1024, d=64, repeats=3, full=False, device='cpu'):
     save_lines('attention_cost', series,
                'sequence length n', 'seconds / GiB', f'One layer, d = {d}: time and memory against n', x=ns,
                logx=True, logy=True)
-    return {'rows': rows, 'slopes': slopes, 'crossing': cross}
+    return {'rows': rows, 'slopes': slopes, 'crossing': cross, 'device': rows[0]['device']}
 
 
 def main(argv=None):
-    def extra(parser):
-        parser.add_argument('--full', action='store_true', help='n up to 2048, 5 repeats')
-    run(**vars(command_line('attention_cost', __doc__, dict(max_n=1024, d=64, repeats=3), argv, extra)))
+    options = options_of(run, max_n=('the longest sequence n (n = 64, 128, ... up to it)', 256),
+                         d='width d of both layers', repeats='timed runs per size (the median is shown)',
+                         full='n up to 2048, 5 repeats')
+    return run_lesson(run, command_line('attention_cost', __doc__, options, argv, check=_heads_divide))
+
+
+def _heads_divide(args):
+    return f"--d must be a multiple of 4 (the attention layer has 4 heads), got {args.d}" if args.d % 4 else None
 
 
 if __name__ == '__main__':

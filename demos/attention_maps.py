@@ -25,17 +25,17 @@ import microtensor as mt
 from transformer import shift_right
 
 from . import train_gpt, train_reverse
-from .report import RUNS, command_line, save_plot, table
+from .report import RUNS, command_line, options_of, run_lesson, save_plot, table
 
 
 # ---------------------------------------------------------------------------- 1. reversal
-def reverse_maps(steps=150, length=6, n_test=64, seed=0):
+def reverse_maps(steps=150, length=6, n_test=64, seed=0, device='cpu'):
     """Train the reversal model; its cross-attention on unseen sequences: {'maps' (h, L, L) means over the
-    test batch as lists, 'anti_diagonal' per head, 'argmax' [head][t], 'token_accuracy'}."""
-    model, _, seen = train_reverse.train(steps, length, seed=seed, log_every=steps + 1)
+    test batch as lists, 'anti_diagonal' per head, 'argmax' [head][t], 'token_accuracy', 'device'}."""
+    model, _, seen = train_reverse.train(steps=steps, length=length, seed=seed, log_every=steps + 1, device=device)
     test = train_reverse.random_sequences(random.Random(seed + 1), n_test, length, exclude=seen)
-    src = mt.tensor(test)
-    tgt = mt.tensor([s[::-1] for s in test])
+    src = mt.tensor(test, device=device)
+    tgt = mt.tensor([s[::-1] for s in test], device=device)
     model.eval()
     with mt.no_grad():
         logits = model(src, shift_right(tgt, train_reverse.BOS))
@@ -45,17 +45,17 @@ def reverse_maps(steps=150, length=6, n_test=64, seed=0):
     return {'maps': maps,
             'anti_diagonal': [sum(head[t][L - 1 - t] for t in range(L)) / L for head in maps],
             'argmax': [[max(range(L), key=lambda s: head[t][s]) for t in range(L)] for head in maps],
-            'token_accuracy': (logits.argmax(axis=-1) == tgt).astype('float32').mean().item()}
+            'token_accuracy': (logits.argmax(axis=-1) == tgt).astype('float32').mean().item(), 'device': logits.device}
 
 
 # ---------------------------------------------------------------------------- 2. the char GPT
-def gpt_maps(steps=150, line='Twinkle, twinkle, little star,', seed=0, **options):
+def gpt_maps(steps=150, line='Twinkle, twinkle, little star,', seed=0, device='cpu', **options):
     """Train the char GPT briefly; self-attention of every head on `line`:
     {'weights' [layer][head] (T, T) lists, 'heads' rows of per-head statistics, 'chars'}."""
     result = train_gpt.train(out=os.path.join(RUNS, 'attention_maps_gpt'), steps=steps, seed=seed,
-                             log_every=steps, eval_every=steps, ckpt_every=steps, **options)
+                             log_every=steps, eval_every=steps, ckpt_every=steps, device=device, **options)
     model, chars = result['model'], result['chars']
-    ids = mt.tensor([chars.encode(line)])
+    ids = mt.tensor([chars.encode(line)], device=device)
     model.eval()
     with mt.no_grad():
         model(ids)
@@ -69,9 +69,9 @@ def gpt_maps(steps=150, line='Twinkle, twinkle, little star,', seed=0, **options
     return {'weights': weights, 'heads': heads, 'line': line, 'final_loss': sum(result['losses'][-10:]) / 10}
 
 
-def run(steps=150, gpt_steps=150, seed=0, full=False):
+def run(steps=150, gpt_steps=150, seed=0, full=False, device='cpu'):
     steps, gpt_steps = (600, 1000) if full else (steps, gpt_steps)
-    rev = reverse_maps(steps, seed=seed)
+    rev = reverse_maps(steps, seed=seed, device=device)
     L = len(rev['argmax'][0])
     print(f"1. Reversing {L} digits ({steps} training steps, token accuracy {100 * rev['token_accuracy']:.0f}% "
           f"on unseen sequences): cross-attention, decoder position t over source position s")
@@ -83,7 +83,7 @@ def run(steps=150, gpt_steps=150, seed=0, full=False):
     plot_heads('attention_maps_reverse', rev['maps'], 'source position s', 'output position t',
                'Reversal: cross-attention per head (anti-diagonal = s = L-1-t)')
 
-    gpt = gpt_maps(gpt_steps, seed=seed, context=32, batch_size=8)
+    gpt = gpt_maps(gpt_steps, seed=seed, device=device, context=32, batch_size=8)
     line = gpt['line']
     print(f"\n2. The char GPT ({gpt_steps} steps, final loss {gpt['final_loss']:.2f}) on {line!r}: where each "
           "query character's highest weight goes")
@@ -99,7 +99,7 @@ def run(steps=150, gpt_steps=150, seed=0, full=False):
                  for t in shown for s in [max(range(t + 1), key=lambda s: A[t][s])]]))
     plot_heads('attention_maps_gpt', [A], 'key', 'query', f"char GPT, layer {best['layer']} head {best['head']}",
                labels=list(line))
-    return {'reverse': rev, 'gpt': gpt, 'gpt_head': best}
+    return {'reverse': rev, 'gpt': gpt, 'gpt_head': best, 'device': rev['device']}
 
 
 def plot_heads(name, maps, xlabel, ylabel, title, labels=None):
@@ -122,12 +122,9 @@ def plot_heads(name, maps, xlabel, ylabel, title, labels=None):
 
 
 def main(argv=None):
-    def extra(parser):
-        parser.add_argument('--full', action='store_true', help='train longer (600 and 1000 steps)')
-    options = vars(command_line('attention_maps', __doc__, dict(steps=150, gpt_steps=150, seed=0), argv, extra))
-    if options.pop('device') == 'cuda':
-        print("(short trainings of tiny models: this lesson runs on the CPU)")
-    run(**options)
+    options = options_of(run, steps='training steps of the reversal model', gpt_steps='training steps of the char GPT',
+                         seed='random seed', full='train longer (600 and 1000 steps)')
+    return run_lesson(run, command_line('attention_maps', __doc__, options, argv))
 
 
 if __name__ == '__main__':

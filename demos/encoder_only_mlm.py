@@ -23,7 +23,7 @@ from microtensor import optim
 from transformer import EncoderOnly
 from transformer.mlm import IGNORE, masked_accuracy, mlm_loss, mlm_mask
 
-from .report import command_line, save_lines, table, window_means
+from .report import check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
 
 DIGITS, MASK = 10, 10   # tokens 0-9, then [MASK]
 HALF = 8
@@ -70,13 +70,13 @@ def train(steps=300, B=32, lr=3e-3, seed=0, device='cpu'):
     model = EncoderOnly(DIGITS + 1, d_model=32, n_layers=2, n_heads=4, max_len=2 * HALF, init_std=0.1).to(device)
     opt = optim.Adam(model.parameters(), lr=lr)
     losses = []
-    for _ in range(steps):
+    for step in range(1, steps + 1):
         inputs, labels = mlm_mask(doubled(rng, B, device), MASK, DIGITS)
         loss = mlm_loss(model.masked_token_logits(inputs), labels)
         opt.zero_grad()
         loss.backward()
         opt.step()
-        losses.append(loss.item())
+        losses.append(check_loss(loss.item(), step, 'encoder_only_mlm'))
     return model, losses
 
 
@@ -108,12 +108,14 @@ def run(steps=300, batch_size=32, n_test=500, seed=0, device='cpu'):
           "its answer from the right: a causal (GPT)\nmodel could not, the encoder attends in both directions.")
     save_lines('encoder_only_mlm', {'MLM loss': losses}, 'step', 'cross-entropy on the chosen positions',
                'Encoder-only model, masked-language modelling')
-    return {'losses': losses, 'shares': shares, 'accuracy': acc, 'recoverable': ceiling, 'best': best}
+    return {'losses': losses, 'shares': shares, 'accuracy': acc, 'recoverable': ceiling, 'best': best,
+            'device': logits.device}
 
 
 def main(argv=None):
-    options = dict(steps=300, batch_size=32, n_test=500, seed=0)
-    run(**vars(command_line('encoder_only_mlm', __doc__, options, argv)))
+    options = options_of(run, steps='Adam steps', batch_size='sequences per batch',
+                         n_test=('test sequences (16 digits each) the accuracy is measured on', 10), seed='random seed')
+    return run_lesson(run, command_line('encoder_only_mlm', __doc__, options, argv))
 
 
 if __name__ == '__main__':

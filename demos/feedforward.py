@@ -28,7 +28,7 @@ import microtensor as mt
 from microtensor import nn, optim
 from transformer import GPT, EncoderLayer, FeedForward, MultiHeadAttention
 
-from .report import command_line, save_lines, table
+from .report import check_loss, command_line, options_of, run_lesson, save_lines, table
 
 TARGETS = {'|x|': lambda x: x.abs(), 'sin(2x)': lambda x: (2 * x).sin()}
 VOCAB = 10
@@ -40,14 +40,14 @@ def linear_ffn(ffn, x):
     return ffn.W_2(ffn.W_1(x))
 
 
-def collapse(d_model=8, d_ff=32, seed=0):
+def collapse(d_model=8, d_ff=32, seed=0, device='cpu'):
     """The single Linear equal to a FeedForward without activation, and the largest difference (float64)."""
-    mt.manual_seed(seed)
-    ffn = FeedForward(d_model, d_ff).double()
-    single = nn.Linear(d_model, d_model).double()
+    mt.manual_seed(seed)  # weights and data drawn on the CPU and moved: the same numbers on every device
+    ffn = FeedForward(d_model, d_ff).to(device, dtype='float64')
+    single = nn.Linear(d_model, d_model).to(device, dtype='float64')
     single.weight.data = (ffn.W_1.weight @ ffn.W_2.weight).data                  # (d_model, d_model)
     single.bias.data = (ffn.W_1.bias @ ffn.W_2.weight + ffn.W_2.bias).data       # (d_model,)
-    x = mt.randn(4, 6, d_model, dtype='float64')
+    x = mt.randn(4, 6, d_model, dtype='float64').to(device)
     with mt.no_grad():
         gap = (linear_ffn(ffn, x) - single(x)).abs().max().item()
         with_activation = (ffn(x) - single(x)).abs().max().item()
@@ -62,14 +62,14 @@ def fit(target, activation, steps=300, d_model=8, d_ff=32, B=256, lr=1e-2, seed=
     ffn = FeedForward(d_model, d_ff, activation=activation or 'relu').to(device)
     opt = optim.Adam(ffn.parameters(), lr=lr)
     losses = []
-    for _ in range(steps):
+    for step in range(1, steps + 1):
         x = mt.randn(B, d_model, device=device)
         y = ffn(x) if activation else linear_ffn(ffn, x)
         loss = ((y - TARGETS[target](x)) ** 2).mean()
         opt.zero_grad()
         loss.backward()
         opt.step()
-        losses.append(loss.item())
+        losses.append(check_loss(loss.item(), step, 'feedforward'))
     return losses
 
 
@@ -81,14 +81,14 @@ def train_copy(activation, steps=150, half=6, B=16, lr=3e-3, seed=0, device='cpu
                 activation=activation).to(device)
     opt = optim.Adam(model.parameters(), lr=lr)
     losses = []
-    for _ in range(steps):
+    for step in range(1, steps + 1):
         first = [[rng.randrange(VOCAB) for _ in range(half)] for _ in range(B)]
         ids = mt.tensor([w + w for w in first], device=device)
         loss = mt.cross_entropy(model(ids)[:, half - 1:-1], ids[:, half:])
         opt.zero_grad()
         loss.backward()
         opt.step()
-        losses.append(loss.item())
+        losses.append(check_loss(loss.item(), step, 'feedforward'))
     return losses
 
 
@@ -97,13 +97,15 @@ def count(module):
     return module.num_parameters()
 
 
-def parameter_counts(d_model=512, n_heads=8):
-    layer = EncoderLayer(d_model, n_heads)
+def parameter_counts(d_model=512, n_heads=8, device='cpu'):
+    """Parameters of an EncoderLayer's parts and of MultiHeadAttention with 1, 8 and 64 heads, counted from
+    the modules (built on `device`: the count is the same on every device)."""
+    layer = EncoderLayer(d_model, n_heads).to(device)
     attention, ffn = count(layer.self_attn), count(layer.ffn)
     norms = count(layer.norm1) + count(layer.norm2)
-    heads = {h: count(MultiHeadAttention(d_model, h)) for h in (1, 8, 64)}
+    heads = {h: count(MultiHeadAttention(d_model, h).to(device)) for h in (1, 8, 64)}
     return {'attention': attention, 'ffn': ffn, 'norms': norms, 'layer': count(layer), 'heads': heads,
-            'd_model': d_model, 'n_heads': n_heads}
+            'd_model': d_model, 'n_heads': n_heads, 'device': layer.parameters()[0].device}
 
 
 def _tail(losses, n=20):
@@ -113,7 +115,7 @@ def _tail(losses, n=20):
 def run(steps=300, copy_steps=150, seeds=1, full=False, device='cpu'):
     if full:
         steps, copy_steps, seeds = 1000, 400, 3
-    c = collapse()
+    c = collapse(device=device)
     print("1. A FeedForward(8, 32) without its activation vs one Linear(8, 8) with W = W_1 W_2, "
           "b = b_1 W_2 + b_2 (float64):")
     print(table(['', 'max |difference|', 'parameters'],
@@ -145,7 +147,7 @@ def run(steps=300, copy_steps=150, seeds=1, full=False, device='cpu'):
           + ": the article's case for GELU (a smooth\ncurve, friendlier gradients in deep networks) is not "
           "something these small tasks can confirm.")
 
-    p = parameter_counts()
+    p = parameter_counts(device=device)
     d, h = p['d_model'], p['n_heads']
     share = p['ffn'] / (p['attention'] + p['ffn'])
     print(f"\n4. Parameters of EncoderLayer(d_model={d}, h={h}, d_ff={4 * d}), counted from the modules:")
@@ -167,7 +169,7 @@ def run(steps=300, copy_steps=150, seeds=1, full=False, device='cpu'):
                                                            for i in range(steps)] for a in (None, 'relu', 'gelu')},
                'step', 'mean squared error', 'An FFN learning |x| (the best linear fit: 1 - 2/pi)')
     return {'collapse': c, 'final': final, 'plateau': plateau, 'sin_plateau': _sin_plateau(),
-            'copy_final': copy_final, 'params': p, 'ffn_share': share}
+            'copy_final': copy_final, 'params': p, 'ffn_share': share, 'device': p['device']}
 
 
 def _sin_plateau():
@@ -177,9 +179,9 @@ def _sin_plateau():
 
 
 def main(argv=None):
-    options = dict(steps=300, copy_steps=150, seeds=1)
-    run(**vars(command_line('feedforward', __doc__, options, argv, extra=lambda p: p.add_argument(
-        '--full', action='store_true', help='1000 / 400 steps, 3 seeds'))))
+    options = options_of(run, steps='Adam steps of each FFN fit (parts 2-3)', copy_steps='Adam steps of each GPT',
+                         seeds='seeds averaged per comparison', full='1000 / 400 steps, 3 seeds')
+    return run_lesson(run, command_line('feedforward', __doc__, options, argv))
 
 
 if __name__ == '__main__':

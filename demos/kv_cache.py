@@ -36,7 +36,7 @@ from transformer import GPT, KVCache, MultiHeadAttention, causal_mask, use_laten
 from transformer import article_data as article
 from transformer.mla import MultiHeadLatentAttention
 
-from .report import command_line, save_plot, table
+from .report import command_line, options_of, run_lesson, save_plot, table
 
 BF16 = 2  # bytes per cached number as served
 
@@ -51,13 +51,14 @@ def cache_bytes(caches):
 
 
 # ---------------------------------------------------------------------------- small: a whole GPT
-def small_gpt(kind, vocab=16, d_model=64, n_layers=4, n_heads=8, seed=0):
+def small_gpt(kind, vocab=16, d_model=64, n_layers=4, n_heads=8, seed=0, device='cpu'):
     """A GPT whose attention is 'MHA', 'GQA' (2 K/V heads), 'MQA' or 'MLA' (d_c = 4 d_h, d_rope = d_h / 2)."""
     mt.manual_seed(seed)
     n_kv = {'MHA': None, 'GQA': 2, 'MQA': 1, 'MLA': None}[kind]
     model = GPT(vocab, d_model=d_model, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv, max_len=64)
     d_head = d_model // n_heads
-    return use_latent_attention(model, d_c=4 * d_head, d_rope=d_head // 2) if kind == 'MLA' else model
+    model = use_latent_attention(model, d_c=4 * d_head, d_rope=d_head // 2) if kind == 'MLA' else model
+    return model.to(device)
 
 
 def generate_with_cache(model, prompt, n):
@@ -81,13 +82,13 @@ def one_layer(kind, d_model, n_heads, n_kv_heads=None, d_c=None, d_rope=None, d_
 
 
 def measure_one_layer(module, prompt=4, steps=3, seed=0):
-    """Generate through one attention layer (its output fed back as the next input); cached numbers
-    and bytes per token (the cache divided by the positions it holds)."""
+    """Generate through one attention layer (its output fed back as the next input), on the module's
+    device; cached numbers and bytes per token (the cache divided by the positions it holds)."""
     mt.manual_seed(seed)
     cache = KVCache()
     with mt.no_grad():
-        x = mt.randn(1, prompt, module.d_model)
-        y = module(x, mask=causal_mask(prompt), cache=cache)
+        x = mt.randn(1, prompt, module.d_model).to(module.parameters()[0].device)
+        y = module(x, mask=causal_mask(prompt, device=x.device), cache=cache)
         for _ in range(steps):
             y = module(y[:, -1:], cache=cache)
     return cache_numbers([cache]) / cache.length, cache_bytes([cache]) / cache.length
@@ -105,28 +106,29 @@ SHAPES = {'LLaMA-2-7B width': article.LLAMA2_7B, 'DeepSeek 67B': article.DEEPSEE
           'DeepSeek-V2': article.DEEPSEEK_V2}
 
 
-def measure(small=True, large=SHAPES, prompt=8, new_tokens=24):
+def measure(small=True, large=SHAPES, prompt=8, new_tokens=24, device='cpu'):
     """Rows {'config', 'kind', 'layers', 'per_layer' (numbers / token / layer), 'bytes_fp32' (per token,
-    all layers, measured), 'context', 'params' (of one attention layer)}.  large: the names of the
-    large configurations to measure (SHAPES' keys)."""
+    all layers, measured), 'context', 'params' (of one attention layer), 'device' (of the cache)}.
+    large: the names of the large configurations to measure (SHAPES' keys)."""
     rows = []
     if small:
         for kind in ('MHA', 'GQA', 'MQA', 'MLA'):
-            model = small_gpt(kind)
-            _, cache = generate_with_cache(model, mt.randint(0, 16, (1, prompt)), new_tokens)
+            model = small_gpt(kind, device=device)
+            _, cache = generate_with_cache(model, mt.randint(0, 16, (1, prompt)).to(device), new_tokens)
             T = cache[0].length
             rows.append({'config': 'small GPT (64 wide, 8 heads)', 'kind': kind, 'layers': len(cache),
                          'per_layer': cache_numbers(cache) / T / len(cache), 'bytes_fp32': cache_bytes(cache) / T,
-                         'context': T, 'params': model.layers[0].self_attn.num_parameters()})
+                         'context': T, 'params': model.layers[0].self_attn.num_parameters(),
+                         'device': cache[0].K.device})
     for config, kind, options in LARGE:
         if config not in large:
             continue
         shape = SHAPES[config]
-        module = one_layer(kind, shape['d_model'], shape['n_heads'], **options)
+        module = one_layer(kind, shape['d_model'], shape['n_heads'], **options).to(device)
         numbers, nbytes = measure_one_layer(module)
         rows.append({'config': config, 'kind': kind, 'layers': shape['n_layers'], 'per_layer': numbers,
                      'bytes_fp32': nbytes * shape['n_layers'], 'context': 4096,
-                     'params': module.num_parameters()})
+                     'params': module.num_parameters(), 'device': module.parameters()[0].device})
         del module  # up to 600 MB of weights: free them before the next
     return rows
 
@@ -140,13 +142,13 @@ DESIGNS = [  # the article's design table, one attention layer each: (row, kind,
 ]
 
 
-def design_table(d_model=64, n_heads=8):
+def design_table(d_model=64, n_heads=8, device='cpu'):
     """Rows (design, parameters, cached numbers per token) of one layer of each design, measured."""
     rows = []
     for design, kind, options in DESIGNS:
         mt.manual_seed(0)
         module = (MultiHeadLatentAttention(d_model, n_heads, **options) if kind == 'MLA'
-                  else MultiHeadAttention(d_model, n_heads, bias=False, **options))
+                  else MultiHeadAttention(d_model, n_heads, bias=False, **options)).to(device)
         rows.append((design, module.num_parameters(), int(measure_one_layer(module)[0])))
     return rows
 
@@ -164,12 +166,13 @@ def deepseek_comparison(rows):
             'deployed': deployed, 'v2_as_mha': mha_v2, 'vs_own_mha': 1 - per_token['DeepSeek-V2'] / mha_v2}
 
 
-def run(small_only=False):
-    design = design_table()
+def run(small=False, new_tokens=24, device='cpu'):
+    design = design_table(device=device)
     print("The article's design table, one layer 64 wide with 8 heads (d_h = 8), no biases:")
     print(table(['projections', 'parameters', 'cached numbers / token'], design))
-    print("Sharing W_Q = W_K saves parameters, not cache (K is still stored); grouping and low rank shrink the cache.\n")
-    rows = measure(large=() if small_only else SHAPES)
+    print("Sharing W_Q = W_K saves parameters, not cache (K is still stored); grouping and low rank shrink the "
+          "cache.\n")
+    rows = measure(large=() if small else SHAPES, new_tokens=new_tokens, device=device)
     mha = {r['config']: r['per_layer'] for r in rows if r['kind'] == 'MHA'}
     print("KV cache per token, read from the caches after generating (large: one layer of the real width "
           "x layers):")
@@ -181,8 +184,9 @@ def run(small_only=False):
                   f"{r['per_layer'] / mha[r['config']]:.3f}" if r['config'] in mha else '-'] for r in rows]))
     print("MLA caches d_c + d_rope numbers per layer (latent c + shared RoPE key); MQA caches 2 d_h, which is\n"
           "less; MLA's bet is that it keeps MHA's quality while caching about as little as a small GQA.")
-    result = {'rows': rows, 'design': design}
-    if not small_only:
+    print(f"(caches measured on {device}; their sizes do not depend on the device)")
+    result = {'rows': rows, 'design': design, 'device': rows[0]['device']}
+    if not small:
         ds = deepseek_comparison(rows)
         result['deepseek'] = ds
         print("\nThe article's 'KV Cache reduced by 93.3%' (the DeepSeek-V2 paper: DeepSeek-V2 vs DeepSeek 67B):")
@@ -223,12 +227,9 @@ def plot(rows):
 
 
 def main(argv=None):
-    def extra(parser):
-        parser.add_argument('--small', action='store_true', help='only the small GPT (skips the 4096-8192 wide layers)')
-    options = vars(command_line('kv_cache', __doc__, {}, argv, extra))
-    if options.pop('device') == 'cuda':
-        print("(cache sizes do not depend on the device: this lesson runs on the CPU)")
-    run(small_only=options['small'])
+    options = options_of(run, small='only the small GPT (skips the 4096-8192 wide layers)',
+                         new_tokens='tokens the small GPTs generate (the cache then holds 8 + new-tokens - 1)')
+    return run_lesson(run, command_line('kv_cache', __doc__, options, argv))
 
 
 if __name__ == '__main__':

@@ -31,7 +31,7 @@ from microtensor import optim
 from transformer import GPT, MultiHeadAttention, RotaryEmbedding, SinusoidalPositionalEncoding
 from transformer.positional import relative_position_bucket
 
-from .report import command_line, save_lines, table
+from .report import check_loss, command_line, options_of, run_lesson, save_lines, table
 
 KINDS = ('none', 'sinusoidal', 'learned', 'rope', 'alibi', 'relative')
 N_KEYS, VOCAB = 6, 16  # tokens 0-5 are keys, 6-15 fillers
@@ -41,18 +41,18 @@ N_KEYS, VOCAB = 6, 16  # tokens 0-5 are keys, 6-15 fillers
 PERMUTATIONS = {'reversed': [2, 1, 0], 'first two swapped': [1, 0, 2]}  # 猫吃鱼 -> 鱼吃猫, 吃猫鱼
 
 
-def equivariance_gaps(d_model=16, n_heads=4, seed=0):
+def equivariance_gaps(d_model=16, n_heads=4, seed=0, device='cpu'):
     """{kind: {permutation: max |f(P X) - P f(X)|}} for one attention layer f with each kind of position,
     on 3 random rows (float64); 0 = equivariant."""
-    mt.manual_seed(seed)
-    X = mt.randn(1, 3, d_model, dtype='float64')
+    mt.manual_seed(seed)  # weights and data drawn on the CPU and moved: the same numbers on every device
+    X = mt.randn(1, 3, d_model, dtype='float64').to(device)
     pe = SinusoidalPositionalEncoding(d_model)
     gaps = {}
     for kind in ('none', 'sinusoidal', 'rope', 'alibi', 'relative'):
         mha = MultiHeadAttention(d_model, n_heads, rope=kind == 'rope', alibi=kind == 'alibi',
-                                 relative=kind == 'relative').double()
+                                 relative=kind == 'relative').to(device, dtype='float64')
         if kind == 'relative':  # it starts at 0 (no preference, hence equivariant): give it a learned-looking bias
-            mha.relative_bias.weight.data = mt.randn(*mha.relative_bias.weight.shape, dtype='float64').data
+            mha.relative_bias.weight.data = mt.randn(*mha.relative_bias.weight.shape, dtype='float64').to(device).data
         f = (lambda x: mha(pe(x))) if kind == 'sinusoidal' else mha
         with mt.no_grad():
             gaps[kind] = {name: (f(X[:, perm]) - f(X)[:, perm]).abs().max().item()
@@ -61,7 +61,7 @@ def equivariance_gaps(d_model=16, n_heads=4, seed=0):
 
 
 # ---------------------------------------------------------------------------- 2. PE(pos + k) = PE(pos) M_k
-def shift_matrix(k, d_model, base=10000.0):
+def shift_matrix(k, d_model, base=10000.0, device='cpu'):
     """The (d_model, d_model) block-diagonal M_k with PE[pos + k] = PE[pos] @ M_k for every pos:
     per pair (sin a, cos a) -> (sin(a + w k), cos(a + w k)), w = base^(-2i/d_model)."""
     M = [[0.0] * d_model for _ in range(d_model)]
@@ -70,21 +70,22 @@ def shift_matrix(k, d_model, base=10000.0):
         c, s = math.cos(angle), math.sin(angle)
         # row vector [sin a, cos a] @ [[c, -s], [s, c]] = [sin a c + cos a s, -sin a s + cos a c]
         M[2 * i][2 * i], M[2 * i][2 * i + 1], M[2 * i + 1][2 * i], M[2 * i + 1][2 * i + 1] = c, -s, s, c
-    return mt.tensor(M, dtype='float64')
+    return mt.tensor(M, dtype='float64', device=device)
 
 
-def shift_errors(d_model=512, shifts=(1, 5, 50), positions=200):
+def shift_errors(d_model=512, shifts=(1, 5, 50), positions=200, device='cpu'):
     """{k: max over pos < positions of |PE[pos + k] - PE[pos] @ M_k|}."""
-    pe = SinusoidalPositionalEncoding(d_model).table(positions + max(shifts), dtype='float64')
-    return {k: (pe[k:k + positions] - pe[:positions] @ shift_matrix(k, d_model)).abs().max().item() for k in shifts}
+    pe = SinusoidalPositionalEncoding(d_model).table(positions + max(shifts), dtype='float64', device=device)
+    return {k: (pe[k:k + positions] - pe[:positions] @ shift_matrix(k, d_model, device=device)).abs().max().item()
+            for k in shifts}
 
 
 # ---------------------------------------------------------------------------- 3. RoPE: the offset alone
-def rope_scores(d_k=16, offset=3, starts=(0, 10, 100, 1000), seed=0):
+def rope_scores(d_k=16, offset=3, starts=(0, 10, 100, 1000), seed=0, device='cpu'):
     """q . k after RoPE, for the same q, k placed at positions (m, m + offset): one score per start m."""
     mt.manual_seed(seed)
     rope = RotaryEmbedding(d_k)
-    q, k = mt.randn(1, 1, 1, d_k, dtype='float64'), mt.randn(1, 1, 1, d_k, dtype='float64')
+    q, k = (mt.randn(1, 1, 1, d_k, dtype='float64').to(device) for _ in range(2))
     return {m: (rope.rotate(q, m) * rope.rotate(k, m + offset)).sum().item() for m in starts}
 
 
@@ -127,7 +128,7 @@ def train_recency(kind, N=16, steps=150, B=16, lr=3e-3, seed=0, device='cpu'):
         opt.zero_grad()
         loss.backward()
         opt.step()
-    return model, loss.item()
+    return model, check_loss(loss.item(), steps, 'positions')  # the only loss read back: the last
 
 
 def accuracy_by_position(model, T, n=64, seed=1, device='cpu'):
@@ -146,7 +147,8 @@ def accuracy_by_position(model, T, n=64, seed=1, device='cpu'):
 
 
 def extrapolation(N=16, steps=150, B=16, seeds=1, kinds=KINDS, device='cpu'):
-    """{kind: {'acc': {T: mean accuracy or None}, 'per_position': at 4N (seed 0), 'loss': final training loss}}."""
+    """{kind: {'acc': {T: mean accuracy or None}, 'per_position': at 4N (seed 0), 'loss': final training loss,
+    'device': where the model trained}}."""
     out = {}
     for kind in kinds:
         accs, losses, per_position = {T: [] for T in (N, 2 * N, 4 * N)}, [], None
@@ -159,7 +161,8 @@ def extrapolation(N=16, steps=150, B=16, seeds=1, kinds=KINDS, device='cpu'):
                 if T == 4 * N and seed == 0:
                     per_position = positions
         out[kind] = {'acc': {T: None if None in a else sum(a) / len(a) for T, a in accs.items()},
-                     'per_position': per_position, 'loss': sum(losses) / len(losses)}
+                     'per_position': per_position, 'loss': sum(losses) / len(losses),
+                     'device': model.parameters()[0].device}
     return out
 
 
@@ -167,10 +170,11 @@ def _pct(value):
     return 'cannot run' if value is None else f"{100 * value:.1f}%"
 
 
-def run(N=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu'):
+def run(train_len=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu'):
     if full:
         steps, batch_size, seeds = 400, 32, 3
-    gaps = equivariance_gaps()
+    N = train_len
+    gaps = equivariance_gaps(device=device)
     print("1. Permutations of 3 input rows X (猫吃鱼 -> 鱼吃猫, 吃猫鱼); max |f(P X) - P f(X)| for one "
           "attention layer f (float64)")
     print(table(['positions'] + list(PERMUTATIONS),
@@ -180,14 +184,14 @@ def run(N=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu'):
           "-m|i - j| is the same read backwards, so it cannot tell 猫吃鱼 from its reversal 鱼吃猫 (with a\n"
           "causal mask, as in GPT, it can); any other reordering changes its output.")
 
-    errors = shift_errors()
+    errors = shift_errors(device=device)
     print("\n2. PE[pos + k] = PE[pos] @ M_k, M_k block-diagonal 2x2 rotations by k w_i (k alone), d_model = 512, "
           "pos 0..199:")
     print(table(['k', 'max |PE[pos+k] - PE[pos] M_k|'], [[k, f"{e:.1e}"] for k, e in errors.items()]))
     print(f"M_1's first block: {[[round(v, 4) for v in row[:2]] for row in shift_matrix(1, 512)[:2].tolist()]} "
           "= [[cos 1, -sin 1], [sin 1, cos 1]]")
 
-    scores = rope_scores()
+    scores = rope_scores(device=device)
     print("\n3. RoPE: the same q and k placed at positions m and m + 3:")
     print(table(['m', 'm + 3', 'q_m . k_(m+3)'], [[m, m + 3, f"{s:.10f}"] for m, s in scores.items()]))
     spread = max(scores.values()) - min(scores.values())
@@ -197,7 +201,7 @@ def run(N=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu'):
     print("\n4. Sinusoidal wavelengths, d_model = 512: pair i (dims 2i, 2i+1) repeats every 2π 10000^(2i/512) "
           "positions")
     print(table(['i', 'dims', 'wavelength'], [[i, f"{2 * i},{2 * i + 1}", lam[i]] for i in (0, 1, 16, 64, 128, 255)]))
-    pe = SinusoidalPositionalEncoding(512).table(7, dtype='float64').tolist()
+    pe = SinusoidalPositionalEncoding(512).table(7, dtype='float64', device=device).tolist()
     print(f"The article: 2π = {2 * math.pi:.2f} to 10000·2π = {20000 * math.pi:.0f}.  The last pair is i = 255, "
           f"whose wavelength is 2π 10000^(510/512) = {lam[-1]:.0f}\n(10000·2π would need i = d_model/2); "
           f"either way position 50000 is less than one period.  Pair 0 at positions 0 and 6: "
@@ -224,13 +228,14 @@ def run(N=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu'):
                'position in a test sequence of length 4N', 'accuracy', f'Trained on positions 0..{N - 1}',
                x=list(range(1, 4 * N + 1)), logy=False)
     return {'gaps': gaps, 'shift_errors': errors, 'rope_scores': scores, 'wavelengths': lam, 'extrapolation': results,
-            'N': N, 'unseen_buckets': sorted(set(used) - set(seen))}
+            'N': N, 'unseen_buckets': sorted(set(used) - set(seen)), 'device': results['none']['device']}
 
 
 def main(argv=None):
-    options = dict(N=16, steps=150, batch_size=16, seeds=1)
-    run(**vars(command_line('positions', __doc__, options, argv, extra=lambda p: p.add_argument(
-        '--full', action='store_true', help='400 steps, batch 32, 3 seeds (about a minute)'))))
+    options = options_of(run, train_len=('training length N (tested at N, 2N and 4N)', 2),
+                         steps='Adam steps per model', batch_size='sequences per batch',
+                         seeds='seeds per kind of position', full='400 steps, batch 32, 3 seeds (about a minute)')
+    return run_lesson(run, command_line('positions', __doc__, options, argv))
 
 
 if __name__ == '__main__':

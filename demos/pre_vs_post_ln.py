@@ -32,7 +32,7 @@ from microtensor import nn, optim
 from microtensor.inspect import norm
 from transformer import GPT, Encoder
 
-from .report import command_line, save_lines, table
+from .report import command_line, options_of, run_lesson, save_lines, table
 
 DEPTHS = (3, 6, 12, 24)
 VOCAB = 10  # copy task tokens
@@ -50,25 +50,26 @@ def xavier_init(model):
 
 def last_layer_gradients(norm_place, n_layers, d_model=32, n_heads=4, B=8, T=16, n_classes=16, seed=0,
                          device='cpu'):
-    """|dL/dW_1|, |dL/dW_2| of the last layer's FFN at initialisation (a dict), for one random batch:
-    L = cross-entropy(head(Encoder(x)), random classes), x ~ N(0, 1)."""
+    """|dL/dW_1|, |dL/dW_2| of the last layer's FFN at initialisation (a dict, with the device of the
+    gradients), for one random batch: L = cross-entropy(head(Encoder(x)), random classes), x ~ N(0, 1)."""
     mt.manual_seed(seed)
     encoder = xavier_init(Encoder(n_layers, d_model, n_heads, norm=norm_place)).to(device)
     head = xavier_init(nn.Linear(d_model, n_classes)).to(device)
-    x = mt.randn(B, T, d_model, device=device)
-    y = mt.randint(0, n_classes, (B, T), device=device)
+    x = mt.randn(B, T, d_model).to(device)  # drawn on the CPU and moved: the same batch on every device
+    y = mt.randint(0, n_classes, (B, T)).to(device)
     mt.cross_entropy(head(encoder(x)), y).backward()
     ffn = encoder.layers[-1].ffn
-    return {'W_1': norm(ffn.W_1.weight.grad), 'W_2': norm(ffn.W_2.weight.grad)}
+    return {'W_1': norm(ffn.W_1.weight.grad), 'W_2': norm(ffn.W_2.weight.grad), 'device': ffn.W_2.weight.grad.device}
 
 
 def gradient_table(depths=DEPTHS, seeds=3, device='cpu'):
-    """{(norm_place, L): mean over seeds of last_layer_gradients}."""
+    """{(norm_place, L): mean over seeds of last_layer_gradients (and their device)}."""
     out = {}
     for L in depths:
         for place in ('post', 'pre'):
             runs = [last_layer_gradients(place, L, seed=s, device=device) for s in range(seeds)]
-            out[place, L] = {k: sum(r[k] for r in runs) / seeds for k in runs[0]}
+            out[place, L] = {**{k: sum(r[k] for r in runs) / seeds for k in ('W_1', 'W_2')},
+                             'device': runs[0]['device']}
     return out
 
 
@@ -103,27 +104,29 @@ def verdict(final):
     return 'stalled' if final > 0.9 * chance else 'learns' if final < 0.5 * chance else 'slow'
 
 
-def run(n_layers=4, steps=80, warmup=30, lr=1e-2, seeds=1, grad_seeds=3, full=False, device='cpu'):
+def run(n_layers=4, steps=80, warmup=30, lr=1e-2, seeds=1, depths=DEPTHS, grad_seeds=3, full=False, device='cpu'):
     if full:
         n_layers, steps, warmup, seeds, grad_seeds = 6, 200, 50, 3, 10
-    grads = gradient_table(DEPTHS, grad_seeds, device)
+    depths = tuple(depths)
+    grads = gradient_table(depths, grad_seeds, device)
     print(f"1. At initialisation: |dL/dW| of the last layer's FFN (mean of {grad_seeds} seeds), Xavier init")
     rows, ratios = [], {}
-    for L in DEPTHS:
+    for L in depths:
         post, pre = grads['post', L], grads['pre', L]
         ratios[L] = post['W_2'] / pre['W_2']
         rows.append([L, post['W_1'], pre['W_1'], post['W_2'], pre['W_2'], f"{pre['W_2'] * math.sqrt(L):.3f}",
-                     f"{ratios[L]:.2f}", f"{ratios[L] / ratios[DEPTHS[0]]:.2f}",
-                     f"{math.sqrt(L / DEPTHS[0]):.2f}"])
+                     f"{ratios[L]:.2f}", f"{ratios[L] / ratios[depths[0]]:.2f}",
+                     f"{math.sqrt(L / depths[0]):.2f}"])
     print(table(['L', 'Post |dW_1|', 'Pre |dW_1|', 'Post |dW_2|', 'Pre |dW_2|', 'Pre |dW_2| sqrt(L)',
-                 'Post/Pre', f'Post/Pre vs L={DEPTHS[0]}', f'sqrt(L/{DEPTHS[0]})'], rows))
-    level = [grads['pre', L]['W_2'] * math.sqrt(L) for L in DEPTHS]
-    growth = ratios[DEPTHS[-1]] / ratios[DEPTHS[0]]
+                 'Post/Pre', f'Post/Pre vs L={depths[0]}', f'sqrt(L/{depths[0]})'], rows))
+    level = [grads['pre', L]['W_2'] * math.sqrt(L) for L in depths]
+    growth = ratios[depths[-1]] / ratios[depths[0]]
     print(f"Pre-LN's gradient times sqrt(L) stays within {max(level) / min(level):.2f}x of itself: it shrinks like "
-          f"1/sqrt(L) (Xiong's bound).\nPost-LN's goes from {grads['post', DEPTHS[0]]['W_2']:.2f} to "
-          f"{grads['post', DEPTHS[-1]]['W_2']:.2f} (Xiong's bound for it does not depend on L).  From L = {DEPTHS[0]} to "
-          f"{DEPTHS[-1]} the ratio grows {growth:.1f}x, sqrt({DEPTHS[-1]}/{DEPTHS[0]}) = "
-          f"{math.sqrt(DEPTHS[-1] / DEPTHS[0]):.1f}.")
+          f"1/sqrt(L) (Xiong's bound).\nPost-LN's goes from {grads['post', depths[0]]['W_2']:.2f} to "
+          f"{grads['post', depths[-1]]['W_2']:.2f} (Xiong's bound for it does not depend on L).  "
+          f"From L = {depths[0]} to "
+          f"{depths[-1]} the ratio grows {growth:.1f}x, sqrt({depths[-1]}/{depths[0]}) = "
+          f"{math.sqrt(depths[-1] / depths[0]):.1f}.")
 
     print(f"\n2. Training a {n_layers}-layer GPT to copy, Adam lr {lr}, {steps} steps, "
           f"{seeds} seed{'s' * (seeds > 1)}; chance = ln {VOCAB} = {math.log(VOCAB):.2f}")
@@ -145,18 +148,22 @@ def run(n_layers=4, steps=80, warmup=30, lr=1e-2, seeds=1, grad_seeds=3, full=Fa
         f"{names[c]} {sum(verdict(f) == 'learns' for f in finals[c])}/{seeds}" for c in configs))
     save_lines('pre_vs_post_ln', {names[c]: mean[c] for c in configs}, 'step', 'copy loss (nats)',
                f'{n_layers}-layer GPT copying, Adam lr {lr}, with and without warm-up', logy=False)
-    save_lines('pre_vs_post_ln_gradients', {'Post-LN': [grads['post', L]['W_2'] for L in DEPTHS],
-                                            'Pre-LN': [grads['pre', L]['W_2'] for L in DEPTHS]},
-               'layers L', "|dL/dW_2| of the last layer at init", 'Last-layer gradient vs depth', x=list(DEPTHS),
+    save_lines('pre_vs_post_ln_gradients', {'Post-LN': [grads['post', L]['W_2'] for L in depths],
+                                            'Pre-LN': [grads['pre', L]['W_2'] for L in depths]},
+               'layers L', "|dL/dW_2| of the last layer at init", 'Last-layer gradient vs depth', x=list(depths),
                logx=True)
     return {'grads': grads, 'ratios': ratios, 'curves': curves, 'finals': finals, 'names': names,
-            'verdicts': {c: [verdict(f) for f in finals[c]] for c in configs}, 'warmup': warmup}
+            'verdicts': {c: [verdict(f) for f in finals[c]] for c in configs}, 'warmup': warmup,
+            'device': grads['pre', depths[0]]['device']}
 
 
 def main(argv=None):
-    options = dict(n_layers=4, steps=80, warmup=30, lr=1e-2, seeds=1, grad_seeds=3)
-    run(**vars(command_line('pre_vs_post_ln', __doc__, options, argv, extra=lambda p: p.add_argument(
-        '--full', action='store_true', help='6 layers, 200 steps, 3 seeds (about a minute)'))))
+    options = options_of(run, n_layers='layers of the GPT trained in part 2', steps='Adam steps of each training',
+                         warmup='warm-up steps (linear, from 0 to --lr)', lr='peak learning rate of part 2',
+                         seeds='training seeds per configuration', depths='depths L of part 1',
+                         grad_seeds='seeds averaged per depth in part 1',
+                         full='6 layers, 200 steps, warm-up 50, 3 seeds; 10 seeds in part 1 (about a minute)')
+    return run_lesson(run, command_line('pre_vs_post_ln', __doc__, options, argv))
 
 
 if __name__ == '__main__':

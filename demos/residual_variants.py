@@ -29,7 +29,7 @@ from transformer import GPT, Encoder
 from transformer.probes import ResidualProbe
 from transformer.residual import ResidualGate
 
-from .report import command_line, save_plot, table
+from .report import check_loss, command_line, options_of, run_lesson, save_plot, table
 
 VOCAB = 10
 
@@ -73,8 +73,8 @@ def shares_at_init(n_layers=6, d_model=16, n_heads=2, B=4, T=8, seed=0, device='
         encoder = Encoder(n_layers, d_model, n_heads, **options).to(device)
         if bias is not None:
             set_gate_bias(encoder, bias)
-        x = mt.randn(B, T, d_model, device=device, requires_grad=True)
-        G = mt.randn(B, T, d_model, device=device)
+        x = mt.randn(B, T, d_model).to(device).requires_grad_()  # drawn on the CPU: the same on every device
+        G = mt.randn(B, T, d_model).to(device)
         out[name] = probe(encoder, lambda m: (m(x) * G).sum())
     return out
 
@@ -98,16 +98,16 @@ def train_gated(steps=150, half=6, B=16, lr=3e-3, seed=0, device='cpu'):
     channels_before = gate_channels(model, test)
     opt = optim.Adam(model.parameters(), lr=lr)
     losses = []
-    for _ in range(steps):
+    for step in range(1, steps + 1):
         loss = loss_of(model, copy_batch(rng, B, half, device))
         opt.zero_grad()
         loss.backward()
         opt.step()
-        losses.append(loss.item())
+        losses.append(check_loss(loss.item(), step, 'residual_variants'))
     opt.zero_grad()
     after = probe(model, loss_of)
     return {'losses': losses, 'before': before, 'after': after, 'channels_before': channels_before,
-            'channels_after': gate_channels(model, test)}
+            'channels_after': gate_channels(model, test), 'device': model.parameters()[0].device}
 
 
 def gate_channels(model, ids):
@@ -122,10 +122,10 @@ def gate_channels(model, ids):
     return {name: g.tolist() for name, g in channels.items()}
 
 
-def run(steps=150, seed=0, device='cpu'):
-    init = shares_at_init(seed=seed, device=device)
-    print("1. At initialisation, 6 Pre-LN EncoderLayers, one random batch: the mean over the 12 residual\n"
-          "   connections of the '+1 share' |via +1| / (|via +1| + |via F|), and the mean gate g")
+def run(steps=150, n_layers=6, seed=0, device='cpu'):
+    init = shares_at_init(n_layers, seed=seed, device=device)
+    print(f"1. At initialisation, {n_layers} Pre-LN EncoderLayers, one random batch: the mean over the {2 * n_layers} "
+          "residual\n   connections of the '+1 share' |via +1| / (|via +1| + |via F|), and the mean gate g")
     print(table(['residual', 'mean gate g', '+1 share'],
                 [[name, '-' if g is None else f"{g:.3f}", f"{100 * s:.1f}%"] for name, (s, g) in init.items()]))
     print("Scaling F by alpha, or gating it by g, narrows the F road: the smaller alpha or g, the larger\n"
@@ -157,12 +157,14 @@ def run(steps=150, seed=0, device='cpu'):
         ax.barh(names, [100 * init[n][0] for n in names])
         ax.set(xlabel="'+1 share' of the gradient (%)", xlim=(0, 100))
         ax.invert_yaxis()
-    save_plot('residual_variants', draw, 'Residual variants at initialisation (6 Pre-LN layers)')
-    return {'init': init, 'trained': trained}
+    save_plot('residual_variants', draw, f'Residual variants at initialisation ({n_layers} Pre-LN layers)')
+    return {'init': init, 'trained': trained, 'device': trained['device']}
 
 
 def main(argv=None):
-    run(**vars(command_line('residual_variants', __doc__, dict(steps=150, seed=0), argv)))
+    options = options_of(run, steps='Adam steps of the gated GPT (part 2)', n_layers='EncoderLayers in part 1',
+                         seed='random seed')
+    return run_lesson(run, command_line('residual_variants', __doc__, options, argv))
 
 
 if __name__ == '__main__':

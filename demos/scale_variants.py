@@ -30,38 +30,39 @@ import math
 import microtensor as mt
 from transformer.attention import attend
 
-from .report import command_line, save_lines, table, window_means
+from .report import command_line, options_of, run_lesson, save_lines, table, window_means
 from .why_separate_qk import train_copy_previous
 
 D_KS = (16, 64, 256, 1024)
 SCALES = {'1/sqrt(d_k)': lambda d_k: 1 / math.sqrt(d_k), '1/d_k': lambda d_k: 1 / d_k, 'none': lambda d_k: 1.0}
 
 
-def score_statistics(d_ks=D_KS, n=32, T=16, seed=0):
+def score_statistics(d_ks=D_KS, n=32, T=16, seed=0, device='cpu'):
     """Rows (scale name, d_k, Var(scores), mean max weight) for q, k, v ~ N(0, 1) of shape (n, T, d_k)."""
     rows = []
     for name, scale_of in SCALES.items():
         for d_k in d_ks:
             mt.manual_seed(seed)
-            q, k, v = (mt.randn(n, T, d_k) for _ in range(3))
+            q, k, v = (mt.randn(n, T, d_k).to(device) for _ in range(3))
             with mt.no_grad():
                 _, weights, scores = attend(q, k, v, scale=scale_of(d_k))
             rows.append((name, d_k, scores.var().item(), weights.max(axis=-1).mean().item()))
     return rows
 
 
-def training(steps=200, d_model=64, seed=0):
+def training(steps=200, d_model=64, seed=0, device='cpu'):
     """{scale name: train_copy_previous result} for the three fixed scales and 'learned' (one head: d_k = d_model)."""
     options = {'1/sqrt(d_k)': None, '1/d_k': 1 / d_model, 'none': 1.0, 'learned': 'learned'}
-    return {name: train_copy_previous(steps, d_model=d_model, seed=seed, scale=scale)
+    return {name: train_copy_previous(steps, d_model=d_model, seed=seed, device=device, lesson='scale_variants',
+                                      scale=scale)
             for name, scale in options.items()}
 
 
-def run(steps=200, d_model=64, seed=0, full=False):
-    d_ks = D_KS + (4096,) if full else D_KS
+def run(steps=200, d_model=64, d_ks=D_KS, seed=0, full=False, device='cpu'):
+    d_ks = tuple(d_ks) + (4096,) if full else tuple(d_ks)
     steps = 1000 if full else steps
     T = 16
-    rows = score_statistics(d_ks, T=T, seed=seed)
+    rows = score_statistics(d_ks, T=T, seed=seed, device=device)
     print(f"1. q, k ~ N(0, 1), {T} keys per query: the scaled scores' variance and the mean largest weight")
     print(f"   (uniform: {1 / T:.4f}, one-hot: 1)")
     print(table(['scale', 'd_k', 'Var(scores)', 'expected d_k * s^2', 'mean max weight'],
@@ -70,7 +71,7 @@ def run(steps=200, d_model=64, seed=0, full=False):
                'd_k', 'mean largest attention weight', 'The scale decides how sharp attention can be at init',
                x=list(d_ks), logx=True, logy=False)
 
-    results = training(steps, d_model, seed)
+    results = training(steps, d_model, seed, device)
     print(f"\n2. Copy the previous token, one head with d_k = {d_model}, {steps} Adam steps, four scales:")
     summary = {name: {'first': sum(r['losses'][:20]) / 20, 'last': sum(r['losses'][-20:]) / 20,
                       'worst_late': max(r['losses'][len(r['losses']) // 2:])} for name, r in results.items()}
@@ -91,16 +92,15 @@ def run(steps=200, d_model=64, seed=0, full=False):
                  for i, (w, _) in enumerate(window_means(curves['none'], 5))]))
     save_lines('scale_variants_training', curves, 'step', 'cross-entropy',
                f'Copy the previous token, d_k = {d_model}: four scales')
-    return {'statistics': rows, 'training': results, 'summary': summary, 'learned_scale': learned}
+    return {'statistics': rows, 'training': results, 'summary': summary, 'learned_scale': learned,
+            'device': results['learned']['model'].attention.log_scale.device}
 
 
 def main(argv=None):
-    def extra(parser):
-        parser.add_argument('--full', action='store_true', help='1000 steps; d_k up to 4096 in part 1')
-    options = vars(command_line('scale_variants', __doc__, dict(steps=200, d_model=64, seed=0), argv, extra))
-    if options.pop('device') == 'cuda':
-        print("(small models: this lesson runs on the CPU)")
-    run(**options)
+    options = options_of(run, steps='Adam steps of each training', d_model='width of the trained head (its d_k)',
+                         d_ks='the key widths d_k of part 1', seed='random seed',
+                         full='1000 steps; also d_k = 4096 in part 1')
+    return run_lesson(run, command_line('scale_variants', __doc__, options, argv))
 
 
 if __name__ == '__main__':

@@ -26,28 +26,28 @@ import microtensor as mt
 from transformer import RNN, BatchNorm1d, LayerNorm, MultiHeadAttention
 from transformer import article_data as article
 
-from .report import command_line, table
+from .report import command_line, options_of, run_lesson, table
 from .residual_highway import label, layer_gradients
 
 
 # ---------------------------------------------------------------------------- 1. per-layer decay
-def per_layer_factors(n_layers=24, seed=0):
+def per_layer_factors(n_layers=24, seed=0, device='cpu'):
     """{(norm, residual): geometric mean of |dL/dx_l| / |dL/dx_(l+1)| over the stack} -- the per-layer factor."""
     out = {}
     for config in [('pre', False), ('post', False), ('pre', True), ('post', True)]:
-        grads, _, _ = layer_gradients(*config, n_layers=n_layers, seed=seed)
+        grads, _, _ = layer_gradients(*config, n_layers=n_layers, seed=seed, device=device)
         out[config] = (grads[0] / grads[-1]) ** (1 / (n_layers - 1))
     return out
 
 
 # ---------------------------------------------------------------------------- 2. LayerNorm's range
-def layernorm_ranges():
+def layernorm_ranges(device='cpu'):
     """(range of x, range of LayerNorm(x)) for the article's example (float64, eps = 0 as in the article)."""
     example = article.LAYERNORM_EXAMPLE
-    ln = LayerNorm(len(example['x']), eps=example['eps']).double()
-    ln.gamma.data = mt.tensor(example['gamma'], dtype='float64').data
-    ln.beta.data = mt.tensor(example['beta'], dtype='float64').data
-    x = mt.tensor([example['x']], dtype='float64')
+    ln = LayerNorm(len(example['x']), eps=example['eps']).to(device, dtype='float64')
+    ln.gamma.data = mt.tensor(example['gamma'], dtype='float64', device=device).data
+    ln.beta.data = mt.tensor(example['beta'], dtype='float64', device=device).data
+    x = mt.tensor([example['x']], dtype='float64', device=device)
     with mt.no_grad():
         y = ln(x)
     spread = lambda t: (t.max() - t.min()).item()  # noqa: E731
@@ -55,16 +55,16 @@ def layernorm_ranges():
 
 
 # ---------------------------------------------------------------------------- 3. BatchNorm's sample
-def batchnorm_statistics(batch_sizes=(32, 2), T=10, d_model=8, n_batches=200, seed=0):
+def batchnorm_statistics(batch_sizes=(32, 2), T=10, d_model=8, n_batches=200, seed=0, device='cpu'):
     """{B: (values per statistic, std over n_batches of the batch mean of feature 0)} for data ~ N(0, 1).
     BatchNorm1d with momentum 1 stores the batch's own mean in running_mean."""
     mt.manual_seed(seed)
     out = {}
     for B in batch_sizes:
-        bn = BatchNorm1d(d_model, momentum=1.0)
+        bn = BatchNorm1d(d_model, momentum=1.0).to(device)
         means = []
         for _ in range(n_batches):
-            x = mt.randn(B, T, d_model)
+            x = mt.randn(B, T, d_model).to(device)  # drawn on the CPU: the same data on every device
             with mt.no_grad():
                 bn(x)
             means.append(bn.running_mean[0].item())
@@ -93,16 +93,19 @@ def attention_vs_rnn(T=512, d_model=64, n_heads=4, B=1, repeats=3, seed=0, devic
 
     def attend():
         attention(x).sum().backward()
+        x.grad.sum().item()  # wait for the backward pass (a GPU returns before its work is done)
 
     def recur():
         rnn(x)[0].sum().backward()
-    return {'attention': seconds(attend, repeats), 'rnn': seconds(recur, repeats)}
+        x.grad.sum().item()
+    return {'attention': seconds(attend, repeats), 'rnn': seconds(recur, repeats), 'device': x.grad.device}
 
 
-def run(T=512, repeats=3, seed=0, device='cpu'):
-    factors = per_layer_factors(seed=seed)
-    print("1. The gradient's shrink per layer: 0.9 (the article) vs measured in 24 EncoderLayers, "
-          "(|dL/dx_1| / |dL/dx_24|)^(1/23)")
+def run(seq_len=512, n_layers=24, repeats=3, seed=0, device='cpu'):
+    T = seq_len
+    factors = per_layer_factors(n_layers, seed=seed, device=device)
+    print(f"1. The gradient's shrink per layer: 0.9 (the article) vs measured in {n_layers} EncoderLayers, "
+          f"(|dL/dx_1| / |dL/dx_{n_layers}|)^(1/{n_layers - 1})")
     rows = [["the article's 0.9", '0.900', f"{100 * 0.9 ** 20:.1f}%", f"{100 * 0.9 ** 56:.2f}%"]]
     rows += [[label(*c), f"{f:.3f}", f"{100 * f ** 20:.3g}%", f"{100 * f ** 56:.3g}%"] for c, f in factors.items()]
     print(table(['stack', 'per layer', 'after 20 layers', 'after 56 layers'], rows))
@@ -110,13 +113,13 @@ def run(T=512, repeats=3, seed=0, device='cpu'):
           "holds.  Without residuals\nthese layers shrink the gradient much faster than 0.9 per layer; with them the "
           "factor is about 1.")
 
-    before, after, y = layernorm_ranges()
+    before, after, y = layernorm_ranges(device)
     print(f"\n2. LayerNorm of [2, 8, -4, -6] with the article's γ, β: y = [{', '.join(f'{v:.3f}' for v in y)}]")
     print(table(['', 'range'], [['x', f"{before:.3f}"], ['LayerNorm(x)', f"{after:.3f}"],
                                 ['ratio', f"{before / after:.2f}x"]]))
     print(f"The article says 'nearly 6 times': it is {before / after:.1f}x.")
 
-    stats = batchnorm_statistics()
+    stats = batchnorm_statistics(device=device)
     print("\n3. BatchNorm1d on (B, 10 words, d) batches of N(0, 1) data: values behind each feature's statistic, "
           "and how much\n   the batch mean of one feature varies from batch to batch (200 batches; its true "
           "value is 0)")
@@ -137,12 +140,17 @@ def run(T=512, repeats=3, seed=0, device='cpu'):
     print(f"Attention is {ratio:.1f}x faster here, {verdict} the article's 10-100x, although it does more "
           "arithmetic (the T^2 scores):\nits work is a few large matrix products, the RNN's is "
           f"{T} small ones that must wait for each other.  The ratio depends on the\nhardware, as the article says "
-          "(here: numpy on CPU; a GPU favours the large products more).")
-    return {'factors': factors, 'layernorm': (before, after), 'batchnorm': stats, 'timing': timing, 'speedup': ratio}
+          + ("(here: numpy on CPU; a GPU favours the large products more)." if device == 'cpu' else
+             "(here: cupy on the GPU, which favours the large products more than a CPU does)."))
+    return {'factors': factors, 'layernorm': (before, after), 'batchnorm': stats, 'timing': timing, 'speedup': ratio,
+            'device': timing['device']}
 
 
 def main(argv=None):
-    run(**vars(command_line('small_numbers', __doc__, dict(T=512, repeats=3, seed=0), argv)))
+    options = options_of(run, seq_len='positions T of the attention vs RNN timing',
+                         n_layers=('EncoderLayers whose per-layer gradient factor is measured', 2),
+                         repeats='timed runs (the median is shown)', seed='random seed')
+    return run_lesson(run, command_line('small_numbers', __doc__, options, argv))
 
 
 if __name__ == '__main__':

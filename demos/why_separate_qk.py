@@ -36,18 +36,18 @@ import microtensor as mt
 from microtensor import nn, optim
 from transformer import Embed, MultiHeadAttention
 
-from .report import command_line, save_lines, table, window_means
+from .report import check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
 
 
 # ---------------------------------------------------------------------------- 1. the symmetry
-def symmetry(T=5, d_model=8, seed=0):
+def symmetry(T=5, d_model=8, seed=0, device='cpu'):
     """Scores and weights of one head, shared vs separate W_Q, W_K, on the same random X (T, d_model)."""
-    mt.manual_seed(seed)
-    X = mt.randn(1, T, d_model, dtype='float64')
+    mt.manual_seed(seed)  # weights and data drawn on the CPU and moved: the same numbers on every device
+    X = mt.randn(1, T, d_model, dtype='float64').to(device)
     out = {}
     for shared in (True, False):
         mt.manual_seed(seed + 1)
-        mha = MultiHeadAttention(d_model, 1, shared_qk=shared).to(dtype='float64')
+        mha = MultiHeadAttention(d_model, 1, shared_qk=shared).to(device, dtype='float64')
         with mt.no_grad():
             mha(X)
         S, A = mha.last_scores[0, 0], mha.last_weights[0, 0]
@@ -77,28 +77,28 @@ class CopyPrevious(nn.Module):
         return self.head(self.attention(self.embed(ids)))
 
 
-def copy_batch(rng_step, B, T, vocab, seed):
-    """(B, T) random ids, the same for every model at a given (seed, step)."""
+def copy_batch(rng_step, B, T, vocab, seed, device='cpu'):
+    """(B, T) random ids, the same for every model (and device) at a given (seed, step)."""
     mt.manual_seed(seed * 100_003 + rng_step)
-    return mt.randint(0, vocab, (B, T))
+    return mt.randint(0, vocab, (B, T)).to(device)
 
 
-def train_copy_previous(steps=200, vocab=10, T=8, d_model=32, n_heads=1, B=32, lr=3e-3, seed=0,
-                        **attention_options):
+def train_copy_previous(steps=200, vocab=10, T=8, d_model=32, n_heads=1, B=32, lr=3e-3, seed=0, device='cpu',
+                        lesson='why_separate_qk', **attention_options):
     """Train CopyPrevious; returns {'model', 'losses', 'accuracy', 'back', 'forward'} where back / forward
     are the mean attention weights on t - 1 and t + 1 (over positions 1 .. T-2, head-averaged) on a test batch."""
     mt.manual_seed(seed)
-    model = CopyPrevious(vocab, T, d_model, n_heads, **attention_options)
+    model = CopyPrevious(vocab, T, d_model, n_heads, **attention_options).to(device)
     opt = optim.Adam(model.parameters(), lr=lr)
     losses = []
     for step in range(steps):
-        ids = copy_batch(step, B, T, vocab, seed)
+        ids = copy_batch(step, B, T, vocab, seed, device)
         loss = mt.cross_entropy(model(ids)[:, 1:], ids[:, :-1])
         opt.zero_grad()
         loss.backward()
         opt.step()
-        losses.append(loss.item())
-    ids = copy_batch(10 ** 6, 256, T, vocab, seed)                       # a test batch never trained on
+        losses.append(check_loss(loss.item(), step + 1, lesson))
+    ids = copy_batch(10 ** 6, 256, T, vocab, seed, device)               # a test batch never trained on
     with mt.no_grad():
         predicted = model(ids)[:, 1:].argmax(axis=-1)
         A = model.attention.last_weights.mean(axis=(0, 1))              # (T, T), over batch and heads
@@ -116,9 +116,9 @@ def compare(steps=200, seed=0, **options):
             for name, shared in (('shared W_Q = W_K', True), ('separate W_Q, W_K', False))}
 
 
-def run(steps=200, seed=0, full=False, T=8):
-    steps = 1000 if full else steps
-    sym = symmetry(seed=seed)
+def run(steps=200, seq_len=8, d_model=32, batch_size=32, seed=0, full=False, device='cpu'):
+    steps, T = (1000 if full else steps), seq_len
+    sym = symmetry(seed=seed, device=device)
     print("1. One head on the same random X (5 tokens): asymmetry = max |M - M^T|")
     print(table(['projection', 'S = Q K^T / sqrt(d_k)', 'A = softmax(S)', 'A_ij Z_i = exp(S_ij)'],
                 [[name, sym[shared]['S_asym'], sym[shared]['A_asym'], sym[shared]['AZ_asym']]
@@ -129,7 +129,8 @@ def run(steps=200, seed=0, full=False, T=8):
     print(table(['Q \\ K'] + [str(j) for j in range(5)], [[i] + row for i, row in enumerate(sym[True]['A'])],
                 fmt='.3f'))
 
-    results = compare(steps, seed, T=T)
+    sizes = dict(d_model=d_model, B=batch_size, device=device)
+    results = compare(steps, seed, T=T, **sizes)
     print(f"\n2. Copy the previous token ({T} tokens, 10 symbols, no mask, one head, {steps} Adam steps):")
     print(table(['projection', 'parameters', 'final loss (mean of last 20)', 'test accuracy',
                  'weight on t-1', 'weight on t+1'],
@@ -149,20 +150,19 @@ def run(steps=200, seed=0, full=False, T=8):
                'Copy the previous token: shared vs separate W_Q, W_K')
     longer = None
     if full:
-        longer = compare(steps, seed, T=4 * T)
+        longer = compare(steps, seed, T=4 * T, **sizes)
         print(f"\nThe same with {4 * T} tokens:")
         print(table(['projection', 'test accuracy', 'weight on t-1', 'weight on t+1'],
                     [[name, f"{100 * r['accuracy']:.1f}%", r['back'], r['forward']] for name, r in longer.items()]))
-    return {'symmetry': sym, 'training': results, 'staircase': staircase, 'longer': longer}
+    return {'symmetry': sym, 'training': results, 'staircase': staircase, 'longer': longer,
+            'device': results[shared_name]['model'].head.weight.device}
 
 
 def main(argv=None):
-    def extra(parser):
-        parser.add_argument('--full', action='store_true', help='train 1000 steps, and also with 4 x T tokens')
-    options = vars(command_line('why_separate_qk', __doc__, dict(steps=200, seed=0, T=8), argv, extra))
-    if options.pop('device') == 'cuda':
-        print("(tiny models: this lesson runs on the CPU)")
-    run(**options)
+    options = options_of(run, steps='Adam steps of each training', seq_len=('tokens per sequence T', 3),
+                         d_model='model width d_model (one head: d_k = d_model)', batch_size='sequences per batch',
+                         seed='random seed', full='train 1000 steps, and also with 4 x seq-len tokens')
+    return run_lesson(run, command_line('why_separate_qk', __doc__, options, argv))
 
 
 if __name__ == '__main__':

@@ -19,7 +19,11 @@ from readme import ROOT
 from conftest import DEVICES
 
 OWN = ['train_xor', 'temperature', 'article_trace', 'softmax_saturation', 'residual_highway', 'rnn_vs_attention',
-       'layernorm_vs_batchnorm', 'train_reverse']
+       'layernorm_vs_batchnorm', 'train_reverse',
+       # issue 12
+       'attention_by_hand', 'why_separate_qk', 'kv_cache', 'scale_variants', 'attention_cost', 'attention_maps',
+       # issue 13
+       'pre_vs_post_ln', 'positions', 'residual_variants', 'feedforward', 'encoder_only_mlm', 'small_numbers']
 ALL = [name for name, _ in tour.LESSONS]
 
 
@@ -67,6 +71,17 @@ BAD = {  # lesson: [(argv, what the message must name)]
     'train_gpt': [(['--ckpt-every', '0'], '--ckpt-every'), (['--lr', 'nan'], 'finite'), (['--seed', '-2'], '>= 0')],
     'train_reverse': [(['--steps', '0'], '--steps'), (['--n-test', '-1'], '--n-test'), (['--warmup', '-1'], '>= 0'),
                       (['--length', '1', '--n-test', '20'], 'too many'), (['--d-model', '6'], 'must divide')],
+    'why_separate_qk': [(['--seq-len', '2'], '>= 3'), (['--full', '--no-full'], 'not allowed')],
+    'kv_cache': [(['--new-tokens', '0'], '--new-tokens'), (['--small', '--no-small'], 'not allowed')],
+    'scale_variants': [(['--d-ks'], '--d-ks'), (['--d-ks', '16', '0'], '>= 1')],
+    'attention_cost': [(['--max-n', '128'], '>= 256'), (['--d', '6'], 'multiple of 4'), (['--repeats', '0'], '>= 1')],
+    'attention_maps': [(['--gpt-steps', '0'], '--gpt-steps')],
+    'pre_vs_post_ln': [(['--lr', '0'], '--lr'), (['--depths', '3', '0'], '--depths'), (['--grad-seeds', '0'], '>= 1')],
+    'positions': [(['--train-len', '1'], '>= 2'), (['--seeds', '0'], '--seeds')],
+    'residual_variants': [(['--n-layers', '0'], '--n-layers')],
+    'feedforward': [(['--copy-steps', '-5'], '--copy-steps')],
+    'encoder_only_mlm': [(['--n-test', '5'], '>= 10'), (['--batch-size', '0'], '--batch-size')],
+    'small_numbers': [(['--n-layers', '1'], '>= 2'), (['--seq-len', 'long'], 'an integer')],
 }
 
 
@@ -99,6 +114,28 @@ EVERY_OPTION = {  # lesson: argv setting every option to a non-default value, an
                        '--n-heads', '3', '--n-layers', '2', '--lr', '0.25', '--warmup', '0', '--seed', '2'],
                       dict(steps=7, length=3, n_test=4, batch_size=5, d_model=12, n_heads=3, n_layers=2, lr=0.25,
                            warmup=0, seed=2)),
+    'attention_by_hand': (['--samples', '7', '--seed', '3'], dict(samples=7, seed=3)),
+    'why_separate_qk': (['--steps', '3', '--seq-len', '5', '--d-model', '4', '--batch-size', '2', '--seed', '1',
+                         '--full'], dict(steps=3, seq_len=5, d_model=4, batch_size=2, seed=1, full=True)),
+    'kv_cache': (['--small', '--new-tokens', '3'], dict(small=True, new_tokens=3)),
+    'scale_variants': (['--steps', '3', '--d-model', '8', '--d-ks', '4', '8', '--seed', '2', '--full'],
+                       dict(steps=3, d_model=8, d_ks=[4, 8], seed=2, full=True)),
+    'attention_cost': (['--max-n', '512', '--d', '8', '--repeats', '2', '--full'],
+                       dict(max_n=512, d=8, repeats=2, full=True)),
+    'attention_maps': (['--steps', '3', '--gpt-steps', '4', '--seed', '1', '--full'],
+                       dict(steps=3, gpt_steps=4, seed=1, full=True)),
+    'pre_vs_post_ln': (['--n-layers', '2', '--steps', '3', '--warmup', '2', '--lr', '0.5', '--seeds', '2', '--depths',
+                        '1', '2', '--grad-seeds', '2', '--full'],
+                       dict(n_layers=2, steps=3, warmup=2, lr=0.5, seeds=2, depths=[1, 2], grad_seeds=2, full=True)),
+    'positions': (['--train-len', '4', '--steps', '3', '--batch-size', '2', '--seeds', '2', '--full'],
+                  dict(train_len=4, steps=3, batch_size=2, seeds=2, full=True)),
+    'residual_variants': (['--steps', '3', '--n-layers', '2', '--seed', '1'], dict(steps=3, n_layers=2, seed=1)),
+    'feedforward': (['--steps', '3', '--copy-steps', '4', '--seeds', '2', '--full'],
+                    dict(steps=3, copy_steps=4, seeds=2, full=True)),
+    'encoder_only_mlm': (['--steps', '3', '--batch-size', '2', '--n-test', '10', '--seed', '1'],
+                         dict(steps=3, batch_size=2, n_test=10, seed=1)),
+    'small_numbers': (['--seq-len', '8', '--n-layers', '3', '--repeats', '1', '--seed', '1'],
+                      dict(seq_len=8, n_layers=3, repeats=1, seed=1)),
 }
 
 
@@ -172,6 +209,34 @@ TINY = {  # lesson: (argv, check(result, device))
     'train_reverse': (['--steps', '3', '--length', '2', '--n-test', '3', '--d-model', '8', '--n-heads', '2',
                        '--batch-size', '4'],
                       lambda r, d: len(r['losses']) == 3 and len(r['test']) == 3 and r['device'] == d),
+    'attention_by_hand': (['--samples', '100'],
+                          lambda r, d: [row[0] for row in r['small']['stds']] == [64, 128, 512] and r['device'] == d),
+    'why_separate_qk': (['--steps', '2', '--seq-len', '4', '--d-model', '8', '--batch-size', '2'],
+                        lambda r, d: all(len(t['losses']) == 2 for t in r['training'].values())
+                        and len(r['staircase']) == 3 and r['device'] == d),
+    'kv_cache': (['--small', '--new-tokens', '2'],
+                 lambda r, d: [row['context'] for row in r['rows']] == [9] * 4 and 'deepseek' not in r
+                 and r['device'] == d),
+    'scale_variants': (['--steps', '2', '--d-model', '8', '--d-ks', '4', '8'],
+                       lambda r, d: [row[1] for row in r['statistics']] == [4, 8] * 3
+                       and all(len(t['losses']) == 2 for t in r['training'].values()) and r['device'] == d),
+    'attention_cost': (['--max-n', '256', '--d', '8', '--repeats', '1'],
+                       lambda r, d: [row['n'] for row in r['rows']] == [64, 128, 256] and r['device'] == d),
+    'attention_maps': (['--steps', '2', '--gpt-steps', '2'],
+                       lambda r, d: len(r['reverse']['argmax'][0]) == 6 and r['gpt']['weights'] and r['device'] == d),
+    'pre_vs_post_ln': (['--n-layers', '1', '--steps', '2', '--warmup', '1', '--depths', '1', '2', '--grad-seeds', '1'],
+                       lambda r, d: sorted(r['ratios']) == [1, 2]
+                       and all(len(runs[0]) == 2 for runs in r['curves'].values()) and r['device'] == d),
+    'positions': (['--train-len', '4', '--steps', '2', '--batch-size', '2'],
+                  lambda r, d: r['N'] == 4 and r['extrapolation']['learned']['acc'][8] is None and r['device'] == d),
+    'residual_variants': (['--steps', '2', '--n-layers', '1'],
+                          lambda r, d: len(r['trained']['losses']) == 2 and len(r['init']) == 6 and r['device'] == d),
+    'feedforward': (['--steps', '2', '--copy-steps', '2'],
+                    lambda r, d: len(r['final']) == 6 and r['device'] == d),
+    'encoder_only_mlm': (['--steps', '2', '--batch-size', '2', '--n-test', '10'],
+                         lambda r, d: len(r['losses']) == 2 and r['device'] == d),
+    'small_numbers': (['--seq-len', '8', '--n-layers', '2', '--repeats', '1'],
+                      lambda r, d: len(r['factors']) == 4 and r['device'] == d),
 }
 
 
@@ -188,7 +253,14 @@ CUDA_RUN = {'train_xor': dict(steps=2), 'temperature': {}, 'article_trace': {},
             'residual_highway': dict(n_layers=1, d_model=4, batch_size=1, seq_len=2),
             'rnn_vs_attention': dict(seq_len=3, d_model=4, batch_size=1),
             'layernorm_vs_batchnorm': dict(d_model=4, batch_sizes=(2,)),
-            'train_reverse': dict(steps=2, length=2, n_test=2, d_model=8, n_heads=2, batch_size=2)}
+            'train_reverse': dict(steps=2, length=2, n_test=2, d_model=8, n_heads=2, batch_size=2),
+            'attention_by_hand': dict(samples=10), 'why_separate_qk': dict(steps=1, seq_len=3, d_model=4, batch_size=1),
+            'kv_cache': dict(small=True, new_tokens=1), 'scale_variants': dict(steps=1, d_model=4, d_ks=(4,)),
+            'attention_cost': dict(max_n=256, d=4, repeats=1), 'attention_maps': dict(steps=1, gpt_steps=1),
+            'pre_vs_post_ln': dict(n_layers=1, steps=1, depths=(1,), grad_seeds=1),
+            'positions': dict(train_len=2, steps=1, batch_size=1), 'residual_variants': dict(steps=1, n_layers=1),
+            'feedforward': dict(steps=1, copy_steps=1), 'encoder_only_mlm': dict(steps=1, batch_size=1, n_test=10),
+            'small_numbers': dict(seq_len=4, n_layers=2, repeats=1)}
 
 
 @pytest.mark.skipif(mt.cuda.is_available(), reason="a GPU is here: the tiny runs above run on it")

@@ -6,6 +6,7 @@ positions (equivariance, PE shift, RoPE offsets, wavelengths, extrapolation); re
 the FFN; encoder-only MLM; the 猫吃鱼 residual sum and similarities; the small numbers.
 """
 import math
+import re
 
 import pytest
 
@@ -31,6 +32,14 @@ def test_the_new_lessons_are_in_the_tour_with_a_command_line(capsys):
     with pytest.raises(SystemExit) as exit_:
         pre_vs_post_ln.main(['--help'])
     assert exit_.value.code == 0 and '--full' in capsys.readouterr().out
+
+
+def test_the_tour_lists_where_each_item_of_issue_13_lives(capsys):
+    tour.main(['--list'])
+    lines = [line for line in capsys.readouterr().out.splitlines() if 'issue 13 item' in line]
+    items = {int(n) for line in lines for n in re.findall(r"\d+", line.split('issue 13 item')[1].split(':')[0])}
+    assert items == set(range(1, 10))
+    assert {line.split()[0] for line in lines} == set(NEW_LESSONS) | {'residual_highway', 'article_trace'}
 
 
 # ---------------------------------------------------------------------------- item 1
@@ -149,7 +158,7 @@ def test_article_trace_residual_sum_and_similarities():
 
 # ---------------------------------------------------------------------------- item 9
 def test_small_numbers():
-    result = small_numbers.run(T=128, repeats=1)
+    result = small_numbers.run(seq_len=128, repeats=1)
     assert round(100 * 0.9 ** 20) == 12 and round(100 * 0.9 ** 56, 1) == 0.3
     factors = result['factors']
     assert factors['pre', False] < 0.9 and factors['post', False] < 0.9              # faster than 0.9 per layer
