@@ -106,9 +106,9 @@ class Function:
                     f"({first.device} and {t.device}); move one with .to(device)")
         try:
             out_data = fn.forward(*[t.data for t in inputs], **params)
-        except (ValueError, IndexError) as error:
+        except (ValueError, IndexError, TypeError) as error:  # a bad argument: numpy's or our own message
             shapes = ', '.join(str(tuple(t.shape)) for t in inputs)
-            raise type(error)(f"{cls.__name__}: cannot apply to inputs of shapes {shapes}: {error}") from None
+            raise error_kind(error)(f"{cls.__name__}: cannot apply to inputs of shapes {shapes}: {error}") from None
         out = Tensor._wrap(out_data)
         if out.data.base is not None:  # a view (reshape, slice, transpose...): an in-place change of
             _share_version(out, inputs)  # either tensor changes both, so both count it
@@ -144,6 +144,19 @@ class Function:
 
     def __repr__(self):
         return f"<{type(self).__name__}>"
+
+
+def error_kind(error):
+    """IndexError, ValueError or TypeError: the plain class of a backend's error (numpy's AxisError
+    is both an IndexError and a ValueError; some of its TypeErrors cannot be built from a message)."""
+    return next(kind for kind in (IndexError, ValueError, TypeError) if isinstance(error, kind))
+
+
+def take_output(fn, tensor):
+    """For an in-place op (buf[i] = v): `tensor` itself, not a new tensor, is fn's output from now on."""
+    fn._output = weakref.ref(tensor)
+    fn.output_version = tensor._version[0]
+    tensor.creator, tensor.requires_grad = fn, True
 
 
 def _share_version(view, inputs):
