@@ -146,19 +146,6 @@ class Function:
         return f"<{type(self).__name__}>"
 
 
-def error_kind(error):
-    """IndexError, ValueError or TypeError: the plain class of a backend's error (numpy's AxisError
-    is both an IndexError and a ValueError; some of its TypeErrors cannot be built from a message)."""
-    return next(kind for kind in (IndexError, ValueError, TypeError) if isinstance(error, kind))
-
-
-def take_output(fn, tensor):
-    """For an in-place op (buf[i] = v): `tensor` itself, not a new tensor, is fn's output from now on."""
-    fn._output = weakref.ref(tensor)
-    fn.output_version = tensor._version[0]
-    tensor.creator, tensor.requires_grad = fn, True
-
-
 def _share_version(view, inputs):
     """Give `view` the in-place counter of the input whose memory it views."""
     base = view.data.base
@@ -329,6 +316,19 @@ def _initial_grad(y, g):
     if g.shape != y.shape:
         raise ValueError(f"backward: grad has shape {g.shape} but the output has shape {y.shape}")
     return g
+
+
+def error_kind(error):
+    """IndexError, ValueError or TypeError: the plain class of a backend's error (numpy's AxisError
+    is both an IndexError and a ValueError; some of its TypeErrors cannot be built from a message)."""
+    return next(kind for kind in (IndexError, ValueError, TypeError) if isinstance(error, kind))
+
+
+def take_output(fn, tensor):
+    """For an in-place op (buf[i] = v): `tensor` itself, not a new tensor, is fn's output from now on."""
+    fn._output = weakref.ref(tensor)
+    fn.output_version = tensor._version[0]
+    tensor.creator, tensor.requires_grad = fn, True
 
 
 from .tensor import Tensor  # noqa: E402  (tensor.py imports this module first)

@@ -185,9 +185,9 @@ def scatter_add(target, index, values):
 
 
 def quiet_float_errors(array):
-    """Silence numpy's divide/invalid warnings where inf/nan is the documented result."""
+    """Silence numpy's divide/invalid/overflow warnings where inf/nan is the documented result."""
     if array_module(array) is numpy:
-        return numpy.errstate(divide='ignore', invalid='ignore')
+        return numpy.errstate(divide='ignore', invalid='ignore', over='ignore')
     return contextlib.nullcontext()  # cupy does not warn
 
 

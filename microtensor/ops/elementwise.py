@@ -82,10 +82,11 @@ class Pow(Function):
     def backward(self, g):
         a, b = self.inputs
         ga = gb = None
-        if self.needs_grad(0):  # 2 ** x needs only gb
-            ga = g * _zero_where((a.data == 0) & (b.data == 0), b * a ** (b - 1))
-        if self.needs_grad(1):  # log(a) needs a > 0
-            gb = g * _zero_where((a.data == 0) & (b.data >= 0), self.output * a.log())
+        with backend.quiet_float_errors(g.data):  # the inf and nan that _zero_where replaces
+            if self.needs_grad(0):  # 2 ** x needs only gb
+                ga = g * _zero_where((a.data == 0) & (b.data == 0), b * a ** (b - 1))
+            if self.needs_grad(1):  # log(a) needs a > 0
+                gb = g * _zero_where((a.data == 0) & (b.data >= 0), self.output * a.log())
         return ga, gb
 
 

@@ -172,7 +172,7 @@ def dropout(x, p=0.5, training=True):
 # Far from 0, GELU is x (x > 0) or 0 (x < 0) to every float's precision: beyond |x| = _FAR
 # tanh(u) and erf(x / sqrt 2) are exactly +-1.  So the slopes are computed at x clipped
 # to [-_FAR, _FAR] (exactly 1 or 0 beyond, where x^3 or x^2 would overflow and give
-# 0 * inf = nan), and the forward at max(x, -_FAR) (so gelu(-inf) is 0, not -inf * 0 = nan).
+# 0 * inf = nan); the forward runs at max(x, -_FAR), so gelu(-inf) is 0, not -inf * 0 = nan.
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 _A = 0.044715
 _FAR = 100.0
@@ -187,7 +187,8 @@ class GeluTanh(Function):
     def forward(self, x):
         xp = backend.array_module(x)
         x = xp.maximum(x, -_FAR)
-        return 0.5 * x * (1 + xp.tanh(_SQRT_2_OVER_PI * (x + _A * x * x * x)))  # x*x*x: ~50x faster than x**3
+        with backend.quiet_float_errors(x):  # x^3 may overflow to inf for huge x: tanh(inf) = 1, y = x
+            return 0.5 * x * (1 + xp.tanh(_SQRT_2_OVER_PI * (x + _A * x * x * x)))  # x*x*x: ~50x faster than x**3
 
     def backward(self, g):
         return (g * GeluTanhSlope.apply(self.inputs[0]),)
