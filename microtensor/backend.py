@@ -62,13 +62,14 @@ def no_gpu_reason():
             f"the cupy package matches your CUDA version); {INSTALL_CUPY}")
 
 
-def check_device(device):
-    """Normalise 'cuda:0' to 'cuda', and refuse what we cannot run on."""
+def check_device(device, op=None):
+    """Normalise 'cuda:0' to 'cuda', and refuse what we cannot run on (naming `op` if given)."""
+    where = f"{op}: " if op else ""
     device = str(device).split(':')[0]
     if device not in DEVICES:
-        raise ValueError(f"unknown device {device!r}: use 'cpu' or 'cuda'")
+        raise ValueError(f"{where}unknown device {device!r}: use 'cpu' or 'cuda'")
     if device == 'cuda' and not cuda_is_available():
-        raise RuntimeError(f"device 'cuda' requested but no GPU is available: {no_gpu_reason()}")
+        raise RuntimeError(f"{where}device 'cuda' requested but no GPU is available: {no_gpu_reason()}")
     return device
 
 
@@ -85,7 +86,7 @@ def check_on_device(array, device, op, what):
 def set_default_device(device):
     """Device used by factory functions (mt.tensor, mt.zeros, ...) when none is given."""
     global _default_device
-    _default_device = check_device(device)
+    _default_device = check_device(device, 'set_default_device')
 
 
 def default_device():

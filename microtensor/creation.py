@@ -8,7 +8,7 @@ Sizes, dtypes and values are checked first: a bad one is an error naming the fun
 """
 from . import backend
 from .ops import args
-from .tensor import DEFAULT_FLOAT, Tensor, _share_counter
+from .tensor import DEFAULT_FLOAT, Tensor, _new_array, _share_counter, check_dtype
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False, name=None):
@@ -35,28 +35,30 @@ def as_tensor(data, dtype=None, device=None):
     a Tensor already of this dtype and device is returned as it is (else converted with .to,
     which stays in the graph); a numpy or cupy array of this dtype on this device shares its
     memory (numpy: as mt.from_numpy); anything else is copied, as mt.tensor does."""
+    dtype = None if dtype is None else check_dtype(dtype, 'as_tensor')
+    device = None if device is None else backend.check_device(device, 'as_tensor')
     if isinstance(data, Tensor):
         return data.to(device=device, dtype=dtype)
     if backend.is_array(data):
-        same_dtype = dtype is None or backend.dtype(dtype) == data.dtype
-        same_device = device is None or backend.check_device(device) == backend.device_of(data)
+        same_dtype = dtype is None or dtype == data.dtype
+        same_device = device is None or device == backend.device_of(data)
         if same_dtype and same_device and backend.numeric(data.dtype):
             return from_numpy(data) if backend.device_of(data) == 'cpu' else Tensor._wrap(data)
-    return Tensor(data, dtype=dtype, device=device)
+    return Tensor._wrap(_new_array(data, dtype, device, 'as_tensor'))
 
 
 def _make(op, fill, shape, dtype, device, requires_grad, name):
     """A fresh array from fill(device, shape, dtype) as a leaf (no copy: nothing else holds it)."""
-    device = backend.default_device() if device is None else backend.check_device(device)
+    device = backend.default_device() if device is None else backend.check_device(device, op)
     shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
     shape = args.sizes(shape, op)
+    dtype = check_dtype(DEFAULT_FLOAT if dtype is None else dtype, op)
     try:
-        dtype = backend.dtype(dtype or DEFAULT_FLOAT)
-    except TypeError:
-        raise TypeError(f"{op}: dtype {args.short(dtype)} is not a dtype (use e.g. 'float32', mt.int64)") from None
-    if not backend.numeric(dtype):
-        raise TypeError(f"{op}: a tensor holds numbers (bool, int, float), not {dtype}")
-    t = Tensor._wrap(fill(device, shape, dtype))
+        t = Tensor._wrap(fill(device, shape, dtype))
+    except (ValueError, OverflowError) as error:  # numpy: "Maximum allowed dimension exceeded"
+        raise ValueError(f"{op}: cannot make a tensor of shape {shape}: {error}") from None
+    except MemoryError as error:
+        raise MemoryError(f"{op}: a tensor of shape {shape} and dtype {dtype} does not fit in memory ({error})") from None
     t.name = name
     if requires_grad:
         if not backend.float_dtype(dtype):
@@ -65,14 +67,20 @@ def _make(op, fill, shape, dtype, device, requires_grad, name):
     return t
 
 
+def _zeros(device, shape, dtype):
+    return backend.module_for(device).zeros(shape, dtype=dtype)
+
+
+def _ones(device, shape, dtype):
+    return backend.module_for(device).ones(shape, dtype=dtype)
+
+
 def zeros(*shape, dtype=None, device=None, requires_grad=False, name=None):
-    return _make('zeros', lambda device, s, d: backend.module_for(device).zeros(s, dtype=d),
-                 shape, dtype, device, requires_grad, name)
+    return _make('zeros', _zeros, shape, dtype, device, requires_grad, name)
 
 
 def ones(*shape, dtype=None, device=None, requires_grad=False, name=None):
-    return _make('ones', lambda device, s, d: backend.module_for(device).ones(s, dtype=d),
-                 shape, dtype, device, requires_grad, name)
+    return _make('ones', _ones, shape, dtype, device, requires_grad, name)
 
 
 def full(shape, value, dtype=None, device=None, requires_grad=False, name=None):
@@ -127,7 +135,7 @@ def arange(start, stop=None, step=1, dtype=None, device=None):
         raise ValueError("arange: step must not be 0")
     if not all(abs(float(v)) < 2 ** 62 for v in (start, stop, step)):
         raise ValueError(f"arange: start, stop and step must be finite, got {start}, {stop}, {step}")
-    device = backend.default_device() if device is None else backend.check_device(device)
+    device = backend.default_device() if device is None else backend.check_device(device, 'arange')
     try:
         array = backend.module_for(device).arange(start, stop, step, dtype=dtype)
     except (TypeError, ValueError) as error:
@@ -142,10 +150,10 @@ def arange(start, stop=None, step=1, dtype=None, device=None):
 def zeros_like(t, dtype=None, requires_grad=False):
     if not isinstance(t, Tensor):
         raise TypeError(f"zeros_like: expected a Tensor, not {type(t).__name__}")
-    return zeros(t.shape, dtype=dtype or t.dtype, device=t.device, requires_grad=requires_grad)
+    return _make('zeros_like', _zeros, (t.shape,), t.dtype if dtype is None else dtype, t.device, requires_grad, None)
 
 
 def ones_like(t, dtype=None, requires_grad=False):
     if not isinstance(t, Tensor):
         raise TypeError(f"ones_like: expected a Tensor, not {type(t).__name__}")
-    return ones(t.shape, dtype=dtype or t.dtype, device=t.device, requires_grad=requires_grad)
+    return _make('ones_like', _ones, (t.shape,), t.dtype if dtype is None else dtype, t.device, requires_grad, None)

@@ -28,12 +28,7 @@ class Tensor:
         torch.tensor: writing to `data` later never changes this tensor (mt.from_numpy and
         mt.as_tensor share memory instead).  Only numbers: bool, integers, floats."""
         data = data.data if isinstance(data, Tensor) else backend.as_array(data)  # numpy scalars keep their dtype
-        if device is None and backend.is_array(data):
-            device = backend.device_of(data)
-        array = _new_array(data, dtype, device)
-        if dtype is None and not backend.is_array(data) and array.dtype == 'float64':
-            array = array.astype(DEFAULT_FLOAT)  # Python floats become float32, as in PyTorch
-        self.data = array
+        self.data = _new_array(data, dtype, device, 'tensor')
         self.grad = None
         self.requires_grad = False
         self.creator = None
@@ -115,7 +110,7 @@ class Tensor:
     def requires_grad_(self, requires_grad=True):
         requires_grad = _args.flag(requires_grad, 'requires_grad', 'requires_grad_')
         if requires_grad and not backend.float_dtype(self.dtype):
-            raise TypeError(f"only floating-point tensors can require grad, not {self.dtype} "
+            raise TypeError(f"requires_grad_: only floating-point tensors can require grad, not {self.dtype} "
                             "(integer tensors hold indices and have no gradient)")
         self.requires_grad = requires_grad
         return self
@@ -179,13 +174,14 @@ class Tensor:
         if device is not None and str(device).split(':')[0] not in backend.DEVICES:
             device, dtype = None, device  # x.to(mt.float64)
         try:
-            dtype = None if dtype is None else backend.dtype(dtype)
+            dtype = None if dtype is None else check_dtype(dtype, 'to()')
         except TypeError:
-            raise TypeError(f"to(): {dtype!r} is neither a device ('cpu' or 'cuda') nor a dtype") from None
+            raise TypeError(f"to(): {dtype!r} is neither a device ('cpu' or 'cuda') nor a dtype a tensor "
+                            "holds") from None
         out = self
         if dtype is not None and dtype != self.dtype:
             out = _ew.Cast.apply(out if backend.float_dtype(dtype) else out.detach(), dtype=dtype)
-        if device is not None and backend.check_device(device) != self.device:
+        if device is not None and backend.check_device(device, 'to()') != self.device:
             out = _shape.ToDevice.apply(out, device=backend.check_device(device))
         return out
 
@@ -202,12 +198,12 @@ class Tensor:
         return self.to(dtype='float64')
 
     def astype(self, dtype):
-        return self.to(dtype=dtype)
+        return self.to(dtype=check_dtype(dtype, 'astype'))
 
     # ------------------------------------------------------------------ in-place updates
-    def _modify_in_place(self, new_data_fn):
+    def _modify_in_place(self, op, new_data_fn):
         if self.requires_grad and autograd.is_grad_enabled():
-            raise RuntimeError("in-place change of a tensor that requires grad: wrap it in "
+            raise RuntimeError(f"{op}: in-place change of a tensor that requires grad: wrap it in "
                                "`with mt.no_grad():` (as optimizers do) or use an out-of-place op")
         new_data_fn()
         self._version[0] += 1  # a pending backward that saved this memory will notice
@@ -228,7 +224,8 @@ class Tensor:
                                f"move it with .to('{self.device}') first")
         graph = autograd.is_grad_enabled() and (self.requires_grad or value.requires_grad)
         if not graph or self.is_leaf and self.requires_grad or not backend.float_dtype(self.dtype):
-            return self._modify_in_place(lambda: _backend_call('setitem', self.data.__setitem__, index, value.data))
+            _check_cast(value.data, self.dtype, 'setitem')
+            return self._modify_in_place('setitem', lambda: _backend_call('setitem', self.data.__setitem__, index, value.data))
         if sys.getrefcount(self._version) > 2:  # held by self and by this call's argument: by nothing else
             raise RuntimeError(
                 "setitem: this tensor shares its memory with other tensors (views, slices, detach()); they would not "
@@ -244,10 +241,10 @@ class Tensor:
 
     def fill_(self, value):
         value = _args.number(value, 'value', 'fill_')
-        return self._modify_in_place(lambda: self.data.fill(value))
+        return self._modify_in_place('fill_', lambda: _backend_call('fill_', self.data.fill, value))
 
     def zero_(self):
-        return self.fill_(0)
+        return self._modify_in_place('zero_', lambda: self.data.fill(0))
 
     def copy_(self, other):
         """Write `other` (broadcast to self's shape) into self's memory."""
@@ -258,7 +255,8 @@ class Tensor:
             fits = False
         if not fits:
             raise ValueError(f"copy_: a source of shape {source.shape} does not broadcast to the tensor's shape {self.shape}")
-        return self._modify_in_place(lambda: self.data.__setitem__(Ellipsis, source))
+        _check_cast(source, self.dtype, 'copy_')
+        return self._modify_in_place('copy_', lambda: _backend_call('copy_', self.data.__setitem__, Ellipsis, source))
 
     # ------------------------------------------------------------------ arithmetic
     def __add__(self, other):
@@ -547,12 +545,26 @@ def param_array(value, like, op, what):
     return array
 
 
-def _new_array(data, dtype, device, op='tensor'):
-    """A copy of `data` as an array of numbers; what cannot be one is an error naming `op`."""
+def check_dtype(dtype, op):
+    """A dtype a tensor may hold (bool, int, float), from a name, a numpy dtype or a type."""
     try:
-        dtype = None if dtype is None else backend.dtype(dtype)
+        dtype = backend.dtype(dtype)
     except TypeError:
-        raise TypeError(f"{op}: dtype {_args.short(dtype)} is not a dtype (use e.g. 'float32', mt.int64)") from None
+        raise TypeError(f"{op}: {_args.short(dtype)} is not a dtype (use e.g. 'float32', mt.int64)") from None
+    if not backend.numeric(dtype):
+        raise TypeError(f"{op}: a tensor holds numbers (bool, int, float), not {dtype}")
+    return dtype
+
+
+def _new_array(data, dtype, device, op):
+    """A copy of `data` (not a Tensor) as an array of numbers on `device` (default: data's
+    own, for an array); Python floats become float32, as in PyTorch.  What cannot be an
+    array of numbers is an error naming `op`."""
+    if device is None and backend.is_array(data):
+        device = backend.device_of(data)
+    elif device is not None:
+        device = backend.check_device(device, op)
+    dtype = None if dtype is None else check_dtype(dtype, op)
     try:
         array = backend.array(data, dtype=dtype, device=device)
     except (ValueError, TypeError, OverflowError) as error:
@@ -561,14 +573,23 @@ def _new_array(data, dtype, device, op='tensor'):
     if not backend.numeric(array.dtype):
         raise TypeError(f"{op}: a tensor holds numbers (bool, int, float), but {type(data).__name__} "
                         f"{_args.short(data)} would have dtype {array.dtype}")
+    if dtype is None and not backend.is_array(data) and array.dtype == 'float64':
+        array = array.astype(DEFAULT_FLOAT)
     return array
+
+
+def _check_cast(source, dtype, op):
+    """Writing floats into an integer tensor truncates them, as in numpy and PyTorch; but nan and
+    inf have no integer value (numpy would write garbage such as -2**63): an error instead."""
+    if dtype.kind in 'iu' and source.dtype.kind == 'f' and not bool(backend.array_module(source).isfinite(source).all()):
+        raise ValueError(f"{op}: cannot write nan or inf into a tensor of dtype {dtype}")
 
 
 def _backend_call(op, fn, *arrays):
     """fn(*arrays), with numpy's or cupy's ValueError / TypeError / IndexError naming `op`."""
     try:
         return fn(*arrays)
-    except (IndexError, ValueError, TypeError) as error:
+    except (IndexError, ValueError, TypeError, OverflowError) as error:
         raise autograd.error_kind(error)(f"{op}: {error}") from None
 
 

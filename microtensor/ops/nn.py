@@ -93,6 +93,8 @@ def cross_entropy(logits, targets, ignore_index=None):
     logits = tensor_arg(logits, 'cross_entropy', 'logits')
     if logits.ndim == 0:
         raise ValueError("cross_entropy: logits must have a class axis (shape (..., C)), not shape ()")
+    if not backend.float_dtype(logits.dtype):
+        raise TypeError(f"cross_entropy: logits must be floating-point, not {logits.dtype}")
     targets = param_array(targets, logits, 'cross_entropy', 'targets')
     if targets.shape != logits.shape[:-1]:
         raise ValueError(f"cross_entropy: targets of shape {targets.shape} do not match logits {logits.shape} "

@@ -10,10 +10,9 @@ from . import args
 
 
 def normalize_axis(axis, shape, keepdims, op=None):
-    """axis as a sorted tuple of non-negative ints (None -> every axis), checked against
-    `shape` as numpy does (a 0-d tensor has no axis 0); keepdims must be True or False."""
-    args.flag(keepdims, 'keepdims', op)
-    return args.axes(axis, shape, op)
+    """(axes, keepdims): axis as a sorted tuple of non-negative ints (None -> every axis),
+    checked against `shape` as numpy does (a 0-d tensor has no axis 0), and keepdims as a bool."""
+    return args.axes(axis, shape, op), args.flag(keepdims, 'keepdims', op)
 
 
 def kept_shape(shape, axes):
@@ -38,7 +37,7 @@ class Sum(Function):
     """y = sum(x, axis)       dL/dx = g broadcast back over the summed axes"""
 
     def forward(self, x, axis, keepdims):
-        self.axes = normalize_axis(axis, x.shape, keepdims)
+        self.axes, keepdims = normalize_axis(axis, x.shape, keepdims)
         return x.sum(axis=self.axes, keepdims=keepdims)
 
     def backward(self, g):
@@ -47,7 +46,7 @@ class Sum(Function):
 
 def mean(x, axis=None, keepdims=False):
     """y = sum(x, axis) / n,  n = the number of elements averaged (nan when n = 0, as numpy)."""
-    axes = normalize_axis(axis, x.shape, keepdims, 'mean')
+    axes, keepdims = normalize_axis(axis, x.shape, keepdims, 'mean')
     total = Sum.apply(x, axis=axes, keepdims=keepdims)
     n = count(x.shape, axes)
     return total * (1.0 / n) if n else total * float('nan')
@@ -62,7 +61,7 @@ class Var(Function):
     """
 
     def forward(self, x, axis, keepdims, ddof):
-        self.axes = normalize_axis(axis, x.shape, keepdims)
+        self.axes, keepdims = normalize_axis(axis, x.shape, keepdims)
         self.ddof = args.number(ddof, 'ddof')
         with backend.quiet_float_errors(x):
             return x.var(axis=self.axes, keepdims=keepdims, ddof=ddof)
@@ -80,7 +79,7 @@ class Max(Function):
     reduce = 'max'
 
     def forward(self, x, axis, keepdims):
-        self.axes = normalize_axis(axis, x.shape, keepdims)
+        self.axes, keepdims = normalize_axis(axis, x.shape, keepdims)
         if any(x.shape[a] == 0 for a in self.axes):
             raise ValueError(f"the {self.reduce} over an empty axis is undefined (there is no element to pick)")
         y = getattr(x, self.reduce)(axis=self.axes, keepdims=True)
