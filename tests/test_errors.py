@@ -29,7 +29,7 @@ BAD_CALLS = {  # name: (call, exception, message pattern); shapes are part of ev
     'var axis': (lambda: t(2, 3).var(axis=5), IndexError, r"Var: .*\(2, 3\).*axis 5"),
     'max axis': (lambda: t(2, 3).max(axis=(0, 7)), IndexError, r"Max: .*\(2, 3\).*axis 7"),
     'max empty': (lambda: t(0, 3).max(axis=0), ValueError, r"Max: .*\(0, 3\).*empty axis"),
-    'reshape': (lambda: t(2, 3).reshape(4), ValueError, r"reshape: .*\(2, 3\).*size 6\) into shape \(4,\)"),
+    'reshape': (lambda: t(2, 3).reshape(4), ValueError, r"Reshape: .*\(2, 3\).*size 6 into shape \(4,\)"),
     'transpose': (lambda: t(2, 3).transpose(0, 0), ValueError, r"Transpose: axes \(0, 0\).*\(2, 3\)"),
     'transpose range': (lambda: t(2, 3).transpose(0, 5), IndexError, r"Transpose: axis 5 .*\(2, 3\)"),
     'swapaxes': (lambda: t(2, 3).swapaxes(0, 5), IndexError, r"swapaxes: axis 5 .*\(2, 3\)"),

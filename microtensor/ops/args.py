@@ -40,7 +40,7 @@ def axis(value, shape, op=None, new=False):
     """One axis of a tensor of `shape`, maybe negative, as an index in range(len(shape));
     new=True: where to insert a new axis (expand_dims, stack), so len(shape) is valid too."""
     ndim = len(shape) + new
-    a = integer(value, 'axis', op)
+    a = value if type(value) is int else integer(value, 'axis', op)  # a plain int: the common case, checked fast
     if not -ndim <= a < ndim:
         why = "a 0-d tensor has no axes" if ndim == 0 else f"valid: {-ndim} to {ndim - 1}"
         _fail(IndexError, op, f"axis {a} is out of range for a tensor of shape {tuple(shape)} ({why})")
@@ -63,33 +63,38 @@ def axes(value, shape, op=None):
 def sizes(value, op, what='shape'):
     """A shape: one size or a tuple/list of sizes, each an integer >= 0."""
     parts = value if isinstance(value, (tuple, list)) else (value,)
+    for n in parts:  # the common case, plain ints >= 0, checked without building anything
+        if type(n) is not int or n < 0:
+            break
+    else:
+        return tuple(parts)
     result = tuple(integer(n, f"each size in {what}", op) for n in parts)
     if any(n < 0 for n in result):
         _fail(ValueError, op, f"{what} {result} has a negative size")
     return result
 
 
-def new_shape(value, old_shape, op):
-    """The shape asked of reshape: sizes >= 0 and at most one -1 (inferred), holding as many
-    elements as `old_shape`."""
+def new_shape(value, op):
+    """The shape asked of reshape: integers >= 0, and at most one -1 (inferred from the others).
+    (numpy itself checks that the sizes multiply up, but reads -2 as -1.)"""
     parts = value if isinstance(value, (tuple, list)) else (value,)
+    for n in parts:  # the common case, plain ints, checked without building anything
+        if type(n) is not int or n < -1:
+            break
+    else:
+        if parts.count(-1) <= 1:
+            return tuple(parts)
     shape = tuple(integer(n, 'each size in the new shape', op) for n in parts)
-    if any(n < -1 for n in shape) or shape.count(-1) > 1:
+    if shape and (min(shape) < -1 or shape.count(-1) > 1):
         _fail(ValueError, op, f"shape {shape}: each size must be >= 0, or one of them -1 (inferred)")
-    size = known = 1
-    for n in old_shape:
-        size *= n
-    for n in shape:
-        known *= n if n != -1 else 1
-    fits = known != 0 and size % known == 0 if -1 in shape else known == size
-    if not fits:
-        _fail(ValueError, op, f"cannot reshape a tensor of shape {tuple(old_shape)} (size {size}) into shape {shape}")
     return shape
 
 
 def flag(value, what, op=None):
     """A yes/no option (keepdims=, training=): True or False, numpy bools too."""
-    if type(value).__name__ in ('bool', 'bool_'):  # Python's and numpy's (no numpy import here)
+    if value is True or value is False:
+        return value
+    if type(value).__name__ in ('bool', 'bool_'):  # numpy's (no numpy import here)
         return bool(value)
     _fail(TypeError, op, f"{what} must be True or False, not {type(value).__name__} ({short(value)})")
 

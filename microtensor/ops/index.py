@@ -26,8 +26,12 @@ from .args import short
 
 def is_basic(index):
     """Only ints, slices, None and ...: no element is picked twice and nothing needs checking here."""
-    parts = index if isinstance(index, tuple) else (index,)
-    return all(p is None or p is Ellipsis or isinstance(p, (int, slice)) for p in parts)
+    if type(index) is not tuple:
+        return index is None or index is Ellipsis or isinstance(index, (int, slice))
+    for p in index:
+        if not (p is None or p is Ellipsis or isinstance(p, (int, slice))):
+            return False
+    return True
 
 
 def normalize(index, x, op):
@@ -56,9 +60,12 @@ def _part(p, x, op):
 
 def _check(parts, shape, op):
     """Too many indices, masks of the wrong shape and out-of-range ints, for a tensor of `shape`."""
-    if sum(p is Ellipsis for p in parts) > 1:
+    used = ellipses = 0
+    for p in parts:
+        used += _axes_used(p)
+        ellipses += p is Ellipsis
+    if ellipses > 1:
         raise IndexError(f"{op}: an index can hold only one ellipsis (...)")
-    used = sum(_axes_used(p) for p in parts)
     if used > len(shape):
         raise IndexError(f"{op}: too many indices ({used}) for a tensor of shape {shape}")
     axis, arrays = 0, []

@@ -27,8 +27,8 @@ def where(cond, a, b, op='where'):
 
     a and b may be numbers or arrays (constants) as long as one of a, b, cond is a Tensor,
     whose device the result lives on; cond must be boolean."""
-    like = next((t for t in (a, b, cond) if isinstance(t, Tensor)), None)
-    if like is None:
+    like = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else cond
+    if not isinstance(like, Tensor):
         raise TypeError(f"{op}: needs a Tensor among cond, a and b; got {type(cond).__name__}, "
                         f"{type(a).__name__} and {type(b).__name__} (wrap one with mt.tensor)")
     cond = param_array(cond, like, op, 'condition')

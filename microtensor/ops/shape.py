@@ -20,9 +20,9 @@ class Reshape(Function):
 def reshape(x, *shape):
     """x.reshape(2, 3) or x.reshape((2, 3)); one size may be -1 (inferred from the others)."""
     shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-    shape = args.new_shape(shape, x.shape, 'reshape')
-    if shape == x.shape:
+    if shape == x.shape:  # valid by construction
         return x
+    shape = args.new_shape(shape, 'reshape')
     return Reshape.apply(x, shape=shape)
 
 
@@ -87,6 +87,8 @@ class BroadcastTo(Function):
 
 
 def broadcast_to(x, shape):
+    if shape == x.shape:  # valid by construction
+        return x
     shape = args.sizes(shape, 'broadcast_to')
     if shape == x.shape:
         return x
