@@ -212,9 +212,10 @@ def erf(array):
 def manual_seed(seed):
     """Seed every backend's generator (the CPU's now, the GPU's when first used)."""
     global _seed
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise (ValueError if isinstance(seed, numbers.Integral) and not isinstance(seed, bool) else TypeError)(
-            f"manual_seed: the seed must be an integer >= 0, not {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"manual_seed: the seed must be an integer >= 0, not {type(seed).__name__} {seed!r:.40}")
+    if seed < 0:
+        raise ValueError(f"manual_seed: the seed must be an integer >= 0, not {seed}")
     _seed = int(seed)
     _generators.clear()
 

@@ -58,7 +58,8 @@ def _make(op, fill, shape, dtype, device, requires_grad, name):
     except (ValueError, OverflowError) as error:  # numpy: "Maximum allowed dimension exceeded"
         raise ValueError(f"{op}: cannot make a tensor of shape {shape}: {error}") from None
     except MemoryError as error:
-        raise MemoryError(f"{op}: a tensor of shape {shape} and dtype {dtype} does not fit in memory ({error})") from None
+        raise MemoryError(f"{op}: a tensor of shape {shape} and dtype {dtype} does not fit in memory "
+                          f"({error})") from None
     t.name = name
     if requires_grad:
         if not backend.float_dtype(dtype):
@@ -130,7 +131,8 @@ def arange(start, stop=None, step=1, dtype=None, device=None):
     """numpy.arange: integers unless a float is involved or dtype= is given."""
     if stop is None:
         start, stop = 0, start
-    start, stop, step = (args.number(v, what, 'arange') for v, what in ((start, 'start'), (stop, 'stop'), (step, 'step')))
+    start, stop, step = (args.number(start, 'start', 'arange'), args.number(stop, 'stop', 'arange'),
+                         args.number(step, 'step', 'arange'))
     if step == 0:
         raise ValueError("arange: step must not be 0")
     if not all(abs(float(v)) < 2 ** 62 for v in (start, stop, step)):

@@ -225,7 +225,8 @@ class Tensor:
         graph = autograd.is_grad_enabled() and (self.requires_grad or value.requires_grad)
         if not graph or self.is_leaf and self.requires_grad or not backend.float_dtype(self.dtype):
             _check_cast(value.data, self.dtype, 'setitem')
-            return self._modify_in_place('setitem', lambda: _backend_call('setitem', self.data.__setitem__, index, value.data))
+            write = self.data.__setitem__
+            return self._modify_in_place('setitem', lambda: _backend_call('setitem', write, index, value.data))
         if sys.getrefcount(self._version) > 2:  # held by self and by this call's argument: by nothing else
             raise RuntimeError(
                 "setitem: this tensor shares its memory with other tensors (views, slices, detach()); they would not "
@@ -254,7 +255,8 @@ class Tensor:
         except ValueError:
             fits = False
         if not fits:
-            raise ValueError(f"copy_: a source of shape {source.shape} does not broadcast to the tensor's shape {self.shape}")
+            raise ValueError(f"copy_: a source of shape {source.shape} does not broadcast to the tensor's shape "
+                             f"{self.shape}")
         _check_cast(source, self.dtype, 'copy_')
         return self._modify_in_place('copy_', lambda: _backend_call('copy_', self.data.__setitem__, Ellipsis, source))
 
@@ -581,7 +583,8 @@ def _new_array(data, dtype, device, op):
 def _check_cast(source, dtype, op):
     """Writing floats into an integer tensor truncates them, as in numpy and PyTorch; but nan and
     inf have no integer value (numpy would write garbage such as -2**63): an error instead."""
-    if dtype.kind in 'iu' and source.dtype.kind == 'f' and not bool(backend.array_module(source).isfinite(source).all()):
+    xp = backend.array_module(source)
+    if dtype.kind in 'iu' and source.dtype.kind == 'f' and not bool(xp.isfinite(source).all()):
         raise ValueError(f"{op}: cannot write nan or inf into a tensor of dtype {dtype}")
 
 

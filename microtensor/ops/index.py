@@ -80,7 +80,8 @@ def _check(parts, shape, op):
         elif backend.is_array(p) and p.dtype.kind == 'b':
             if p.shape != shape[axis:axis + p.ndim]:
                 raise IndexError(f"{op}: a boolean mask of shape {p.shape} does not match axes {axis} to "
-                                 f"{axis + p.ndim - 1} of a tensor of shape {shape} (sizes {shape[axis:axis + p.ndim]})")
+                                 f"{axis + p.ndim - 1} of a tensor of shape {shape} "
+                                 f"(sizes {shape[axis:axis + p.ndim]})")
             axis += p.ndim
         elif backend.is_array(p):
             if p.size:

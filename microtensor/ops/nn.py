@@ -107,7 +107,8 @@ def cross_entropy(logits, targets, ignore_index=None):
     counted = targets != ignore_index if ignore_index is not None else xp.ones(targets.shape, dtype=bool)
     bad = counted & ((targets < 0) | (targets >= n_classes))
     if bool(bad.any()):
-        raise IndexError(f"cross_entropy: a target id is outside [0, {n_classes}) (e.g. {int(targets[bad].ravel()[0])}) for logits "
+        example = int(targets[bad].ravel()[0])
+        raise IndexError(f"cross_entropy: a target id is outside [0, {n_classes}) (e.g. {example}) for logits "
                          f"of shape {logits.shape}; check the vocabulary size or pass ignore_index")
     return NLLLoss.apply(LogSoftmax.apply(logits, axis=-1), targets=targets, counted=counted)
 
