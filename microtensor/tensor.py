@@ -227,7 +227,7 @@ class Tensor:
             _check_cast(value.data, self.dtype, 'setitem')
             write = self.data.__setitem__
             return self._modify_in_place('setitem', lambda: _backend_call('setitem', write, index, value.data))
-        if sys.getrefcount(self._version) > 2:  # held by self and by this call's argument: by nothing else
+        if _counter_holders(self) > _ONE_HOLDER:
             raise RuntimeError(
                 "setitem: this tensor shares its memory with other tensors (views, slices, detach()); they would not "
                 "see the graph of this assignment. Write it out of place (mt.where, mt.concatenate) or assign "
@@ -594,6 +594,15 @@ def _backend_call(op, fn, *arrays):
         return fn(*arrays)
     except (IndexError, ValueError, TypeError, OverflowError) as error:
         raise autograd.error_kind(error)(f"{op}: {error}") from None
+
+
+def _counter_holders(t):
+    """How many references t's in-place counter has (as sys.getrefcount counts them): every
+    tensor over the same memory (views, slices, detach()) holds the same counter."""
+    return sys.getrefcount(t._version)
+
+
+_ONE_HOLDER = _counter_holders(Tensor._wrap(backend.asarray(0.0, device='cpu')))  # a counter only its tensor holds
 
 
 # ------------------------------------------------------------------ memory shared with numpy
