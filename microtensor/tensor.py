@@ -27,6 +27,8 @@ class Tensor:
         """A new leaf holding a copy of `data` (a number, a list, an array or a Tensor), as
         torch.tensor: writing to `data` later never changes this tensor (mt.from_numpy and
         mt.as_tensor share memory instead).  Only numbers: bool, integers, floats."""
+        if isinstance(data, (list, tuple)) and data and isinstance(data[0], Tensor):  # mt.tensor([t0, t1])
+            data = [t.data if isinstance(t, Tensor) else t for t in data]
         data = data.data if isinstance(data, Tensor) else backend.as_array(data)  # numpy scalars keep their dtype
         self.data = _new_array(data, dtype, device, 'tensor')
         self.grad = None

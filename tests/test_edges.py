@@ -167,6 +167,15 @@ def test_mt_tensor_always_copies(source):
     assert not np.shares_memory(t.numpy(), a)
 
 
+def test_mt_tensor_of_a_list_of_tensors_stacks_copies_of_them():
+    a, b = mt.tensor(1.0), mt.tensor(2.0, requires_grad=True)
+    t = mt.tensor([a, b])
+    assert t.tolist() == [1.0, 2.0] and t.is_leaf and not t.requires_grad
+    a.fill_(5.0)
+    assert t.tolist() == [1.0, 2.0]
+    assert mt.tensor((mt.tensor([1, 2]), mt.tensor([3, 4]))).tolist() == [[1, 2], [3, 4]]
+
+
 def test_a_tensor_made_with_mt_tensor_does_not_see_writes_to_the_source_of_a_pending_backward():
     a = np.arange(1.0, 4.0)
     w = mt.tensor(a)
