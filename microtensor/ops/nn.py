@@ -175,12 +175,18 @@ def dropout(x, p=0.5, training=True):
 # Far from 0, GELU is x (x > 0) or 0 (x < 0) to every float's precision: beyond |x| = _FAR
 # tanh(u) and erf(x / sqrt 2) are exactly +-1.  So the slopes are computed at x clipped
 # to [-_FAR, _FAR] (exactly 1 or 0 beyond, where x^3 or x^2 would overflow and give
-# 0 * inf = nan); the forward runs at max(x, -_FAR), so gelu(-inf) is 0, not -inf * 0 = nan.
-# (For x beyond ~1e12 in float32, x^3 in the forward overflows to inf: numpy warns, and the
-# answer is still right, tanh(inf) = 1 and y = x.)
+# 0 * inf = nan); the forward's factor 0.5 x is max(0.5 x, -_FAR / 2), so gelu(-inf) is 0, not
+# -inf * 0 = nan.  (For x beyond ~1e12 in float32, x^3 in the forward overflows to inf: numpy
+# warns, and the answer is still right: tanh(inf) = 1, y = x.)
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 _A = 0.044715
 _FAR = 100.0
+
+
+def _half_x(xp, x):
+    """0.5 x, at least -_FAR / 2 (in place: no extra array)."""
+    half_x = xp.asarray(0.5 * x)  # asarray: numpy makes a 0-d result a scalar
+    return xp.maximum(half_x, -0.5 * _FAR, out=half_x)
 
 
 class GeluTanh(Function):
@@ -191,8 +197,8 @@ class GeluTanh(Function):
 
     def forward(self, x):
         xp = backend.array_module(x)
-        x = xp.maximum(x, -_FAR)
-        return 0.5 * x * (1 + xp.tanh(_SQRT_2_OVER_PI * (x + _A * x * x * x)))  # x*x*x: ~50x faster than x**3
+        t = xp.tanh(_SQRT_2_OVER_PI * (x + _A * x * x * x))  # x*x*x: ~50x faster than x**3
+        return _half_x(xp, x) * (1 + t)
 
     def backward(self, g):
         return (g * GeluTanhSlope.apply(self.inputs[0]),)
@@ -224,8 +230,7 @@ class GeluErf(Function):
     """
 
     def forward(self, x):
-        x = backend.array_module(x).maximum(x, -_FAR)
-        return 0.5 * x * (1 + backend.erf(x * (1 / math.sqrt(2))))
+        return _half_x(backend.array_module(x), x) * (1 + backend.erf(x * (1 / math.sqrt(2))))
 
     def backward(self, g):
         return (g * GeluErfSlope.apply(self.inputs[0]),)
