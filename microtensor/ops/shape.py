@@ -114,7 +114,8 @@ class GetItem(Function):
 class ScatterAdd(Function):
     """y = zeros(shape); y[index] += x        dL/dx = g[index]
 
-    GetItem's backward, and itself differentiable (for second derivatives).
+    GetItem's backward, and itself differentiable (for second derivatives).  Its index is
+    GetItem's: already checked against the shape and a private copy.
     """
 
     def forward(self, x, index, shape):
