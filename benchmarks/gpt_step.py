@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 import microtensor as mt  # noqa: E402
 from microtensor import optim  # noqa: E402
 from transformer import GPT, next_token_loss  # noqa: E402
-from demos.report import _why_no_gpu  # noqa: E402  (the lessons' message)
+from demos.report import why_no_gpu  # noqa: E402  (the lessons' message)
 
 VOCAB = 256
 SIZES = {
@@ -116,7 +116,7 @@ def main(argv=None):
     if args.device == 'auto':
         args.device = 'cuda' if mt.cuda.is_available() else 'cpu'
     elif args.device == 'cuda' and not mt.cuda.is_available():
-        parser.error("--device cuda, but no GPU is usable here: " + _why_no_gpu())
+        parser.error("--device cuda, but no GPU is usable here: " + why_no_gpu())
 
     print(f"GPT training step (forward + backward + AdamW), device {args.device}, "
           f"median of {args.steps} steps\n")

@@ -336,9 +336,9 @@ def main(argv=None):
     if not args.budget > 0:
         parser.error(f"--budget must be a positive number of seconds, got {args.budget}")
     import microtensor as mt
-    from demos.report import _why_no_gpu
+    from demos.report import why_no_gpu
     if args.device == 'cuda' and not mt.cuda.is_available():  # the lessons' message, but this script has no auto
-        parser.error("--device cuda (the default), but no GPU is usable here: " + _why_no_gpu().split(' Run ')[0]
+        parser.error("--device cuda (the default), but no GPU is usable here: " + why_no_gpu().split(' Run ')[0]
                      + " --device cpu runs the same stages on the CPU.")
     os.makedirs(outdir, exist_ok=True)
     rows, numbers = accept(stages, args.device, mode, outdir, args.budget)

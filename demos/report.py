@@ -16,7 +16,6 @@ extra): without it a lesson prints its numbers and says how to get the picture.
 """
 import argparse
 import collections
-import importlib.util
 import inspect
 import math
 import os
@@ -77,7 +76,7 @@ def command_line(module, doc, options, argv=None, extra=None, check=None):
     if args.device == 'auto':
         args.device = 'cuda' if mt.cuda.is_available() else 'cpu'
     elif args.device == 'cuda' and not mt.cuda.is_available():
-        parser.error("--device cuda, but no GPU is usable here: " + _why_no_gpu())
+        parser.error("--device cuda, but no GPU is usable here: " + why_no_gpu())
     message = check(args) if check is not None else None
     if message:
         parser.error(message)
@@ -124,11 +123,9 @@ def _checked(kind, name, minimum):
     return parse
 
 
-def _why_no_gpu():
-    if importlib.util.find_spec('cupy') is None:
-        return ("cupy is not installed (pip install -e '.[gpu]' installs cupy-cuda12x; pick the cupy package "
-                "for your CUDA version). Run without --device, or with --device auto, to use the CPU.")
-    return "cupy is installed but sees no CUDA GPU. Run without --device, or with --device auto, to use the CPU."
+def why_no_gpu():
+    """The engine's reason (backend.no_gpu_reason) plus what a lesson can do instead."""
+    return mt.backend.no_gpu_reason() + ". Run without --device, or with --device auto, to use the CPU."
 
 
 # ---------------------------------------------------------------------------- training runs

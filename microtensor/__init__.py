@@ -11,8 +11,8 @@ ops/ (every op's forward and backward), backend.py (numpy/cupy).
 from . import backend, cuda
 from .autograd import Function, detect_anomaly, enable_grad, grad, is_grad_enabled, no_grad
 from .backend import manual_seed, set_default_device
-from .creation import (arange, eye, full, ones, ones_like, rand, randint, randn, tensor,
-                       zeros, zeros_like)
+from .creation import (arange, as_tensor, eye, from_numpy, full, ones, ones_like, rand, randint, randn,
+                       tensor, zeros, zeros_like)
 from .functional import (abs, add, broadcast_to, clip, concatenate, cos, cross_entropy, div, dropout,
                          erf, exp, expand_dims, gelu, layer_norm, log, log_softmax, masked_fill,
                          matmul, max, maximum, mean, min, minimum, mul, neg, pow, relu, reshape,

@@ -35,16 +35,8 @@ def version():
 
 def gpu_line():
     """cupy and the GPU it sees, or why there is none."""
-    if importlib.util.find_spec('cupy') is None:
-        return ("not available: cupy is not installed (NVIDIA GPU on Linux or Windows: "
-                "pip install -e '.[gpu]', or the cupy wheel matching your CUDA)")
-    if backend.cupy is None:
-        try:
-            import cupy  # noqa: F401  (only to say why backend.py could not)
-        except Exception as error:
-            return f"not available: cupy is installed but does not import ({type(error).__name__}: {error})"
     if not backend.cuda_is_available():
-        return f"not available: cupy {backend.cupy.__version__} is installed but sees no GPU (driver, CUDA_VISIBLE_DEVICES?)"
+        return f"not available: {backend.no_gpu_reason()}"
     cupy = backend.cupy
     names = [cupy.cuda.runtime.getDeviceProperties(i)['name'].decode()
              for i in range(cupy.cuda.runtime.getDeviceCount())]

@@ -106,9 +106,9 @@ class Function:
                     f"({first.device} and {t.device}); move one with .to(device)")
         try:
             out_data = fn.forward(*[t.data for t in inputs], **params)
-        except (ValueError, IndexError) as error:
+        except (ValueError, IndexError, TypeError, OverflowError) as error:  # a bad argument: numpy's or ours
             shapes = ', '.join(str(tuple(t.shape)) for t in inputs)
-            raise type(error)(f"{cls.__name__}: cannot apply to inputs of shapes {shapes}: {error}") from None
+            raise error_kind(error)(f"{cls.__name__}: cannot apply to inputs of shapes {shapes}: {error}") from None
         out = Tensor._wrap(out_data)
         if out.data.base is not None:  # a view (reshape, slice, transpose...): an in-place change of
             _share_version(out, inputs)  # either tensor changes both, so both count it
@@ -283,13 +283,15 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     `grad_outputs` defaults to ones for scalar outputs.  With create_graph=True the
     result is itself differentiable (for second derivatives).
     """
-    outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
-    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-    if grad_outputs is None:
-        grad_outputs = [None] * len(outputs)
-    elif isinstance(grad_outputs, Tensor):
-        grad_outputs = [grad_outputs]
-    root_grads = [_initial_grad(y, g) for y, g in zip(outputs, grad_outputs)]
+    outputs, inputs = _tensors(outputs, 'outputs'), _tensors(inputs, 'inputs')
+    if grad_outputs is None or isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
+    elif not isinstance(grad_outputs, (list, tuple)):
+        raise TypeError(f"mt.grad: grad_outputs must be a Tensor or a list of them (or None), "
+                        f"not {type(grad_outputs).__name__}")
+    if len(grad_outputs) != len(outputs):
+        raise ValueError(f"mt.grad: {len(grad_outputs)} grad_outputs for {len(outputs)} outputs")
+    root_grads = [_initial_grad(y, g, 'mt.grad') for y, g in zip(outputs, grad_outputs)]
     for x in inputs:
         if not x.requires_grad:
             raise RuntimeError(f"mt.grad: an input of shape {x.shape} does not require grad")
@@ -302,20 +304,44 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return result
 
 
-def _initial_grad(y, g):
+def _tensors(value, what):
+    """mt.grad's outputs / inputs: a Tensor, or a list or tuple of Tensors."""
+    values = [value] if isinstance(value, Tensor) else value
+    if not isinstance(values, (list, tuple)) or not values or not all(isinstance(t, Tensor) for t in values):
+        raise TypeError(f"mt.grad: {what} must be a Tensor or a non-empty list of Tensors, not {value!r:.60}")
+    return list(values)
+
+
+def _initial_grad(y, g, op='backward'):
     """The gradient backward starts from: ones for a scalar, else it must be given."""
     if not y.requires_grad:
-        raise RuntimeError("backward: this tensor does not require grad and has no graph "
+        raise RuntimeError(f"{op}: this tensor does not require grad and has no graph "
                            "(was it computed under no_grad(), or from tensors without requires_grad=True?)")
     if g is None:
         if y.size != 1:
-            raise RuntimeError(f"backward: the output has shape {y.shape}, not a scalar; "
+            raise RuntimeError(f"{op}: the output has shape {y.shape}, not a scalar; "
                                "pass grad= (a tensor of the same shape) or reduce it first (e.g. .sum())")
         return Tensor._wrap(backend.array_module(y.data).ones_like(y.data))
-    g = g if isinstance(g, Tensor) else Tensor(g, dtype=y.dtype, device=y.device)
+    if not isinstance(g, Tensor):  # an array (on y's device) or a list of numbers: a private copy in y's dtype
+        g = Tensor._wrap(param_array(g, y, op, 'grad').astype(y.dtype))
+    elif type(g.data) is not type(y.data):
+        raise RuntimeError(f"{op}: grad is on '{g.device}' but the output is on '{y.device}'")
     if g.shape != y.shape:
-        raise ValueError(f"backward: grad has shape {g.shape} but the output has shape {y.shape}")
+        raise ValueError(f"{op}: grad has shape {g.shape} but the output has shape {y.shape}")
     return g
 
 
-from .tensor import Tensor  # noqa: E402  (tensor.py imports this module first)
+def error_kind(error):
+    """IndexError, ValueError or TypeError: the plain class of a backend's error (numpy's AxisError
+    is both an IndexError and a ValueError; some of its TypeErrors cannot be built from a message)."""
+    return next((kind for kind in (IndexError, ValueError, TypeError) if isinstance(error, kind)), ValueError)
+
+
+def take_output(fn, tensor):
+    """For an in-place op (buf[i] = v): `tensor` itself, not a new tensor, is fn's output from now on."""
+    fn._output = weakref.ref(tensor)
+    fn.output_version = tensor._version[0]
+    tensor.creator, tensor.requires_grad = fn, True
+
+
+from .tensor import Tensor, param_array  # noqa: E402  (tensor.py imports this module first)

@@ -9,19 +9,25 @@ data, never by a global switch:
 
 Things numpy and cupy spell differently (scatter-add, erf, random generators,
 host copies) live here too.
+
+The engine imports the module `cupy`, whichever wheel provides it (cupy-cuda12x,
+cupy-cuda13x, a source build): any cupy build works.
 """
 import contextlib
 import io
 import math
+import numbers
 
 import numpy
 
 try:  # cupy is optional: the engine runs without it, and imports without a GPU.
     import cupy
     import cupyx
-except Exception:  # ImportError, or a broken CUDA install that fails on import
+    _cupy_import_error = None
+except Exception as error:  # ImportError, or a broken CUDA install that fails on import
     cupy = None
     cupyx = None
+    _cupy_import_error = None if isinstance(error, ModuleNotFoundError) else error
 
 DEVICES = ('cpu', 'cuda')
 _default_device = 'cpu'
@@ -41,21 +47,47 @@ def cuda_is_available():
         return False
 
 
-def check_device(device):
-    """Normalise 'cuda:0' to 'cuda', and refuse what we cannot run on."""
+INSTALL_CUPY = ("from this checkout, `pip install -e '.[gpu]'` installs cupy-cuda12x (for CUDA 12.x); "
+                "for CUDA 13.x install cupy-cuda13x instead; with only the NVIDIA driver and no CUDA "
+                "toolkit, add the `[ctk]` extra (pip install 'cupy-cuda12x[ctk]' or 'cupy-cuda13x[ctk]'). "
+                "`nvidia-smi` shows your CUDA version; any cupy build works, the engine imports `cupy`")
+
+
+def no_gpu_reason():
+    """Why device 'cuda' cannot be used here, and how to fix it."""
+    if cupy is None and _cupy_import_error is not None:
+        return f"cupy is installed but failed to import ({_cupy_import_error}); {INSTALL_CUPY}"
+    if cupy is None:
+        return f"cupy is not installed; {INSTALL_CUPY}"
+    return (f"cupy {cupy.__version__} is installed but sees no GPU (check `nvidia-smi`, and that "
+            f"the cupy package matches your CUDA version); {INSTALL_CUPY}")
+
+
+def check_device(device, op=None):
+    """Normalise 'cuda:0' to 'cuda', and refuse what we cannot run on (naming `op` if given)."""
+    where = f"{op}: " if op else ""
     device = str(device).split(':')[0]
     if device not in DEVICES:
-        raise ValueError(f"unknown device {device!r}: use 'cpu' or 'cuda'")
+        raise ValueError(f"{where}unknown device {device!r}: use 'cpu' or 'cuda'")
     if device == 'cuda' and not cuda_is_available():
-        raise RuntimeError("device 'cuda' requested but no GPU is available "
-                           "(is cupy installed with `pip install microtensor[gpu]`?)")
+        raise RuntimeError(f"{where}device 'cuda' requested but no GPU is available: {no_gpu_reason()}")
     return device
+
+
+def check_on_device(array, device, op, what):
+    """An array given to an op as a parameter (an index, a mask, targets, a copy source)
+    must already live on the tensor's device: the engine never copies between host
+    and GPU behind your back, and says which two devices met."""
+    found = device_of(array)
+    if found != device:
+        raise RuntimeError(f"{op}: the {what} is on '{found}' but the tensor is on '{device}'; "
+                           f"move it with .to('{device}') first (no implicit host/device copies)")
 
 
 def set_default_device(device):
     """Device used by factory functions (mt.tensor, mt.zeros, ...) when none is given."""
     global _default_device
-    _default_device = check_device(device)
+    _default_device = check_device(device, 'set_default_device')
 
 
 def default_device():
@@ -91,6 +123,21 @@ def asarray(value, dtype=None, device=None):
     if cupy is not None and isinstance(value, cupy.ndarray):
         raise TypeError("a cupy array was given for device 'cpu': call .cpu() / .get() explicitly")
     return numpy.asarray(value, dtype=dtype)
+
+
+def array(value, dtype=None, device=None):
+    """A new array (always a copy) of `value` on `device`: what mt.tensor(...) holds."""
+    device = _default_device if device is None else check_device(device)
+    if device == 'cuda':
+        return cupy.array(value, dtype=dtype)
+    if cupy is not None and isinstance(value, cupy.ndarray):
+        raise TypeError("a cupy array was given for device 'cpu': call .cpu() / .get() explicitly")
+    return numpy.array(value, dtype=dtype)
+
+
+def numeric(dtype):
+    """True for the dtypes a tensor may hold: bool, integers and floats (not object, str, complex)."""
+    return dtype.kind in 'biuf'
 
 
 def as_array(value):
@@ -133,18 +180,16 @@ def broadcast_shapes(*shapes):
 # ----------------------------------------------------------------------------
 # things numpy and cupy spell differently
 def scatter_add(target, index, values):
-    """target[index] += values, adding repeated indices (numpy add.at / cupyx.scatter_add)."""
-    if array_module(target) is numpy:
-        numpy.add.at(target, index, values)
-    else:
-        cupyx.scatter_add(target, index, values)
+    """target[index] += values, adding repeated indices (add.at: numpy's, and cupy's since
+    cupy 13, where cupyx.scatter_add is deprecated)."""
+    array_module(target).add.at(target, index, values)
     return target
 
 
 def quiet_float_errors(array):
-    """Silence numpy's divide/invalid warnings where inf/nan is the documented result."""
+    """Silence numpy's divide/invalid/overflow warnings where inf/nan is the documented result."""
     if array_module(array) is numpy:
-        return numpy.errstate(divide='ignore', invalid='ignore')
+        return numpy.errstate(divide='ignore', invalid='ignore', over='ignore')
     return contextlib.nullcontext()  # cupy does not warn
 
 
@@ -168,6 +213,10 @@ def erf(array):
 def manual_seed(seed):
     """Seed every backend's generator (the CPU's now, the GPU's when first used)."""
     global _seed
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"manual_seed: the seed must be an integer >= 0, not {type(seed).__name__} {seed!r:.40}")
+    if seed < 0:
+        raise ValueError(f"manual_seed: the seed must be an integer >= 0, not {seed}")
     _seed = int(seed)
     _generators.clear()
 

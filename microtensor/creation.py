@@ -1,75 +1,161 @@
-"""Making tensors: mt.tensor, zeros, ones, full, arange, randn, rand, randint, eye, *_like.
+"""Making tensors: mt.tensor, from_numpy, as_tensor, zeros, ones, full, arange, randn, rand,
+randint, eye, *_like.
 
 Floating-point tensors are float32 unless dtype= says otherwise; each lands on
-device= or on the default device (mt.set_default_device).
+device= or on the default device (mt.set_default_device).  mt.tensor always copies its
+data; mt.from_numpy and mt.as_tensor share memory with an array when they can.
+Sizes, dtypes and values are checked first: a bad one is an error naming the function.
 """
 from . import backend
-from .tensor import DEFAULT_FLOAT, Tensor
+from .ops import args
+from .tensor import DEFAULT_FLOAT, Tensor, _new_array, _share_counter, check_dtype
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False, name=None):
-    """A new leaf tensor from a list, number or array (Python floats become float32)."""
+    """A new leaf tensor holding a copy of `data` (a number, list, array or Tensor), as
+    torch.tensor: writing to `data` later never changes it.  Python floats become float32."""
     return Tensor(data, dtype=dtype, device=device, requires_grad=requires_grad, name=name)
 
 
-def _make(fill, shape, dtype, device, requires_grad, name):
-    device = backend.default_device() if device is None else backend.check_device(device)
-    shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
-    array = fill(device, shape, backend.dtype(dtype or DEFAULT_FLOAT))
-    return Tensor(array, requires_grad=requires_grad, name=name)
+def from_numpy(array):
+    """A tensor over the memory of the numpy array `array` (no copy), as torch.from_numpy;
+    its dtype is the array's (float64 stays float64).  A write to either shows in both.
+    Tensors made from the same memory (mt.from_numpy twice, x.numpy()) share one in-place
+    counter, so such a write is caught by a backward that needs the old values."""
+    if not backend.is_array(array) or backend.device_of(array) != 'cpu':
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, not {type(array).__name__} "
+                        "(for other data use mt.tensor(...), which copies)")
+    if not backend.numeric(array.dtype):
+        raise TypeError(f"from_numpy: a tensor holds numbers (bool, int, float), not {array.dtype}")
+    return _share_counter(Tensor._wrap(array))
+
+
+def as_tensor(data, dtype=None, device=None):
+    """`data` as a tensor, sharing memory when it can, as torch.as_tensor:
+    a Tensor already of this dtype and device is returned as it is (else converted with .to,
+    which stays in the graph); a numpy or cupy array of this dtype on this device shares its
+    memory (numpy: as mt.from_numpy); anything else is copied, as mt.tensor does."""
+    dtype = None if dtype is None else check_dtype(dtype, 'as_tensor')
+    device = None if device is None else backend.check_device(device, 'as_tensor')
+    if isinstance(data, Tensor):
+        return data.to(device=device, dtype=dtype)
+    if backend.is_array(data):
+        same_dtype = dtype is None or dtype == data.dtype
+        same_device = device is None or device == backend.device_of(data)
+        if same_dtype and same_device and backend.numeric(data.dtype):
+            return from_numpy(data) if backend.device_of(data) == 'cpu' else Tensor._wrap(data)
+    return Tensor._wrap(_new_array(data, dtype, device, 'as_tensor'))
+
+
+def _make(op, fill, shape, dtype, device, requires_grad, name):
+    """A fresh array from fill(device, shape, dtype) as a leaf (no copy: nothing else holds it)."""
+    device = backend.default_device() if device is None else backend.check_device(device, op)
+    shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    shape = args.sizes(shape, op)
+    dtype = check_dtype(DEFAULT_FLOAT if dtype is None else dtype, op)
+    try:
+        t = Tensor._wrap(fill(device, shape, dtype))
+    except (ValueError, OverflowError) as error:  # numpy: "Maximum allowed dimension exceeded"
+        raise ValueError(f"{op}: cannot make a tensor of shape {shape}: {error}") from None
+    except MemoryError as error:
+        raise MemoryError(f"{op}: a tensor of shape {shape} and dtype {dtype} does not fit in memory "
+                          f"({error})") from None
+    t.name = name
+    if requires_grad:
+        if not backend.float_dtype(dtype):
+            raise TypeError(f"{op}: only floating-point tensors can require grad, not {dtype}")
+        t.requires_grad_()
+    return t
+
+
+def _zeros(device, shape, dtype):
+    return backend.module_for(device).zeros(shape, dtype=dtype)
+
+
+def _ones(device, shape, dtype):
+    return backend.module_for(device).ones(shape, dtype=dtype)
 
 
 def zeros(*shape, dtype=None, device=None, requires_grad=False, name=None):
-    return _make(lambda device, s, d: backend.module_for(device).zeros(s, dtype=d), shape, dtype, device, requires_grad, name)
+    return _make('zeros', _zeros, shape, dtype, device, requires_grad, name)
 
 
 def ones(*shape, dtype=None, device=None, requires_grad=False, name=None):
-    return _make(lambda device, s, d: backend.module_for(device).ones(s, dtype=d), shape, dtype, device, requires_grad, name)
+    return _make('ones', _ones, shape, dtype, device, requires_grad, name)
 
 
 def full(shape, value, dtype=None, device=None, requires_grad=False, name=None):
-    return _make(lambda device, s, d: backend.module_for(device).full(s, value, dtype=d), (shape,), dtype, device, requires_grad, name)
+    value = args.number(value, 'value', 'full')
+    return _make('full', lambda device, s, d: backend.module_for(device).full(s, value, dtype=d),
+                 (shape,), dtype, device, requires_grad, name)
 
 
 def eye(n, dtype=None, device=None, requires_grad=False, name=None):
-    return _make(lambda device, s, d: backend.module_for(device).eye(n, dtype=d), (), dtype, device, requires_grad, name)
+    n = args.integer(n, 'n', 'eye')
+    if n < 0:
+        raise ValueError(f"eye: n must be >= 0, not {n}")
+    return _make('eye', lambda device, s, d: backend.module_for(device).eye(n, dtype=d),
+                 (), dtype, device, requires_grad, name)
 
 
 def randn(*shape, dtype=None, device=None, requires_grad=False, name=None):
     """Standard normal samples from the device's generator (seeded by mt.manual_seed)."""
     def fill(device, s, d):
+        if not backend.float_dtype(d):
+            raise TypeError(f"randn: samples are floats; dtype {d} is not a float dtype")
         return backend.generator(device).standard_normal(s, dtype=d)
-    return _make(fill, shape, dtype, device, requires_grad, name)
+    return _make('randn', fill, shape, dtype, device, requires_grad, name)
 
 
 def rand(*shape, dtype=None, device=None, requires_grad=False, name=None):
     """Uniform samples in [0, 1) from the device's generator."""
     def fill(device, s, d):
+        if not backend.float_dtype(d):
+            raise TypeError(f"rand: samples are floats; dtype {d} is not a float dtype")
         return backend.generator(device).random(s, dtype=d)
-    return _make(fill, shape, dtype, device, requires_grad, name)
+    return _make('rand', fill, shape, dtype, device, requires_grad, name)
 
 
 def randint(low, high, shape, device=None, dtype='int64'):
     """Integers in [low, high) from the device's generator."""
+    low, high = args.integer(low, 'low', 'randint'), args.integer(high, 'high', 'randint')
+    if low >= high:
+        raise ValueError(f"randint: needs low < high, got low={low}, high={high}")
+
     def fill(device, s, d):
         return backend.generator(device).integers(low, high, s).astype(d)
-    return _make(fill, (shape,), dtype, device, False, None)
+    return _make('randint', fill, (shape,), dtype, device, False, None)
 
 
 def arange(start, stop=None, step=1, dtype=None, device=None):
     """numpy.arange: integers unless a float is involved or dtype= is given."""
     if stop is None:
         start, stop = 0, start
-    device = backend.default_device() if device is None else backend.check_device(device)
-    array = backend.module_for(device).arange(start, stop, step, dtype=dtype)
+    start, stop, step = (args.number(start, 'start', 'arange'), args.number(stop, 'stop', 'arange'),
+                         args.number(step, 'step', 'arange'))
+    if step == 0:
+        raise ValueError("arange: step must not be 0")
+    if not all(abs(float(v)) < 2 ** 62 for v in (start, stop, step)):
+        raise ValueError(f"arange: start, stop and step must be finite, got {start}, {stop}, {step}")
+    device = backend.default_device() if device is None else backend.check_device(device, 'arange')
+    try:
+        array = backend.module_for(device).arange(start, stop, step, dtype=dtype)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"arange: {error}") from None
     if dtype is None and array.dtype == backend.dtype('float64'):
         array = array.astype(DEFAULT_FLOAT)
-    return Tensor(array)
+    if not backend.numeric(array.dtype):
+        raise TypeError(f"arange: a tensor holds numbers (bool, int, float), not {array.dtype}")
+    return Tensor._wrap(array)
 
 
 def zeros_like(t, dtype=None, requires_grad=False):
-    return zeros(t.shape, dtype=dtype or t.dtype, device=t.device, requires_grad=requires_grad)
+    if not isinstance(t, Tensor):
+        raise TypeError(f"zeros_like: expected a Tensor, not {type(t).__name__}")
+    return _make('zeros_like', _zeros, (t.shape,), t.dtype if dtype is None else dtype, t.device, requires_grad, None)
 
 
 def ones_like(t, dtype=None, requires_grad=False):
-    return ones(t.shape, dtype=dtype or t.dtype, device=t.device, requires_grad=requires_grad)
+    if not isinstance(t, Tensor):
+        raise TypeError(f"ones_like: expected a Tensor, not {type(t).__name__}")
+    return _make('ones_like', _ones, (t.shape,), t.dtype if dtype is None else dtype, t.device, requires_grad, None)

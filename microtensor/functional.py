@@ -1,16 +1,24 @@
 """Function forms of the Tensor methods: mt.exp(x), mt.sum(x, axis), mt.maximum(a, b), ...
 
-Each one names the op in microtensor/ops/ that does the work.
+Each one names the op in microtensor/ops/ that does the work.  As in PyTorch's
+functional API, the tensor argument must be a Tensor (a list or an array is refused
+with a message that says to use mt.tensor); the other operand of a binary op may be a
+number or an array, made a constant like the Tensor (mt.add(x, 1), mt.mul(2, x)).
 """
 from .ops import elementwise, linalg, nn, select, shape
-from .tensor import Tensor, as_tensor
+from .tensor import Tensor, as_tensor, tensor_arg
 
 
 def _binary(op):
+    name = op.__name__.lower()
+
     def apply(a, b):
         like = a if isinstance(a, Tensor) else b
-        return op.apply(as_tensor(a, like), as_tensor(b, like))
-    apply.__name__ = op.__name__.lower()
+        if not isinstance(like, Tensor):
+            raise TypeError(f"{name}: needs a Tensor as a or b, got {type(a).__name__} and {type(b).__name__} "
+                            "(make one with mt.tensor(...))")
+        return op.apply(as_tensor(a, like, name), as_tensor(b, like, name))
+    apply.__name__ = name
     apply.__doc__ = op.__doc__
     return apply
 
@@ -29,26 +37,26 @@ softmax, log_softmax, cross_entropy, gelu = nn.softmax, nn.log_softmax, nn.cross
 layer_norm, dropout = nn.layer_norm, nn.dropout
 
 
-def neg(x): return -x
-def exp(x): return x.exp()
-def log(x): return x.log()
-def sqrt(x): return x.sqrt()
-def tanh(x): return x.tanh()
-def sin(x): return x.sin()
-def cos(x): return x.cos()
-def sigmoid(x): return x.sigmoid()
-def relu(x): return x.relu()
-def abs(x): return x.abs()
-def erf(x): return elementwise.Erf.apply(x)
-def clip(x, min=None, max=None): return x.clip(min, max)
-def sum(x, axis=None, keepdims=False): return x.sum(axis, keepdims)
-def mean(x, axis=None, keepdims=False): return x.mean(axis, keepdims)
-def var(x, axis=None, keepdims=False, ddof=0): return x.var(axis, keepdims, ddof)
-def max(x, axis=None, keepdims=False): return x.max(axis, keepdims)
-def min(x, axis=None, keepdims=False): return x.min(axis, keepdims)
-def reshape(x, *shape): return x.reshape(*shape)
-def transpose(x, *axes): return x.transpose(*axes)
-def swapaxes(x, axis1, axis2): return x.swapaxes(axis1, axis2)
-def expand_dims(x, axis): return x.expand_dims(axis)
-def squeeze(x, axis=None): return x.squeeze(axis)
-def broadcast_to(x, shape): return x.broadcast_to(shape)
+def neg(x): return -tensor_arg(x, 'neg')
+def exp(x): return tensor_arg(x, 'exp').exp()
+def log(x): return tensor_arg(x, 'log').log()
+def sqrt(x): return tensor_arg(x, 'sqrt').sqrt()
+def tanh(x): return tensor_arg(x, 'tanh').tanh()
+def sin(x): return tensor_arg(x, 'sin').sin()
+def cos(x): return tensor_arg(x, 'cos').cos()
+def sigmoid(x): return tensor_arg(x, 'sigmoid').sigmoid()
+def relu(x): return tensor_arg(x, 'relu').relu()
+def abs(x): return tensor_arg(x, 'abs').abs()
+def erf(x): return elementwise.Erf.apply(tensor_arg(x, 'erf'))
+def clip(x, min=None, max=None): return tensor_arg(x, 'clip').clip(min, max)
+def sum(x, axis=None, keepdims=False): return tensor_arg(x, 'sum').sum(axis, keepdims)
+def mean(x, axis=None, keepdims=False): return tensor_arg(x, 'mean').mean(axis, keepdims)
+def var(x, axis=None, keepdims=False, ddof=0): return tensor_arg(x, 'var').var(axis, keepdims, ddof)
+def max(x, axis=None, keepdims=False): return tensor_arg(x, 'max').max(axis, keepdims)
+def min(x, axis=None, keepdims=False): return tensor_arg(x, 'min').min(axis, keepdims)
+def reshape(x, *shape): return tensor_arg(x, 'reshape').reshape(*shape)
+def transpose(x, *axes): return tensor_arg(x, 'transpose').transpose(*axes)
+def swapaxes(x, axis1, axis2): return tensor_arg(x, 'swapaxes').swapaxes(axis1, axis2)
+def expand_dims(x, axis): return tensor_arg(x, 'expand_dims').expand_dims(axis)
+def squeeze(x, axis=None): return tensor_arg(x, 'squeeze').squeeze(axis)
+def broadcast_to(x, shape): return tensor_arg(x, 'broadcast_to').broadcast_to(shape)

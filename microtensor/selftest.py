@@ -45,6 +45,13 @@ def _second_derivative(f):
     return lambda x: mt.grad(f(x), x, create_graph=True)[0]
 
 
+def _written(x, v):
+    """buf[ids] = v into a non-leaf copy of x (SetItem: the write is in the graph)."""
+    buf = x * 1.0
+    buf[_ids([2, 0], x)] = v
+    return buf
+
+
 POSITIVE = dict(low=0.5, high=2.0)  # for log, sqrt, division and powers
 
 CASES = [
@@ -105,6 +112,7 @@ CASES = [
     Case('index column ids', lambda x: x[:, _ids([3, 1, 3], x)], ((3, 4),)),
     Case('index mask', lambda x: x[x > 0], ((3, 4),)),
     Case('index 2nd order', _second_derivative(lambda x: (x[_ids([0, 2, 0], x)] ** 3).sum()), ((3, 4),)),
+    Case('setitem', _written, ((3, 4), (4,))),
     Case('concatenate', lambda a, b: mt.concatenate([a, b], axis=1), ((3, 4), (3, 2))),
     Case('stack', lambda a, b: mt.stack([a, b], axis=0), ((3, 4), (3, 4))),
     Case('split', lambda x: mt.concatenate(mt.split(x, [1, 3], axis=1)[::-1], axis=1), ((3, 4),)),

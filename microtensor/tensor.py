@@ -8,7 +8,11 @@
 Operators and methods below only forward to the ops in microtensor/ops/, where each
 op's forward and backward stand side by side.
 """
+import numbers
+import operator
+import sys
 import warnings
+import weakref
 
 from . import backend
 
@@ -41,13 +45,13 @@ class Tensor:
     __array_priority__ = 1000  # numpy_array * tensor -> Tensor.__rmul__
 
     def __init__(self, data, dtype=None, device=None, requires_grad=False, name=None):
+        """A new leaf holding a copy of `data` (a number, a list, an array or a Tensor), as
+        torch.tensor: writing to `data` later never changes this tensor (mt.from_numpy and
+        mt.as_tensor share memory instead).  Only numbers: bool, integers, floats."""
+        if isinstance(data, (list, tuple)) and data and isinstance(data[0], Tensor):  # mt.tensor([t0, t1])
+            data = [t.data if isinstance(t, Tensor) else t for t in data]
         data = data.data if isinstance(data, Tensor) else backend.as_array(data)  # numpy scalars keep their dtype
-        if device is None and backend.is_array(data):
-            device = backend.device_of(data)
-        array = backend.asarray(data, dtype=dtype, device=device)
-        if dtype is None and not backend.is_array(data) and array.dtype == 'float64':
-            array = array.astype(DEFAULT_FLOAT)  # Python floats become float32, as in PyTorch
-        self.data = array
+        self.data = _new_array(data, dtype, device, 'tensor')
         self._grad = None
         self.requires_grad = False
         self.creator = None
@@ -108,7 +112,16 @@ class Tensor:
 
     def __len__(self):
         """The size of the first dimension."""
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
         return len(self.data)
+
+    def __iter__(self):
+        """for row in x: x[0], x[1], ... (each a slice, in the graph); as in PyTorch, a
+        0-d tensor cannot be iterated (so sum(x) and list(x) are errors, not 0 and [])."""
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(len(self.data)))
 
     def __repr__(self):
         """tensor([...values...]) up to REPR_MAX_VALUES elements; bigger: shape, dtype, device and |x|."""
@@ -146,8 +159,9 @@ class Tensor:
 
     def requires_grad_(self, requires_grad=True):
         """Set requires_grad in place (floating-point tensors only); returns self."""
+        requires_grad = _args.flag(requires_grad, 'requires_grad', 'requires_grad_')
         if requires_grad and not backend.float_dtype(self.dtype):
-            raise TypeError(f"only floating-point tensors can require grad, not {self.dtype} "
+            raise TypeError(f"requires_grad_: only floating-point tensors can require grad, not {self.dtype} "
                             "(integer tensors hold indices and have no gradient)")
         self.requires_grad = requires_grad
         return self
@@ -168,6 +182,8 @@ class Tensor:
 
     def register_hook(self, hook):
         """Call hook(grad) when this tensor's gradient is computed; a returned tensor replaces it."""
+        if not callable(hook):
+            raise TypeError(f"register_hook: the hook must be a function hook(grad), not {type(hook).__name__}")
         if not self.requires_grad:
             raise RuntimeError("register_hook: this tensor does not require grad, so no gradient will reach it")
         if self._hooks is None:
@@ -187,7 +203,10 @@ class Tensor:
 
     # ------------------------------------------------------------------ devices and copies
     def numpy(self):
-        """A host numpy array (a copy when on the GPU)."""
+        """A host numpy array: a copy when on the GPU; on the CPU the tensor's own memory,
+        so mt.from_numpy(x.numpy()) shares x's in-place counter as well as its memory."""
+        if self.device == 'cpu':
+            _share_counter(self, adopt=False)
         return backend.to_numpy(self.data)
 
     def tolist(self):
@@ -221,13 +240,14 @@ class Tensor:
         if device is not None and str(device).split(':')[0] not in backend.DEVICES:
             device, dtype = None, device  # x.to(mt.float64)
         try:
-            dtype = None if dtype is None else backend.dtype(dtype)
+            dtype = None if dtype is None else check_dtype(dtype, 'to()')
         except TypeError:
-            raise TypeError(f"to(): {dtype!r} is neither a device ('cpu' or 'cuda') nor a dtype") from None
+            raise TypeError(f"to(): {dtype!r} is neither a device ('cpu' or 'cuda') nor a dtype a tensor "
+                            "holds") from None
         out = self
         if dtype is not None and dtype != self.dtype:
             out = _ew.Cast.apply(out if backend.float_dtype(dtype) else out.detach(), dtype=dtype)
-        if device is not None and backend.check_device(device) != self.device:
+        if device is not None and backend.check_device(device, 'to()') != self.device:
             out = _shape.ToDevice.apply(out, device=backend.check_device(device))
         return out
 
@@ -249,75 +269,110 @@ class Tensor:
 
     def astype(self, dtype):
         """A copy of another dtype, as numpy's astype (same as to(dtype=...))."""
-        return self.to(dtype=dtype)
+        return self.to(dtype=check_dtype(dtype, 'astype'))
 
     # ------------------------------------------------------------------ in-place updates
-    def _modify_in_place(self, new_data_fn):
+    def _modify_in_place(self, op, new_data_fn):
         if self.requires_grad and autograd.is_grad_enabled():
-            raise RuntimeError("in-place change of a tensor that requires grad: wrap it in "
+            raise RuntimeError(f"{op}: in-place change of a tensor that requires grad: wrap it in "
                                "`with mt.no_grad():` (as optimizers do) or use an out-of-place op")
         new_data_fn()
         self._version[0] += 1  # a pending backward that saved this memory will notice
         return self
 
     def __setitem__(self, index, value):
-        """t[index] = value, in place (not on a tensor that requires grad, outside no_grad)."""
-        value = value.data if isinstance(value, Tensor) else value
-        self._modify_in_place(lambda: self.data.__setitem__(_index_arrays(index), value))
+        """self[index] = value, in place (value broadcasts to self[index]).
+
+        With a graph to record (value requires grad, or self is a non-leaf that does),
+        the write is the op SetItem (ops/shape.py): value's gradient is g[index], the
+        gradient of self's old value is g with zeros at index, and self becomes SetItem's
+        output, as in PyTorch.  A leaf that requires grad cannot be written in place."""
+        if not _index.is_basic(index):
+            index = _index.normalize(index, self, 'setitem')
+        value = as_tensor(value, self, 'setitem')
+        if type(value.data) is not type(self.data):
+            raise RuntimeError(f"setitem: the value is on '{value.device}' but the tensor is on '{self.device}'; "
+                               f"move it with .to('{self.device}') first")
+        graph = autograd.is_grad_enabled() and (self.requires_grad or value.requires_grad)
+        if not graph or self.is_leaf and self.requires_grad or not backend.float_dtype(self.dtype):
+            _check_cast(value.data, self.dtype, 'setitem')
+            write = self.data.__setitem__
+            return self._modify_in_place('setitem', lambda: _backend_call('setitem', write, index, value.data))
+        if _counter_holders(self) > _ONE_HOLDER:
+            raise RuntimeError(
+                "setitem: this tensor shares its memory with other tensors (views, slices, detach()); they would not "
+                "see the graph of this assignment. Write it out of place (mt.where, mt.concatenate) or assign "
+                "into a tensor that is not a view")
+        before = Tensor._wrap(self.data)  # self's value so far, with its history: it gets g with zeros at index
+        before.creator, before.requires_grad = self.creator, self.requires_grad
+        before._version[0] = self._version[0]
+        before._hooks, self._hooks = self._hooks, None  # hooks see the gradient of the value they were set on
+        out = _shape.SetItem.apply(before, value, index=index)  # writes into self.data
+        self._version[0] += 1
+        autograd.take_output(out.creator, self)
 
     def fill_(self, value):
         """Set every element to value, in place; returns self."""
-        return self._modify_in_place(lambda: self.data.fill(value))
+        value = _args.number(value, 'value', 'fill_')
+        return self._modify_in_place('fill_', lambda: _backend_call('fill_', self.data.fill, value))
 
     def zero_(self):
         """Set every element to 0, in place; returns self."""
-        return self.fill_(0)
+        return self._modify_in_place('zero_', lambda: self.data.fill(0))
 
     def copy_(self, other):
-        """Copy other's values into this tensor, in place; returns self."""
-        other = other.data if isinstance(other, Tensor) else other
-        return self._modify_in_place(lambda: self.data.__setitem__(Ellipsis, other))
+        """Write `other` (broadcast to self's shape) into self's memory."""
+        source = param_array(other, self, 'copy_', 'source')
+        try:
+            fits = backend.broadcast_shapes(source.shape, self.shape) == self.shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"copy_: a source of shape {source.shape} does not broadcast to the tensor's shape "
+                             f"{self.shape}")
+        _check_cast(source, self.dtype, 'copy_')
+        return self._modify_in_place('copy_', lambda: _backend_call('copy_', self.data.__setitem__, Ellipsis, source))
 
     # ------------------------------------------------------------------ arithmetic
     def __add__(self, other):
         """self + other, broadcasting as numpy."""
-        return _ew.Add.apply(self, as_tensor(other, self))
+        return _ew.Add.apply(self, as_tensor(other, self, 'add'))
 
     def __radd__(self, other):
         """other + self."""
-        return _ew.Add.apply(as_tensor(other, self), self)
+        return _ew.Add.apply(as_tensor(other, self, 'add'), self)
 
     def __sub__(self, other):
         """self - other, broadcasting as numpy."""
-        return _ew.Sub.apply(self, as_tensor(other, self))
+        return _ew.Sub.apply(self, as_tensor(other, self, 'sub'))
 
     def __rsub__(self, other):
         """other - self."""
-        return _ew.Sub.apply(as_tensor(other, self), self)
+        return _ew.Sub.apply(as_tensor(other, self, 'sub'), self)
 
     def __mul__(self, other):
         """self * other, elementwise, broadcasting as numpy."""
-        return _ew.Mul.apply(self, as_tensor(other, self))
+        return _ew.Mul.apply(self, as_tensor(other, self, 'mul'))
 
     def __rmul__(self, other):
         """other * self."""
-        return _ew.Mul.apply(as_tensor(other, self), self)
+        return _ew.Mul.apply(as_tensor(other, self, 'mul'), self)
 
     def __truediv__(self, other):
         """self / other, elementwise, broadcasting as numpy."""
-        return _ew.Div.apply(self, as_tensor(other, self))
+        return _ew.Div.apply(self, as_tensor(other, self, 'div'))
 
     def __rtruediv__(self, other):
         """other / self."""
-        return _ew.Div.apply(as_tensor(other, self), self)
+        return _ew.Div.apply(as_tensor(other, self, 'div'), self)
 
     def __pow__(self, other):
         """self ** other, elementwise."""
-        return _ew.Pow.apply(self, as_tensor(other, self))
+        return _ew.Pow.apply(self, as_tensor(other, self, 'pow'))
 
     def __rpow__(self, other):
         """other ** self."""
-        return _ew.Pow.apply(as_tensor(other, self), self)
+        return _ew.Pow.apply(as_tensor(other, self, 'pow'), self)
 
     def __neg__(self):
         """-self."""
@@ -329,44 +384,57 @@ class Tensor:
 
     def __rmatmul__(self, other):
         """other @ self."""
-        return _linalg.matmul(as_tensor(other, self), self)
+        return _linalg.matmul(as_tensor(other, self, 'matmul'), self)
 
-    # comparisons give boolean tensors and no gradient
+    # comparisons and logic give boolean tensors and no gradient
+    def _no_grad_op(self, other, op, fn):
+        """fn(self.data, other's array) as a new tensor, outside the graph; errors name `op`."""
+        try:
+            other = as_tensor(other, self, op)
+        except TypeError:
+            if op in ('eq', 'ne'):  # x == None is False, as for any Python object
+                return NotImplemented
+            raise
+        if type(other.data) is not type(self.data):
+            raise RuntimeError(f"{op}: operands are on different devices ({self.device} and {other.device}); "
+                               "move one with .to(device)")
+        return Tensor._wrap(_backend_call(op, fn, self.data, other.data))
+
     def __eq__(self, other):
         """self == other, elementwise: a boolean tensor, no gradient."""
-        return Tensor._wrap(self.data == as_tensor(other, self).data)
+        return self._no_grad_op(other, 'eq', operator.eq)
 
     def __ne__(self, other):
         """self != other, elementwise: a boolean tensor, no gradient."""
-        return Tensor._wrap(self.data != as_tensor(other, self).data)
+        return self._no_grad_op(other, 'ne', operator.ne)
 
     def __lt__(self, other):
         """self < other, elementwise: a boolean tensor, no gradient."""
-        return Tensor._wrap(self.data < as_tensor(other, self).data)
+        return self._no_grad_op(other, 'lt', operator.lt)
 
     def __le__(self, other):
         """self <= other, elementwise: a boolean tensor, no gradient."""
-        return Tensor._wrap(self.data <= as_tensor(other, self).data)
+        return self._no_grad_op(other, 'le', operator.le)
 
     def __gt__(self, other):
         """self > other, elementwise: a boolean tensor, no gradient."""
-        return Tensor._wrap(self.data > as_tensor(other, self).data)
+        return self._no_grad_op(other, 'gt', operator.gt)
 
     def __ge__(self, other):
         """self >= other, elementwise: a boolean tensor, no gradient."""
-        return Tensor._wrap(self.data >= as_tensor(other, self).data)
+        return self._no_grad_op(other, 'ge', operator.ge)
 
     def __invert__(self):
         """~self: elementwise not of a boolean tensor."""
-        return Tensor._wrap(~self.data)
+        return Tensor._wrap(_backend_call('invert', operator.invert, self.data))
 
     def __and__(self, other):
         """self & other: elementwise and of boolean tensors."""
-        return Tensor._wrap(self.data & as_tensor(other, self).data)
+        return self._no_grad_op(other, 'and', operator.and_)
 
     def __or__(self, other):
         """self | other: elementwise or of boolean tensors."""
-        return Tensor._wrap(self.data | as_tensor(other, self).data)
+        return self._no_grad_op(other, 'or', operator.or_)
 
     __hash__ = object.__hash__  # tensors are used as dict keys by identity
 
@@ -427,7 +495,9 @@ class Tensor:
 
     def clip(self, min=None, max=None):
         """x limited to [min, max], elementwise (None: no bound on that side)."""
-        return _ew.Clip.apply(self, low=min, high=max)
+        low = None if min is None else _args.number(min, 'min', 'clip')
+        high = None if max is None else _args.number(max, 'max', 'clip')
+        return _ew.Clip.apply(self, low=low, high=high)
 
     # ------------------------------------------------------------------ reductions
     def sum(self, axis=None, keepdims=False):
@@ -457,15 +527,22 @@ class Tensor:
 
     def sum_to(self, shape):
         """Sum down to a shape x was broadcast from (how backward undoes broadcasting)."""
-        return _reduce.SumTo.apply(self, shape=tuple(shape))
+        return _reduce.sum_to(self, shape)
 
     def argmax(self, axis=None):
         """The index of the maximum over axis (an integer tensor, no gradient)."""
-        return Tensor._wrap(self.data.argmax(axis=axis))
+        return self._arg_reduce('argmax', axis)
 
     def argmin(self, axis=None):
         """The index of the minimum over axis (an integer tensor, no gradient)."""
-        return Tensor._wrap(self.data.argmin(axis=axis))
+        return self._arg_reduce('argmin', axis)
+
+    def _arg_reduce(self, op, axis):
+        """The index of the largest (argmax) or smallest (argmin) entry, over `axis` or the flattened tensor."""
+        axis = None if axis is None else _args.axis(axis, self.shape, op)
+        if self.size == 0:
+            raise ValueError(f"{op}: a tensor of shape {self.shape} has no entry to pick")
+        return Tensor._wrap(getattr(self.data, op)(axis=axis))
 
     # ------------------------------------------------------------------ shapes
     def reshape(self, *shape):
@@ -511,7 +588,9 @@ class Tensor:
 
     def __getitem__(self, index):
         """t[index]: numpy indexing (ints, slices, None, integer and boolean tensors)."""
-        return _shape.GetItem.apply(self, index=_index_arrays(index))
+        if not _index.is_basic(index):  # arrays, lists, masks: checked, and private copies (ops/index.py)
+            index = _index.normalize(index, self, 'GetItem')
+        return _shape.GetItem.apply(self, index=index)
 
     # ------------------------------------------------------------------ selection and nn
     def masked_fill(self, mask, value):
@@ -538,32 +617,158 @@ class _HookHandle:
             self.hooks.remove(self.hook)
 
 
-def as_tensor(value, like):
-    """Wrap a Python number or array as a constant tensor on `like`'s device.
+def as_tensor(value, like, op='op'):
+    """An operand of the op `op` on `like`, as a Tensor.
 
-    A number takes `like`'s float dtype, so x_float32 * 0.5 stays float32.
+    A Tensor stays as it is.  A number, or a list of numbers, becomes a constant on like's
+    device, in like's float dtype (x_float32 * 0.5 stays float32).  An array becomes a
+    constant holding a private copy: changing the array after the forward pass cannot
+    change a pending gradient.  Anything else (None, a str, an object array, complex
+    numbers) is a TypeError that names the op and the type.
     """
     if isinstance(value, Tensor):
         return value
-    if backend.is_array(value):
-        return Tensor._wrap(value)
-    dtype = like.dtype if backend.float_dtype(like.dtype) else None
-    if dtype is None and isinstance(value, float):
-        dtype = DEFAULT_FLOAT
+    float_like = backend.float_dtype(like.dtype)
     xp = backend.array_module(like.data)  # like's device: known to exist, no need to check it again
-    return Tensor._wrap(xp.asarray(value, dtype=dtype))
+    if type(value) is float or type(value) is int:  # the common case first: x * 0.5, 1 - x
+        array = xp.asarray(value, dtype=like.dtype if float_like else DEFAULT_FLOAT if type(value) is float else None)
+        if array.dtype.kind != 'O':  # an int too large for int64 becomes an object array
+            return Tensor._wrap(array)
+    if backend.is_array(value):
+        backend.check_on_device(value, like.device, op, 'operand')
+        array = value.copy()
+    elif isinstance(value, (numbers.Number, list, tuple)):
+        try:
+            array = xp.asarray(value)
+        except (ValueError, TypeError, OverflowError) as error:
+            raise ValueError(f"{op}: cannot make an array of numbers from {_args.short(value)}: {error}") from None
+        if float_like and backend.numeric(array.dtype):
+            array = array.astype(like.dtype)
+    else:
+        array = None
+    if array is None or not backend.numeric(array.dtype):
+        raise TypeError(f"{op}: expected a Tensor, a number or an array of numbers, got "
+                        f"{type(value).__name__} ({_args.short(value)})")
+    return Tensor._wrap(array)
 
 
-def _index_arrays(index):
-    """Replace Tensors inside an index by their arrays (x[idx_tensor], x[:, idx])."""
-    if isinstance(index, Tensor):
-        return index.data
-    if isinstance(index, tuple):
-        return tuple(i.data if isinstance(i, Tensor) else i for i in index)
-    return index
+def tensor_arg(x, op, what='x'):
+    """The functional API takes Tensors, as PyTorch's does: a list or an array is refused
+    with a message that says how to make one, rather than converted to a guessed dtype and device."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: {what} must be a Tensor, not {type(x).__name__} ({_args.short(x)}); "
+                        f"make one with mt.tensor(...)")
+    return x
+
+
+def param_array(value, like, op, what):
+    """An array an op takes as a parameter rather than as a differentiable input: an index,
+    a mask, class targets, a copy_ source.  A Tensor gives its array; a numpy/cupy array
+    must already live on like's device (the one check every such parameter goes through:
+    no implicit host/device copies); Python data (lists, numbers) is made on like's device."""
+    if isinstance(value, Tensor):
+        value = value.data
+    if backend.is_array(value):
+        backend.check_on_device(value, like.device, op, what)
+        array = value
+    else:
+        try:
+            array = backend.asarray(value, device=like.device)
+        except (ValueError, TypeError, OverflowError) as error:
+            raise TypeError(f"{op}: the {what} must be a Tensor, an array or a list of numbers, "
+                            f"not {_args.short(value)} ({error})") from None
+    if not backend.numeric(array.dtype):
+        raise TypeError(f"{op}: the {what} must hold numbers or booleans, not {array.dtype} "
+                        f"(got {type(value).__name__} {_args.short(value)})")
+    return array
+
+
+def check_dtype(dtype, op):
+    """A dtype a tensor may hold (bool, int, float), from a name, a numpy dtype or a type."""
+    try:
+        dtype = backend.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{op}: {_args.short(dtype)} is not a dtype (use e.g. 'float32', mt.int64)") from None
+    if not backend.numeric(dtype):
+        raise TypeError(f"{op}: a tensor holds numbers (bool, int, float), not {dtype}")
+    return dtype
+
+
+def _new_array(data, dtype, device, op):
+    """A copy of `data` (not a Tensor) as an array of numbers on `device` (default: data's
+    own, for an array); Python floats become float32, as in PyTorch.  What cannot be an
+    array of numbers is an error naming `op`."""
+    if device is None and backend.is_array(data):
+        device = backend.device_of(data)
+    elif device is not None:
+        device = backend.check_device(device, op)
+    dtype = None if dtype is None else check_dtype(dtype, op)
+    try:
+        array = backend.array(data, dtype=dtype, device=device)
+    except (ValueError, TypeError, OverflowError) as error:
+        raise (TypeError if isinstance(error, TypeError) else ValueError)(
+            f"{op}: cannot make a tensor from {type(data).__name__} {_args.short(data)}: {error}") from None
+    if not backend.numeric(array.dtype):
+        raise TypeError(f"{op}: a tensor holds numbers (bool, int, float), but {type(data).__name__} "
+                        f"{_args.short(data)} would have dtype {array.dtype}")
+    if dtype is None and not backend.is_array(data) and array.dtype == 'float64':
+        array = array.astype(DEFAULT_FLOAT)
+    return array
+
+
+def _check_cast(source, dtype, op):
+    """Writing floats into an integer tensor truncates them, as in numpy and PyTorch; but nan and
+    inf have no integer value (numpy would write garbage such as -2**63): an error instead."""
+    xp = backend.array_module(source)
+    if dtype.kind in 'iu' and source.dtype.kind == 'f' and not bool(xp.isfinite(source).all()):
+        raise ValueError(f"{op}: cannot write nan or inf into a tensor of dtype {dtype}")
+
+
+def _backend_call(op, fn, *arrays):
+    """fn(*arrays), with numpy's or cupy's ValueError / TypeError / IndexError naming `op`."""
+    try:
+        return fn(*arrays)
+    except (IndexError, ValueError, TypeError, OverflowError) as error:
+        raise autograd.error_kind(error)(f"{op}: {error}") from None
+
+
+def _counter_holders(t):
+    """How many references t's in-place counter has (as sys.getrefcount counts them): every
+    tensor over the same memory (views, slices, detach()) holds the same counter."""
+    return sys.getrefcount(t._version)
+
+
+_ONE_HOLDER = _counter_holders(Tensor._wrap(backend.asarray(0.0, device='cpu')))  # a counter only its tensor holds
+
+
+# ------------------------------------------------------------------ memory shared with numpy
+# mt.from_numpy(a) and x.numpy() (on the CPU) share memory with a numpy array.  Tensors over
+# the same memory share one in-place counter, so a write through one of them is seen by a
+# pending backward that saved another (a tensor and its views already share theirs).
+_counter_owners = {}  # id(the array owning the memory) -> (weakref to it, weakref to a tensor)
+
+
+def _share_counter(t, adopt=True):
+    """Register t as the tensor over its memory; with adopt=True, first take the counter
+    of a live tensor already registered for that memory."""
+    owner = t.data
+    if not backend.is_array(owner):  # an optimizer may leave a numpy scalar in a 0-d parameter's .data
+        return t
+    while backend.is_array(owner.base):
+        owner = owner.base
+    key = id(owner)
+    entry = _counter_owners.get(key)
+    other = entry[1]() if entry is not None and entry[0]() is owner else None
+    if other is None:
+        _counter_owners[key] = (weakref.ref(owner, lambda _, key=key: _counter_owners.pop(key, None)),
+                                weakref.ref(t))
+    elif adopt:
+        t._version = other._version
+    return t
 
 
 # The ops import Tensor from this module, so they are imported after it is defined.
 from . import autograd  # noqa: E402
+from .ops import args as _args  # noqa: E402
 from .ops import elementwise as _ew, reduce as _reduce, linalg as _linalg  # noqa: E402
-from .ops import shape as _shape, select as _select, nn as _nn  # noqa: E402
+from .ops import shape as _shape, select as _select, nn as _nn, index as _index  # noqa: E402

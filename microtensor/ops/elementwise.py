@@ -8,6 +8,7 @@ import math
 from .. import backend
 from ..autograd import Function
 from ..tensor import Tensor
+from .select import Where
 
 
 class Add(Function):
@@ -67,16 +68,32 @@ class Neg(Function):
 
 
 class Pow(Function):
-    """y = a ** b         dL/da = g * b * a^(b-1),  dL/db = g * y * log(a)"""
+    """y = a ** b         dL/da = g * b * a^(b-1),  dL/db = g * y * log(a)
+
+    At the edges the values PyTorch gives, where the formulas would give 0 * inf = nan:
+    dL/da = 0 at a = 0, b = 0 (a^0 is constant), and dL/db = 0 at a = 0, b >= 0
+    (0^b is constant for b > 0; PyTorch's choice at b = 0).  Elsewhere the formulas
+    stand as written, so second derivatives stay right.
+    """
 
     def forward(self, a, b):
         return a ** b
 
     def backward(self, g):
         a, b = self.inputs
-        ga = g * b * a ** (b - 1) if self.needs_grad(0) else None  # 2 ** x needs only gb
-        gb = g * self.output * a.log() if self.needs_grad(1) else None  # log(a) needs a > 0
+        ga = gb = None
+        with backend.quiet_float_errors(g.data):  # the inf and nan that _zero_where replaces
+            if self.needs_grad(0):  # 2 ** x needs only gb
+                ga = g * _zero_where((a.data == 0) & (b.data == 0), b * a ** (b - 1))
+            if self.needs_grad(1):  # log(a) needs a > 0
+                gb = g * _zero_where((a.data == 0) & (b.data >= 0), self.output * a.log())
         return ga, gb
+
+
+def _zero_where(cond, t):
+    """t, with 0 where the boolean array `cond` holds (differentiable in t)."""
+    zero = Tensor._wrap(backend.array_module(t.data).zeros((), dtype=t.dtype))
+    return Where.apply(zero, t, cond=cond)
 
 
 class Exp(Function):
@@ -145,23 +162,32 @@ class Cos(Function):
 
 
 class Sigmoid(Function):
-    """y = 1 / (1 + exp(-x))      dL/dx = g * y * (1 - y)"""
+    """y = 1 / (1 + exp(-x))      dL/dx = g * y * (1 - y) = g * y * sigmoid(-x)
+
+    Two branches, with e = exp(-|x|) <= 1 so that nothing overflows:
+        x >= 0:  y = 1 / (1 + e)          x < 0:  y = e / (1 + e)
+    Each keeps full relative precision, so log(sigmoid(-20)) is -20.000000002, not
+    the -inf or few-digit value 0.5 * (1 + tanh(x / 2)) gives.  For the same reason
+    the gradient uses sigmoid(-x) rather than 1 - y, which is 0 for large x.
+    """
 
     def forward(self, x):
         xp = backend.array_module(x)
-        return 0.5 * (xp.tanh(0.5 * x) + 1)  # = 1/(1+e^-x), without overflow for x << 0
+        e = xp.exp(-abs(x))
+        r = 1 / (1 + e)
+        return xp.where(x >= 0, r, e * r)
 
     def backward(self, g):
-        y = self.output
-        return (g * y * (1 - y),)
+        (x,) = self.inputs
+        return (g * self.output * (-x).sigmoid(),)
 
 
 class Relu(Function):
-    """y = max(x, 0)      dL/dx = g * [x > 0]"""
+    """y = max(x, 0)      dL/dx = g * [x > 0]        (relu(-inf) = 0; x * [x > 0] would give nan)"""
 
     def forward(self, x):
         self.positive = (x > 0).astype(x.dtype)
-        return x * self.positive
+        return backend.array_module(x).maximum(x, 0)
 
     def backward(self, g):
         return (g * Tensor._wrap(self.positive),)
@@ -211,17 +237,24 @@ class Minimum(Maximum):
 
 
 class Clip(Function):
-    """y = min(max(x, low), high)     dL/dx = g * [low <= x <= high]"""
+    """y = min(max(x, low), high)     dL/dx = g * [low <= x <= high]
+
+    A missing bound (None) is no bound; with neither, y is a copy of x (numpy's answer;
+    cupy 13's clip refuses it, so the op uses maximum/minimum, which both backends have).
+    """
 
     def forward(self, x, low, high):
         xp = backend.array_module(x)
         inside = xp.ones(x.shape, dtype=bool)
+        y = x
         if low is not None:
             inside &= x >= low
+            y = xp.maximum(y, low)
         if high is not None:
             inside &= x <= high
+            y = xp.minimum(y, high)
         self.inside = inside.astype(x.dtype)
-        return xp.clip(x, low, high)
+        return x.copy() if y is x else y
 
     def backward(self, g):
         return (g * Tensor._wrap(self.inside),)

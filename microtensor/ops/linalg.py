@@ -30,8 +30,11 @@ class MatMul(Function):
 
 def matmul(a, b):
     """a @ b with numpy's rules: 1-D operands are promoted to matrices and squeezed back."""
-    a = a if isinstance(a, Tensor) else as_tensor(a, b)
-    b = as_tensor(b, a)
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):  # a constant operand (an array, a list)
+        like = a if isinstance(a, Tensor) else b
+        if not isinstance(like, Tensor):
+            raise TypeError(f"matmul: needs a Tensor as a or b, got {type(a).__name__} and {type(b).__name__}")
+        a, b = as_tensor(a, like, 'matmul'), as_tensor(b, like, 'matmul')
     a_ndim, b_ndim = a.data.ndim, b.data.ndim
     if a_ndim == 0 or b_ndim == 0:
         raise ValueError(f"MatMul: scalars cannot be matrix-multiplied (shapes {a.shape} and {b.shape}); use *")

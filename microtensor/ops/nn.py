@@ -6,7 +6,8 @@ import math
 
 from .. import backend
 from ..autograd import Function
-from ..tensor import Tensor
+from ..tensor import Tensor, as_tensor, param_array, tensor_arg
+from . import args
 
 
 class Softmax(Function):
@@ -18,7 +19,7 @@ class Softmax(Function):
     """
 
     def forward(self, x, axis):
-        self.axis = axis
+        self.axis = axis = args.axis(axis, x.shape)
         xp = backend.array_module(x)
         e = xp.exp(x - x.max(axis=axis, keepdims=True))
         return e / e.sum(axis=axis, keepdims=True)
@@ -33,7 +34,7 @@ class LogSoftmax(Function):
         dL/dx = g - softmax(x) * sum(g),    softmax(x) = exp(y)"""
 
     def forward(self, x, axis):
-        self.axis = axis
+        self.axis = axis = args.axis(axis, x.shape)
         xp = backend.array_module(x)
         shifted = x - x.max(axis=axis, keepdims=True)
         return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
@@ -44,34 +45,27 @@ class LogSoftmax(Function):
 
 
 def softmax(x, axis=-1):
-    return Softmax.apply(x, axis=axis)
+    return Softmax.apply(tensor_arg(x, 'softmax'), axis=axis)
 
 
 def log_softmax(x, axis=-1):
-    return LogSoftmax.apply(x, axis=axis)
+    return LogSoftmax.apply(tensor_arg(x, 'log_softmax'), axis=axis)
 
 
 class NLLLoss(Function):
     """L = -mean over counted positions i of logp[i, t_i]     (positions with t_i == ignore_index don't count)
         dL/dlogp[i, c] = -g / n  if c == t_i and i counts, else 0
 
-    logp: (..., C) log-probabilities, targets: (...) class ids.  L is linear in logp,
-    so its backward is one constant mask times g.
+    logp: (..., C) log-probabilities, targets: (...) class ids, checked by cross_entropy;
+    counted: (...) booleans, False where the target is ignore_index.
+    L is linear in logp, so its backward is one constant mask times g.  The targets are
+    not saved: `rows` and `cols`, computed from them here, are new arrays, so changing
+    the targets in place after the forward pass cannot change the gradient.
     """
 
-    def forward(self, logp, targets, ignore_index):
+    def forward(self, logp, targets, counted):
         xp = backend.array_module(logp)
         n_classes = logp.shape[-1]
-        if targets.shape != logp.shape[:-1]:
-            raise ValueError(f"targets of shape {targets.shape} do not match logits {logp.shape} "
-                             "(expected the logits' shape without its last, class axis)")
-        if targets.dtype.kind not in 'iu':
-            raise TypeError(f"cross_entropy: targets must be integer class ids, not {targets.dtype}")
-        counted = targets != ignore_index if ignore_index is not None else xp.ones(targets.shape, dtype=bool)
-        bad = counted & ((targets < 0) | (targets >= n_classes))
-        if bool(bad.any()):
-            raise IndexError(f"a target id is outside [0, {n_classes}) (e.g. {int(targets[bad].ravel()[0])}); "
-                             "check the vocabulary size or pass ignore_index")
         self.rows = xp.flatnonzero(counted)
         self.cols = targets.reshape(-1)[self.rows]
         self.count = len(self.rows)
@@ -93,9 +87,30 @@ def cross_entropy(logits, targets, ignore_index=None):
     logits: (..., C) (class axis last, e.g. (B, T, vocab)); targets: (...) integer ids.
     Stable for huge logits: it goes through log_softmax, never through log(softmax).
     If every target is ignored the mean is over nothing: nan, as in PyTorch.
+    Target ids are checked here on every device (cupy would wrap an id past the end
+    around): one reduction on the device, then one host sync.
     """
-    targets = targets.data if isinstance(targets, Tensor) else backend.asarray(targets, device=logits.device)
-    return NLLLoss.apply(LogSoftmax.apply(logits, axis=-1), targets=targets, ignore_index=ignore_index)
+    logits = tensor_arg(logits, 'cross_entropy', 'logits')
+    if logits.ndim == 0:
+        raise ValueError("cross_entropy: logits must have a class axis (shape (..., C)), not shape ()")
+    if not backend.float_dtype(logits.dtype):
+        raise TypeError(f"cross_entropy: logits must be floating-point, not {logits.dtype}")
+    targets = param_array(targets, logits, 'cross_entropy', 'targets')
+    if targets.shape != logits.shape[:-1]:
+        raise ValueError(f"cross_entropy: targets of shape {targets.shape} do not match logits {logits.shape} "
+                         "(expected the logits' shape without its last, class axis)")
+    if targets.dtype.kind not in 'iu':
+        raise TypeError(f"cross_entropy: targets must be integer class ids, not {targets.dtype}")
+    if ignore_index is not None:
+        ignore_index = args.integer(ignore_index, 'ignore_index', 'cross_entropy')
+    xp, n_classes = backend.array_module(targets), logits.shape[-1]
+    counted = targets != ignore_index if ignore_index is not None else xp.ones(targets.shape, dtype=bool)
+    bad = counted & ((targets < 0) | (targets >= n_classes))
+    if bool(bad.any()):
+        example = int(targets[bad].ravel()[0])
+        raise IndexError(f"cross_entropy: a target id is outside [0, {n_classes}) (e.g. {example}) for logits "
+                         f"of shape {logits.shape}; check the vocabulary size or pass ignore_index")
+    return NLLLoss.apply(LogSoftmax.apply(logits, axis=-1), targets=targets, counted=counted)
 
 
 class LayerNorm(Function):
@@ -124,6 +139,11 @@ class LayerNorm(Function):
 
 def layer_norm(x, gamma, beta, eps=1e-5):
     """Layer normalisation over the last axis (fused; see LayerNorm)."""
+    x = tensor_arg(x, 'layer_norm')
+    gamma, beta = as_tensor(gamma, x, 'layer_norm'), as_tensor(beta, x, 'layer_norm')
+    eps = args.number(eps, 'eps', 'layer_norm')
+    if x.ndim == 0:
+        raise ValueError("layer_norm: x must have a last axis to normalise over, not shape ()")
     if gamma.shape != x.shape[-1:] or beta.shape != x.shape[-1:]:
         raise ValueError(f"layer_norm: gamma {gamma.shape} and beta {beta.shape} must have shape {x.shape[-1:]} "
                          f"(the last axis of x, shape {x.shape})")
@@ -133,6 +153,9 @@ def layer_norm(x, gamma, beta, eps=1e-5):
 def dropout(x, p=0.5, training=True):
     """Zero each element with probability p and scale the rest by 1/(1-p) (inverted dropout),
     so eval mode needs no rescaling.  y = x * mask,  dL/dx = g * mask."""
+    x = tensor_arg(x, 'dropout')
+    p = args.number(p, 'p', 'dropout')
+    training = args.flag(training, 'training', 'dropout')
     if not 0 <= p <= 1:
         raise ValueError(f"dropout: p must be in [0, 1], not {p}")
     if not training or p == 0:
@@ -148,8 +171,22 @@ def dropout(x, p=0.5, training=True):
 # Each form's backward is g * gelu'(x), where gelu'(x) is itself one fused op (its "Slope"):
 # one pass over the arrays instead of a dozen tensor ops.  The slope's own backward, written
 # with tensors, is only needed for second derivatives.
+#
+# Far from 0, GELU is x (x > 0) or 0 (x < 0) to every float's precision: beyond |x| = _FAR
+# tanh(u) and erf(x / sqrt 2) are exactly +-1.  So the slopes are computed at x clipped
+# to [-_FAR, _FAR] (exactly 1 or 0 beyond, where x^3 or x^2 would overflow and give
+# 0 * inf = nan); the forward's factor 0.5 x is max(0.5 x, -_FAR / 2), so gelu(-inf) is 0, not
+# -inf * 0 = nan.  (For x beyond ~1e12 in float32, x^3 in the forward overflows to inf: numpy
+# warns, and the answer is still right: tanh(inf) = 1, y = x.)
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 _A = 0.044715
+_FAR = 100.0
+
+
+def _half_x(xp, x):
+    """0.5 x, at least -_FAR / 2 (in place: no extra array)."""
+    half_x = xp.asarray(0.5 * x)  # asarray: numpy makes a 0-d result a scalar
+    return xp.maximum(half_x, -0.5 * _FAR, out=half_x)
 
 
 class GeluTanh(Function):
@@ -160,7 +197,8 @@ class GeluTanh(Function):
 
     def forward(self, x):
         xp = backend.array_module(x)
-        return 0.5 * x * (1 + xp.tanh(_SQRT_2_OVER_PI * (x + _A * x * x * x)))  # x*x*x: ~50x faster than x**3
+        t = xp.tanh(_SQRT_2_OVER_PI * (x + _A * x * x * x))  # x*x*x: ~50x faster than x**3
+        return _half_x(xp, x) * (1 + t)
 
     def backward(self, g):
         return (g * GeluTanhSlope.apply(self.inputs[0]),)
@@ -173,12 +211,13 @@ class GeluTanhSlope(Function):
 
     def forward(self, x):
         xp = backend.array_module(x)
+        x = xp.clip(x, -_FAR, _FAR)
         t = xp.tanh(_SQRT_2_OVER_PI * (x + _A * x * x * x))
         du = _SQRT_2_OVER_PI * (1 + 3 * _A * x * x)
         return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du
 
     def backward(self, g):
-        (x,) = self.inputs
+        x = self.inputs[0].clip(-_FAR, _FAR)
         t = (_SQRT_2_OVER_PI * (x + _A * x * x * x)).tanh()
         du = _SQRT_2_OVER_PI * (1 + 3 * _A * x * x)
         d2u = (6 * _A * _SQRT_2_OVER_PI) * x
@@ -191,7 +230,7 @@ class GeluErf(Function):
     """
 
     def forward(self, x):
-        return 0.5 * x * (1 + backend.erf(x * (1 / math.sqrt(2))))
+        return _half_x(backend.array_module(x), x) * (1 + backend.erf(x * (1 / math.sqrt(2))))
 
     def backward(self, g):
         return (g * GeluErfSlope.apply(self.inputs[0]),)
@@ -204,17 +243,19 @@ class GeluErfSlope(Function):
 
     def forward(self, x):
         xp = backend.array_module(x)
+        x = xp.clip(x, -_FAR, _FAR)
         phi = xp.exp(-0.5 * x * x) * (1 / math.sqrt(2 * math.pi))
         return 0.5 * (1 + backend.erf(x * (1 / math.sqrt(2)))) + x * phi
 
     def backward(self, g):
-        (x,) = self.inputs
+        x = self.inputs[0].clip(-_FAR, _FAR)
         phi = (-0.5 * x * x).exp() * (1 / math.sqrt(2 * math.pi))
         return (g * phi * (2 - x * x),)
 
 
 def gelu(x, approximate='tanh'):
     """GELU(x) = x Phi(x); approximate='tanh' (default, GPT-2) or 'none' (exact, with erf)."""
+    x = tensor_arg(x, 'gelu')
     if approximate == 'tanh':
         return GeluTanh.apply(x)
     if approximate == 'none':

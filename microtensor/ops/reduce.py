@@ -8,18 +8,14 @@ import math
 from .. import backend
 from ..autograd import Function
 from ..tensor import Tensor
+from . import args
 from .select import where
 
 
-def normalize_axis(axis, ndim):
-    """axis as a sorted tuple of non-negative ints (None -> every axis)."""
-    if axis is None:
-        return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    for a in axes:
-        if not -ndim <= a < max(ndim, 1):
-            raise IndexError(f"axis {a} is out of range for a tensor with {ndim} dimensions")
-    return tuple(sorted(a % max(ndim, 1) for a in axes))
+def normalize_axis(axis, shape, keepdims, op=None):
+    """(axes, keepdims): axis as a sorted tuple of non-negative ints (None -> every axis),
+    checked against `shape` as numpy does (a 0-d tensor has no axis 0), and keepdims as a bool."""
+    return args.axes(axis, shape, op), args.flag(keepdims, 'keepdims', op)
 
 
 def kept_shape(shape, axes):
@@ -44,7 +40,7 @@ class Sum(Function):
     """y = sum(x, axis)       dL/dx = g broadcast back over the summed axes"""
 
     def forward(self, x, axis, keepdims):
-        self.axes = normalize_axis(axis, x.ndim)
+        self.axes, keepdims = normalize_axis(axis, x.shape, keepdims)
         return x.sum(axis=self.axes, keepdims=keepdims)
 
     def backward(self, g):
@@ -52,27 +48,32 @@ class Sum(Function):
 
 
 def mean(x, axis=None, keepdims=False):
-    """y = sum(x, axis) / n,  n = the number of elements averaged."""
-    total = Sum.apply(x, axis=axis, keepdims=keepdims)  # first: it checks the axes and names the op
-    n = count(x.shape, normalize_axis(axis, x.ndim))
+    """y = sum(x, axis) / n,  n = the number of elements averaged (nan when n = 0, as numpy)."""
+    axes, keepdims = normalize_axis(axis, x.shape, keepdims, 'mean')
+    total = Sum.apply(x, axis=axes, keepdims=keepdims)
+    n = count(x.shape, axes)
     return total * (1.0 / n) if n else total * float('nan')
 
 
 class Var(Function):
     """y = mean((x - mean(x))^2) * n / (n - ddof)
-    dL/dx = g * 2 (x - mean(x)) / (n - ddof)"""
+    dL/dx = g * 2 (x - mean(x)) / (n - ddof)
+
+    With n - ddof <= 0 (var(ddof=1) of one element) numpy gives nan (or inf) and a
+    RuntimeWarning; so does this op, and its gradient is what the formula gives: x/0.
+    """
 
     def forward(self, x, axis, keepdims, ddof):
-        self.axes = normalize_axis(axis, x.ndim)
-        self.ddof = ddof
+        self.axes, keepdims = normalize_axis(axis, x.shape, keepdims)
+        self.ddof = args.number(ddof, 'ddof')
         with backend.quiet_float_errors(x):
             return x.var(axis=self.axes, keepdims=keepdims, ddof=ddof)
 
     def backward(self, g):
         (x,) = self.inputs
-        n = count(x.shape, self.axes)
+        dof = count(x.shape, self.axes) - self.ddof
         centered = x - x.mean(axis=self.axes, keepdims=True)
-        return (spread(g, x.shape, self.axes) * centered * (2.0 / (n - self.ddof)),)
+        return (spread(g, x.shape, self.axes) * centered * (2.0 / dof if dof > 0 else float('inf')),)
 
 
 class Max(Function):
@@ -81,7 +82,7 @@ class Max(Function):
     reduce = 'max'
 
     def forward(self, x, axis, keepdims):
-        self.axes = normalize_axis(axis, x.ndim)
+        self.axes, keepdims = normalize_axis(axis, x.shape, keepdims)
         if any(x.shape[a] == 0 for a in self.axes):
             raise ValueError(f"the {self.reduce} over an empty axis is undefined (there is no element to pick)")
         y = getattr(x, self.reduce)(axis=self.axes, keepdims=True)
@@ -96,6 +97,14 @@ class Max(Function):
 class Min(Max):
     """y = min(x, axis)       as Max, for the smallest entries"""
     reduce = 'min'
+
+
+def sum_to(x, shape):
+    """x summed down to `shape`: a shape that broadcasts to x's (what broadcasting made x from)."""
+    shape = args.sizes(shape, 'sum_to')
+    if len(shape) > x.ndim or any(n != 1 and n != m for n, m in zip(shape[::-1], x.shape[::-1])):
+        raise ValueError(f"sum_to: shape {shape} does not broadcast to the tensor's shape {x.shape}")
+    return SumTo.apply(x, shape=shape)
 
 
 class SumTo(Function):
@@ -190,11 +199,9 @@ def norm(x, ord=None, axis=None, keepdims=False):
                              "pass axis= (an int: vector norms, a pair: matrix norms), or ord=None "
                              "for the 2-norm of all elements")
         axis = tuple(range(x.ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    for a in axes:
-        if not -x.ndim <= a < x.ndim:
-            raise IndexError(f"norm: axis {a} is out of range for a tensor of shape {x.shape}")
-    axes = tuple(a % x.ndim for a in axes)  # in the given order: a matrix norm's rows come first
+    keepdims = args.flag(keepdims, 'keepdims', 'norm')
+    # in the given order: a matrix norm's rows come first
+    axes = tuple(args.axis(a, x.shape, 'norm') for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
     if len(set(axes)) != len(axes) or len(axes) not in (1, 2):
         raise ValueError(f"norm: axis={axis!r} must be one axis (vector norms) or two different "
                          "axes (matrix norms)")

@@ -1,11 +1,15 @@
 """Selection: where and masked_fill.  The condition is data, not an input: it has no gradient."""
 from .. import backend
 from ..autograd import Function
-from ..tensor import Tensor, as_tensor
+from ..tensor import Tensor, as_tensor, param_array
 
 
 class Where(Function):
-    """y = where(cond, a, b)       dL/da = where(cond, g, 0),  dL/db = where(cond, 0, g)"""
+    """y = where(cond, a, b)       dL/da = where(cond, g, 0),  dL/db = where(cond, 0, g)
+
+    `cond` is a boolean array, not an input: where() hands the op a private copy, so
+    changing the mask in place after the forward pass cannot move the gradient.
+    """
 
     def forward(self, a, b, cond):
         self.cond = cond
@@ -18,24 +22,33 @@ class Where(Function):
         return ga, gb
 
 
-def where(cond, a, b):
-    """Elementwise `a if cond else b`, broadcasting all three."""
-    like = a if isinstance(a, Tensor) else b
+def where(cond, a, b, op='where'):
+    """Elementwise `a if cond else b`, broadcasting all three.
+
+    a and b may be numbers or arrays (constants) as long as one of a, b, cond is a Tensor,
+    whose device the result lives on; cond must be boolean."""
+    like = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else cond
     if not isinstance(like, Tensor):
-        raise TypeError("where: at least one of a, b must be a Tensor")
-    cond = cond.data if isinstance(cond, Tensor) else backend.asarray(cond, device=like.device)
+        raise TypeError(f"{op}: needs a Tensor among cond, a and b; got {type(cond).__name__}, "
+                        f"{type(a).__name__} and {type(b).__name__} (wrap one with mt.tensor)")
+    cond = param_array(cond, like, op, 'condition')
     if cond.dtype != bool:
-        raise TypeError(f"where: the condition must be boolean, not {cond.dtype}")
-    return Where.apply(as_tensor(a, like), as_tensor(b, like), cond=cond)
+        raise TypeError(f"{op}: the condition must be boolean, not {cond.dtype} (compare first, e.g. x > 0)")
+    a, b = as_tensor(a, like, op), as_tensor(b, like, op)
+    return Where.apply(a, b, cond=cond.copy())
 
 
 def masked_fill(x, mask, value):
     """x with `value` wherever mask is True (mask broadcasts to x's shape, not beyond it)."""
-    mask_shape = tuple(mask.shape)
+    if not isinstance(x, Tensor):
+        raise TypeError(f"masked_fill: expected a Tensor to fill, not {type(x).__name__}")
+    mask = param_array(mask, x, 'masked_fill', 'mask')
     try:
-        fits = backend.broadcast_shapes(mask_shape, x.shape) == x.shape
+        fits = backend.broadcast_shapes(mask.shape, x.shape) == x.shape
     except ValueError:
         fits = False
     if not fits:
-        raise ValueError(f"masked_fill: mask of shape {mask_shape} does not broadcast to the tensor's shape {x.shape}")
-    return where(mask, value, x)
+        raise ValueError(f"masked_fill: mask of shape {mask.shape} does not broadcast to the tensor's shape {x.shape}")
+    if isinstance(value, Tensor) and value.ndim:
+        raise ValueError(f"masked_fill: value must be a number or a 0-d tensor, not a tensor of shape {value.shape}")
+    return where(mask, value, x, op='masked_fill')

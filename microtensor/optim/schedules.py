@@ -29,7 +29,7 @@ def linear_warmup(step, warmup_steps, base_lr):
     base_lr = argcheck.number(base_lr, 'linear_warmup', 'base_lr', min=0)
     if step >= warmup_steps:
         return base_lr
-    return base_lr * (step + 1) / warmup_steps
+    return base_lr * ((step + 1) / warmup_steps)  # the ratio first: no overflow for a huge base_lr
 
 
 def cosine_decay(step, total_steps, base_lr, min_lr=0.0):
