@@ -92,9 +92,8 @@ def token_ids(ids, where, vocab_size, device, ndims=None, name='ids'):
     if ids.device != device:
         raise RuntimeError(f"{where}: ids are on {ids.device} but the table is on {device}; "
                            "move one with .to(device)")
-    if ids.size:
+    if ids.size and ((ids < 0) | (ids >= vocab_size)).any():  # one reduction on the device, one host sync
         low, high = ids.min().item(), ids.max().item()
-        if low < 0 or high >= vocab_size:
-            raise IndexError(f"{where}: token ids must be in [0, {vocab_size}), got values from {low} to {high} "
-                             "(is vocab_size too small?)")
+        raise IndexError(f"{where}: token ids must be in [0, {vocab_size}), got values from {low} to {high} "
+                         "(is vocab_size too small?)")
     return ids
