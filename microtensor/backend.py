@@ -177,6 +177,14 @@ def broadcast_shapes(*shapes):
     return numpy.broadcast_shapes(*shapes)
 
 
+def broadcasts_to(shape, target):
+    """Does an array of `shape` broadcast to exactly `target` (a mask to the tensor it masks)?"""
+    try:
+        return numpy.broadcast_shapes(tuple(shape), tuple(target)) == tuple(target)
+    except ValueError:
+        return False
+
+
 # ----------------------------------------------------------------------------
 # things numpy and cupy spell differently
 def scatter_add(target, index, values):

@@ -323,11 +323,7 @@ class Tensor:
     def copy_(self, other):
         """Write `other` (broadcast to self's shape) into self's memory."""
         source = param_array(other, self, 'copy_', 'source')
-        try:
-            fits = backend.broadcast_shapes(source.shape, self.shape) == self.shape
-        except ValueError:
-            fits = False
-        if not fits:
+        if not backend.broadcasts_to(source.shape, self.shape):
             raise ValueError(f"copy_: a source of shape {source.shape} does not broadcast to the tensor's shape "
                              f"{self.shape}")
         _check_cast(source, self.dtype, 'copy_')

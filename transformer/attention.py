@@ -64,11 +64,7 @@ def _check_mask(mask, scores_shape):
     if not isinstance(mask, mt.Tensor) or mask.dtype != mt.bool_:
         raise TypeError(f"attention: the mask must be a boolean Tensor (True = may attend), "
                         f"not {getattr(mask, 'dtype', type(mask).__name__)}")
-    try:
-        fits = mt.backend.broadcast_shapes(mask.shape, scores_shape) == tuple(scores_shape)
-    except ValueError:
-        fits = False
-    if not fits:
+    if not mt.backend.broadcasts_to(mask.shape, scores_shape):
         raise ValueError(f"attention: a mask of shape {mask.shape} does not broadcast to the scores' shape "
                          f"{tuple(scores_shape)} (B, h, T_q, T_k); use e.g. causal_mask(T_q, T_k) -> (T_q, T_k) "
                          "or padding_mask(ids, pad_id) -> (B, 1, 1, T_k)")

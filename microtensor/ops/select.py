@@ -43,11 +43,7 @@ def masked_fill(x, mask, value):
     if not isinstance(x, Tensor):
         raise TypeError(f"masked_fill: expected a Tensor to fill, not {type(x).__name__}")
     mask = param_array(mask, x, 'masked_fill', 'mask')
-    try:
-        fits = backend.broadcast_shapes(mask.shape, x.shape) == x.shape
-    except ValueError:
-        fits = False
-    if not fits:
+    if not backend.broadcasts_to(mask.shape, x.shape):
         raise ValueError(f"masked_fill: mask of shape {mask.shape} does not broadcast to the tensor's shape {x.shape}")
     if isinstance(value, Tensor) and value.ndim:
         raise ValueError(f"masked_fill: value must be a number or a 0-d tensor, not a tensor of shape {value.shape}")
