@@ -5,7 +5,7 @@ tests/test_fused.py checks each against the same function built from primitives.
 import math
 
 from .. import backend
-from ..autograd import Function
+from ..autograd import Function, is_grad_enabled
 from ..tensor import Tensor
 
 
@@ -108,14 +108,18 @@ class LayerNorm(Function):
         self.eps = eps
         xp = backend.array_module(x)
         centered = x - x.mean(axis=-1, keepdims=True)
-        x_hat = centered / xp.sqrt((centered * centered).mean(axis=-1, keepdims=True) + eps)
-        return x_hat * gamma + beta
+        std = xp.sqrt((centered * centered).mean(axis=-1, keepdims=True) + eps)
+        self.x_hat, self.inv_std = centered / std, 1 / std  # kept for backward
+        return self.x_hat * gamma + beta
 
     def backward(self, g):
         x, gamma, _ = self.inputs
-        centered = x - x.mean(axis=-1, keepdims=True)  # recomputed as tensors: differentiable again
-        inv_std = 1 / ((centered * centered).mean(axis=-1, keepdims=True) + self.eps).sqrt()
-        x_hat = centered * inv_std
+        if is_grad_enabled():  # create_graph=True: recomputed as tensors, so this backward is differentiable too
+            centered = x - x.mean(axis=-1, keepdims=True)
+            inv_std = 1 / ((centered * centered).mean(axis=-1, keepdims=True) + self.eps).sqrt()
+            x_hat = centered * inv_std
+        else:  # the forward's arrays, as constants: nothing recomputed
+            x_hat, inv_std = Tensor._wrap(self.x_hat), Tensor._wrap(self.inv_std)
         dx_hat = g * gamma
         dx = (dx_hat - dx_hat.mean(axis=-1, keepdims=True)
               - x_hat * (dx_hat * x_hat).mean(axis=-1, keepdims=True)) * inv_std
@@ -160,10 +164,11 @@ class GeluTanh(Function):
 
     def forward(self, x):
         xp = backend.array_module(x)
-        return 0.5 * x * (1 + xp.tanh(_SQRT_2_OVER_PI * (x + _A * x * x * x)))  # x*x*x: ~50x faster than x**3
+        self.t = xp.tanh(_SQRT_2_OVER_PI * (x + _A * x * x * x))  # x*x*x: ~50x faster than x**3
+        return 0.5 * x * (1 + self.t)
 
     def backward(self, g):
-        return (g * GeluTanhSlope.apply(self.inputs[0]),)
+        return (g * GeluTanhSlope.apply(self.inputs[0], t=self.t),)  # t = tanh(u): computed once, in forward
 
 
 class GeluTanhSlope(Function):
@@ -171,9 +176,10 @@ class GeluTanhSlope(Function):
         dL/dx = g * gelu''(x) = g * (1 - t^2) (u' + 0.5 x (u'' - 2 t u'^2)),   u'' = 6 * 0.044715 sqrt(2/pi) x
     """
 
-    def forward(self, x):
+    def forward(self, x, t=None):
         xp = backend.array_module(x)
-        t = xp.tanh(_SQRT_2_OVER_PI * (x + _A * x * x * x))
+        if t is None:  # GeluTanh passes the t its forward computed
+            t = xp.tanh(_SQRT_2_OVER_PI * (x + _A * x * x * x))
         du = _SQRT_2_OVER_PI * (1 + 3 * _A * x * x)
         return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du
 
