@@ -5,6 +5,7 @@
     python benchmarks/vs_torch.py --d-models 64 --threads 1 --rounds 9   # one configuration
     python benchmarks/vs_torch.py --rss 2000                              # microtensor's RSS over a long run
     python benchmarks/vs_torch.py --profile                               # cProfile of microtensor's step
+    python benchmarks/vs_torch.py --compare /tmp/old-checkout             # also time another version, same rounds
 
 The model (both systems): a decoder-only GPT, pre-LN, learned positions, 2 layers, 4 heads,
 d_ff = 4 d_model, GELU (tanh form), separate W_Q/W_K/W_V/W_O with biases, an untied head
@@ -67,9 +68,9 @@ def _proc_status(field):
     return None
 
 
-def microtensor_step(d_model, init_path):
-    """Build the GPT, write its initial weights and the batch to init_path; return step()."""
-    sys.path.insert(0, ROOT)
+def microtensor_step(d_model, init_path, root=ROOT):
+    """Build the GPT (microtensor from `root`), write its initial weights and the batch to init_path; return step()."""
+    sys.path.insert(0, root)
     import numpy as np
     import microtensor as mt
     from microtensor import optim
@@ -195,7 +196,7 @@ def worker(args):
         torch.set_num_threads(threads)
         step = torch_step(args.d_model, args.init, args.torch_attention)
     else:
-        step = microtensor_step(args.d_model, args.init)
+        step = microtensor_step(args.d_model, args.init, args.root)
     reply({'ready': True})
     for line in sys.stdin:
         command = line.split()
@@ -230,11 +231,11 @@ def reply(message):
 class Worker:
     """One system in its own process; ask() sends a command and waits for the JSON answer."""
 
-    def __init__(self, system, python, d_model, threads, init_path, torch_attention='manual'):
+    def __init__(self, system, label, python, d_model, threads, init_path, root=ROOT, torch_attention='manual'):
         env = dict(os.environ, **{name: str(threads) for name in THREAD_VARIABLES})
         command = [python, os.path.abspath(__file__), '--worker', system, '--d-model', str(d_model),
-                   '--threads', str(threads), '--init', init_path, '--torch-attention', torch_attention]
-        self.system = system
+                   '--threads', str(threads), '--init', init_path, '--root', root, '--torch-attention', torch_attention]
+        self.label = label
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
         self.answer()  # 'ready'
 
@@ -246,7 +247,7 @@ class Worker:
     def answer(self):
         line = self.process.stdout.readline()
         if not line:
-            raise RuntimeError(f"the {self.system} worker exited (exit status {self.process.wait()}); "
+            raise RuntimeError(f"the {self.label} worker exited (exit status {self.process.wait()}); "
                                "its error is printed above")
         return json.loads(line)
 
@@ -261,45 +262,46 @@ def torch_available(python):
 
 
 def compare(d_model, threads, args, use_torch):
-    """Alternating rounds of both workers at one configuration; returns the table row's numbers."""
+    """Alternating rounds of every worker at one configuration.
+
+    Returns {label: dict(ms, cpu_ms, rss, loss)}: medians over all timed steps, the peak
+    RSS, and the first step's loss.  Labels: 'microtensor', each --compare checkout, 'torch'.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         init_path = os.path.join(tmp, 'init.npz')
-        workers = [Worker('microtensor', sys.executable, d_model, threads, init_path)]
+        workers = [Worker('microtensor', 'microtensor', sys.executable, d_model, threads, init_path)]
+        workers += [Worker('microtensor', root, sys.executable, d_model, threads, '', root=root)
+                    for root in args.compare]  # same seed, same model: they need no weights file
         if use_torch:
-            workers.append(Worker('torch', args.torch_python, d_model, threads, init_path, args.torch_attention))
+            workers.append(Worker('torch', 'torch', args.torch_python, d_model, threads, init_path,
+                                  torch_attention=args.torch_attention))
         try:
-            first = [w.ask('first')['loss'] for w in workers]
+            first = {w.label: w.ask('first')['loss'] for w in workers}
             for w in workers:
                 w.ask(f'run {args.warmup}')
-            times = {w.system: [] for w in workers}
-            cpu_times = {w.system: [] for w in workers}
-            rss = {}
+            times, cpu_times, rss = ({w.label: [] for w in workers} for _ in range(3))
             for r in range(args.rounds):
                 for w in (workers if r % 2 == 0 else workers[::-1]):
                     answer = w.ask(f'run {args.steps}')
-                    times[w.system] += answer['times']
-                    cpu_times[w.system] += answer['cpu_times']
-                    rss[w.system] = answer['peak_rss_mib']
+                    times[w.label] += answer['times']
+                    cpu_times[w.label] += answer['cpu_times']
+                    rss[w.label] = answer['peak_rss_mib']
         finally:
             for w in workers:
                 w.close()
-    row = dict(d_model=d_model, threads=threads, loss=first[0],
-               mt_ms=1000 * statistics.median(times['microtensor']),
-               mt_cpu=1000 * statistics.median(cpu_times['microtensor']), mt_rss=rss['microtensor'])
-    if use_torch:
-        row.update(torch_ms=1000 * statistics.median(times['torch']),
-                   torch_cpu=1000 * statistics.median(cpu_times['torch']), torch_rss=rss['torch'],
-                   loss_diff=abs(first[0] - first[1]))
-        if row['loss_diff'] > 1e-4:
-            raise SystemExit(f"sanity check failed at d_model {d_model}: first-step losses differ by "
-                             f"{row['loss_diff']:.2e} (microtensor {first[0]:.6f}, PyTorch {first[1]:.6f})")
-    return row
+    if use_torch and abs(first['microtensor'] - first['torch']) > 1e-4:
+        raise SystemExit(f"sanity check failed at d_model {d_model}: first-step losses differ by "
+                         f"{abs(first['microtensor'] - first['torch']):.2e} "
+                         f"(microtensor {first['microtensor']:.6f}, PyTorch {first['torch']:.6f})")
+    return {label: dict(ms=1000 * statistics.median(times[label]), cpu_ms=1000 * statistics.median(cpu_times[label]),
+                        rss=rss[label], loss=first[label]) for label in times}
 
 
 def long_run_rss(args):
     """microtensor's RSS every args.rss // 10 steps of a long run (it should stay flat)."""
     with tempfile.TemporaryDirectory() as tmp:
-        w = Worker('microtensor', sys.executable, args.d_models[0], args.threads[0], os.path.join(tmp, 'init.npz'))
+        w = Worker('microtensor', 'microtensor', sys.executable, args.d_models[0], args.threads[0],
+                   os.path.join(tmp, 'init.npz'))
         try:
             answer = w.ask(f'rss {args.rss} {max(args.rss // 10, 1)}')
         finally:
@@ -335,11 +337,14 @@ def main():
     parser.add_argument('--rounds', type=int, default=7, help='alternating rounds per configuration')
     parser.add_argument('--steps', type=int, default=5, help='timed steps per system per round')
     parser.add_argument('--warmup', type=int, default=3)
+    parser.add_argument('--compare', nargs='*', default=[], metavar='CHECKOUT',
+                        help='other microtensor checkouts (directories) to time in the same rounds')
     parser.add_argument('--rss', type=int, metavar='STEPS', help="only trace microtensor's RSS over STEPS steps")
     parser.add_argument('--profile', action='store_true', help="only profile microtensor's step (in this process)")
     parser.add_argument('--worker', choices=['microtensor', 'torch'], help=argparse.SUPPRESS)
     parser.add_argument('--d-model', type=int, help=argparse.SUPPRESS)
     parser.add_argument('--init', help=argparse.SUPPRESS)
+    parser.add_argument('--root', default=ROOT, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         args.threads = args.threads[0]
@@ -355,24 +360,35 @@ def main():
     c = CONFIG
     print(f"tiny GPT training step (forward + backward + AdamW), float32: {c['n_layers']} layers, {c['n_heads']} heads, "
           f"context {c['context']}, batch {c['batch']}, vocab {c['vocab']}; median of {args.rounds} alternating rounds "
-          f"x {args.steps} steps" + ("" if use_torch else f"\n(no torch in {args.torch_python}: microtensor only)"))
+          f"x {args.steps} steps" + (f"; PyTorch attention: {args.torch_attention}" if use_torch
+                                     else f"\n(no torch in {args.torch_python}: microtensor only)") + "\n")
     if use_torch:
-        print(f"PyTorch attention: {args.torch_attention}\n")
         print("| d_model | threads | microtensor ms | PyTorch ms | ratio | CPU ms microtensor | CPU ms PyTorch "
               "| CPU ratio | RSS MiB microtensor | RSS MiB PyTorch | first loss | loss diff |")
         print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     else:
-        print("\n| d_model | threads | microtensor ms | CPU ms | RSS MiB | first loss |\n|---:|---:|---:|---:|---:|---:|")
+        print("| d_model | threads | microtensor ms | CPU ms | RSS MiB | first loss |\n|---:|---:|---:|---:|---:|---:|")
+    others = []
     for d_model in args.d_models:
         for threads in args.threads:
             r = compare(d_model, threads, args, use_torch)
+            m = r['microtensor']
             if use_torch:
-                print(f"| {d_model} | {threads} | {r['mt_ms']:.1f} | {r['torch_ms']:.1f} | {r['mt_ms'] / r['torch_ms']:.2f} "
-                      f"| {r['mt_cpu']:.1f} | {r['torch_cpu']:.1f} | {r['mt_cpu'] / r['torch_cpu']:.2f} "
-                      f"| {r['mt_rss']:.0f} | {r['torch_rss']:.0f} | {r['loss']:.5f} | {r['loss_diff']:.1e} |", flush=True)
+                t = r['torch']
+                print(f"| {d_model} | {threads} | {m['ms']:.1f} | {t['ms']:.1f} | {m['ms'] / t['ms']:.2f} "
+                      f"| {m['cpu_ms']:.1f} | {t['cpu_ms']:.1f} | {m['cpu_ms'] / t['cpu_ms']:.2f} "
+                      f"| {m['rss']:.0f} | {t['rss']:.0f} | {m['loss']:.5f} | {abs(m['loss'] - t['loss']):.1e} |",
+                      flush=True)
             else:
-                print(f"| {d_model} | {threads} | {r['mt_ms']:.1f} | {r['mt_cpu']:.1f} | {r['mt_rss']:.0f} "
-                      f"| {r['loss']:.5f} |", flush=True)
+                print(f"| {d_model} | {threads} | {m['ms']:.1f} | {m['cpu_ms']:.1f} | {m['rss']:.0f} | {m['loss']:.5f} |",
+                      flush=True)
+            others += [(d_model, threads, label, r[label], r['microtensor']) for label in args.compare]
+    if others:  # the other checkouts, measured in the same rounds
+        print("\n| d_model | threads | checkout | ms | CPU ms | this checkout / it (ms) | (CPU) | RSS MiB |")
+        print("|---:|---:|---|---:|---:|---:|---:|---:|")
+        for d_model, threads, label, o, m in others:
+            print(f"| {d_model} | {threads} | {label} | {o['ms']:.1f} | {o['cpu_ms']:.1f} | {m['ms'] / o['ms']:.2f} "
+                  f"| {m['cpu_ms'] / o['cpu_ms']:.2f} | {o['rss']:.0f} |")
 
 
 if __name__ == '__main__':
