@@ -6,9 +6,10 @@ step through, is two ops with an array each way:
     masked = where(mask, S, -inf)          Where:    forward one array, backward another
     P = softmax(masked)                    Softmax:  x - max, exp, / sum: three arrays
 
-MaskedSoftmax does the same arithmetic in the same order in one array (so P is the same,
-bit for bit), and its backward is one SoftmaxGrad op instead of four elementwise ops and
-the Where's.  tests/test_fused.py checks both against the composed version.
+MaskedSoftmax does the same arithmetic in the same order (so P is the same, bit for bit),
+a block of rows at a time (backend.by_rows: the temporaries stay in the CPU's cache), and
+its backward is one SoftmaxGrad op instead of four elementwise ops and the Where's.
+tests/test_fused.py checks both against the composed version.
 """
 import math
 
@@ -26,11 +27,14 @@ class MaskedSoftmax(Function):
 
     def forward(self, s, mask):
         xp = backend.array_module(s)
-        p = s.copy() if mask is None else xp.where(mask, s, -math.inf)  # the one new array; in place from here
-        p -= p.max(axis=-1, keepdims=True)  # exp(x - max): no overflow
-        xp.exp(p, out=p)
-        p /= p.sum(axis=-1, keepdims=True)
-        return p
+
+        def softmax(x):  # on a block of rows (backend.by_rows): its temporaries stay in the cache
+            e = x - x.max(axis=-1, keepdims=True)  # exp(x - max): no overflow
+            xp.exp(e, out=e)
+            e /= e.sum(axis=-1, keepdims=True)
+            return e
+
+        return backend.by_rows(softmax, s if mask is None else xp.where(mask, s, -math.inf))
 
     def backward(self, g):
         return (SoftmaxGrad.apply(self.output, g),)
@@ -45,11 +49,7 @@ class SoftmaxGrad(Function):
     """
 
     def forward(self, p, g):
-        xp = backend.array_module(p)
-        s = xp.einsum('...k,...k->...', g, p)[..., None]  # sum(G * P), without a (..., T_k) temporary
-        d = g - s
-        d *= p
-        return d
+        return backend.by_rows(lambda p, g: p * (g - (g * p).sum(axis=-1, keepdims=True)), p, g)
 
     def backward(self, e):
         p, g = self.inputs

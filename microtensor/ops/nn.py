@@ -107,23 +107,33 @@ class LayerNorm(Function):
     def forward(self, x, gamma, beta, eps):
         self.eps = eps
         xp = backend.array_module(x)
-        centered = x - x.mean(axis=-1, keepdims=True)
-        std = xp.sqrt((centered * centered).mean(axis=-1, keepdims=True) + eps)
-        self.x_hat, self.inv_std = centered / std, 1 / std  # kept for backward
-        return self.x_hat * gamma + beta
+
+        def normalise(x):
+            centered = x - x.mean(axis=-1, keepdims=True)
+            std = xp.sqrt((centered * centered).mean(axis=-1, keepdims=True) + eps)
+            x_hat = centered / std
+            return x_hat * gamma + beta, x_hat, 1 / std
+
+        y, self.x_hat, self.inv_std = backend.by_rows(normalise, x)  # x_hat, 1/std: kept for backward
+        return y
 
     def backward(self, g):
         x, gamma, _ = self.inputs
-        if is_grad_enabled():  # create_graph=True: recomputed as tensors, so this backward is differentiable too
-            centered = x - x.mean(axis=-1, keepdims=True)
-            inv_std = 1 / ((centered * centered).mean(axis=-1, keepdims=True) + self.eps).sqrt()
-            x_hat = centered * inv_std
-        else:  # the forward's arrays, as constants: nothing recomputed
-            x_hat, inv_std = Tensor._wrap(self.x_hat), Tensor._wrap(self.inv_std)
-        dx_hat = g * gamma
-        dx = (dx_hat - dx_hat.mean(axis=-1, keepdims=True)
-              - x_hat * (dx_hat * x_hat).mean(axis=-1, keepdims=True)) * inv_std
-        return dx, g * x_hat, g
+        if not is_grad_enabled():  # the usual case: arrays, with the forward's x_hat and 1/std
+            dx = backend.by_rows(lambda g, x_hat, inv_std: _layer_norm_dx(g * gamma.data, x_hat, inv_std),
+                                 g.data, self.x_hat, self.inv_std)
+            return Tensor._wrap(dx), g * Tensor._wrap(self.x_hat), g
+        # create_graph=True: x_hat and 1/std recomputed as tensors, so that this backward is differentiable too
+        centered = x - x.mean(axis=-1, keepdims=True)
+        inv_std = 1 / ((centered * centered).mean(axis=-1, keepdims=True) + self.eps).sqrt()
+        x_hat = centered * inv_std
+        return _layer_norm_dx(g * gamma, x_hat, inv_std), g * x_hat, g
+
+
+def _layer_norm_dx(dx_hat, x_hat, inv_std):
+    """LayerNorm's dL/dx from dx_hat = g * gamma; the same formula on tensors or on arrays."""
+    return (dx_hat - dx_hat.mean(axis=-1, keepdims=True)
+            - x_hat * (dx_hat * x_hat).mean(axis=-1, keepdims=True)) * inv_std
 
 
 def layer_norm(x, gamma, beta, eps=1e-5):
@@ -158,30 +168,41 @@ _A = 0.044715
 
 class GeluTanh(Function):
     """GELU, tanh form (GPT-2, BERT):
-        y = 0.5 x (1 + tanh(u)),   u = sqrt(2/pi) (x + 0.044715 x^3)
-        dL/dx = g * gelu'(x)       (GeluTanhSlope)
+        y = 0.5 x (1 + tanh(u)) = x h,   u = sqrt(2/pi) (x + 0.044715 x^3),  h = 0.5 (1 + tanh(u)) the gate
+        dL/dx = g * gelu'(x)       (GeluTanhSlope, from the h and y kept here)
     """
 
     def forward(self, x):
-        xp = backend.array_module(x)
-        self.t = xp.tanh(_SQRT_2_OVER_PI * (x + _A * x * x * x))  # x*x*x: ~50x faster than x**3
-        return 0.5 * x * (1 + self.t)
+        y, self.h = backend.by_rows(_gelu_tanh, x)
+        return y
 
     def backward(self, g):
-        return (g * GeluTanhSlope.apply(self.inputs[0], t=self.t),)  # t = tanh(u): computed once, in forward
+        return (g * GeluTanhSlope.apply(self.inputs[0], h=self.h, y=self.output.data),)
+
+
+def _gelu_tanh(x):
+    """(y, h) on arrays: GELU's output and its gate."""
+    xp = backend.array_module(x)
+    u = _SQRT_2_OVER_PI * x * (1 + _A * x * x)  # x*x: ~50x faster than x**2
+    h = 0.5 * (1 + xp.tanh(u))
+    return x * h, h
 
 
 class GeluTanhSlope(Function):
     """s = gelu'(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) u',    t = tanh(u),  u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+          = h + 2 u' y (1 - h)     (with the gate h = 0.5 (1 + t) and y = x h: 1 - t^2 = 4 h (1 - h))
         dL/dx = g * gelu''(x) = g * (1 - t^2) (u' + 0.5 x (u'' - 2 t u'^2)),   u'' = 6 * 0.044715 sqrt(2/pi) x
     """
 
-    def forward(self, x, t=None):
-        xp = backend.array_module(x)
-        if t is None:  # GeluTanh passes the t its forward computed
-            t = xp.tanh(_SQRT_2_OVER_PI * (x + _A * x * x * x))
-        du = _SQRT_2_OVER_PI * (1 + 3 * _A * x * x)
-        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du
+    def forward(self, x, h=None, y=None):
+        if h is None:  # GeluTanh passes the h and y its forward computed
+            y, h = backend.by_rows(_gelu_tanh, x)
+
+        def slope(x, h, y):
+            du_twice = (2 * _SQRT_2_OVER_PI) * (1 + 3 * _A * x * x)
+            return h + du_twice * y * (1 - h)
+
+        return backend.by_rows(slope, x, h, y)
 
     def backward(self, g):
         (x,) = self.inputs
