@@ -106,15 +106,12 @@ class LayerNorm(Function):
 
     def forward(self, x, gamma, beta, eps):
         self.eps = eps
-        xp = backend.array_module(x)
 
-        def normalise(x):
-            centered = x - x.mean(axis=-1, keepdims=True)
-            std = xp.sqrt((centered * centered).mean(axis=-1, keepdims=True) + eps)
-            x_hat = centered / std
-            return x_hat * gamma + beta, x_hat, 1 / std
+        def layer_norm(x):
+            x_hat, inv_std = _normalise(x, eps)
+            return x_hat * gamma + beta, x_hat, inv_std
 
-        y, self.x_hat, self.inv_std = backend.by_rows(normalise, x)  # x_hat, 1/std: kept for backward
+        y, self.x_hat, self.inv_std = backend.by_rows(layer_norm, x)  # x_hat, 1/std: kept for backward
         return y
 
     def backward(self, g):
@@ -123,17 +120,28 @@ class LayerNorm(Function):
             dx = backend.by_rows(lambda g, x_hat, inv_std: _layer_norm_dx(g * gamma.data, x_hat, inv_std),
                                  g.data, self.x_hat, self.inv_std)
             return Tensor._wrap(dx), g * Tensor._wrap(self.x_hat), g
-        # create_graph=True: x_hat and 1/std recomputed as tensors, so that this backward is differentiable too
-        centered = x - x.mean(axis=-1, keepdims=True)
-        inv_std = 1 / ((centered * centered).mean(axis=-1, keepdims=True) + self.eps).sqrt()
-        x_hat = centered * inv_std
+        x_hat, inv_std = _normalise(x, self.eps)  # create_graph=True: as tensors, so this backward is differentiable
         return _layer_norm_dx(g * gamma, x_hat, inv_std), g * x_hat, g
 
 
+# LayerNorm's pieces, written once for arrays (forward, backward) and tensors (create_graph).
+def _normalise(x, eps):
+    """x_hat = (x - mean(x)) / sqrt(var(x) + eps) and 1 / sqrt(var(x) + eps), over the last axis."""
+    centered = x - _row_mean(x)
+    inv_std = (_row_mean(centered * centered) + eps) ** -0.5
+    return centered * inv_std, inv_std
+
+
 def _layer_norm_dx(dx_hat, x_hat, inv_std):
-    """LayerNorm's dL/dx from dx_hat = g * gamma; the same formula on tensors or on arrays."""
-    return (dx_hat - dx_hat.mean(axis=-1, keepdims=True)
-            - x_hat * (dx_hat * x_hat).mean(axis=-1, keepdims=True)) * inv_std
+    """dL/dx from dx_hat = g * gamma."""
+    return (dx_hat - _row_mean(dx_hat) - x_hat * _row_mean(dx_hat * x_hat)) * inv_std
+
+
+def _row_mean(x):
+    """The mean over the last axis (keepdims) as x @ [1/n, ..., 1/n]^T: for rows of tens or hundreds
+    of numbers BLAS's matrix-vector product is ~3x faster than numpy's mean."""
+    n = x.shape[-1]
+    return x @ backend.array_module(x.data if isinstance(x, Tensor) else x).full((n, 1), 1 / n, dtype=x.dtype)
 
 
 def layer_norm(x, gamma, beta, eps=1e-5):
