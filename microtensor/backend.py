@@ -282,24 +282,25 @@ def get_num_threads():
     return _threads['count']
 
 
-def by_rows(fn, *arrays):
+def by_rows(fn, *arrays, out=None):
     """fn(*arrays), computed block of rows by block of rows on the CPU.
 
     arrays: one leading shape, each (..., n) or (..., 1) (a per-row statistic, as
     keepdims=True gives).  fn gets 2-D blocks of rows, (rows, n) or (rows, 1), and returns
     an array or a tuple of arrays of such blocks.  It must treat rows independently:
     elementwise math and reductions over the last axis only; constants (gamma, a Python
-    number) come from the closure.  Results have the inputs' leading shape.  On the GPU,
-    and for arrays of at most two blocks, this is fn(*arrays).
+    number) come from the closure.  Results have the inputs' leading shape.
+    out=arrays[0], a C-contiguous array the op has just made: fn overwrites its first
+    block in place, and that array is the result (no new array, no copy).
+    On the GPU, and for arrays of at most two blocks, this is fn(*arrays).
     """
     first = arrays[0]
-    if array_module(first) is not numpy or first.size <= 2 * BLOCK or first.ndim == 0:
+    if (array_module(first) is not numpy or first.size <= 2 * BLOCK or first.ndim == 0
+            or (out is not None and not out.flags.c_contiguous)):
         return fn(*arrays)
-    n = first.shape[-1]
-    rows = [a.reshape(-1, a.shape[-1]) for a in arrays]
-    step = max(1, BLOCK // max(n, 1))
+    rows = [a.reshape(-1, a.shape[-1]) for a in arrays]  # out's is a view: out is C-contiguous
+    step = max(1, BLOCK // first.shape[-1])
     starts = range(0, len(rows[0]), step)
-
     head = fn(*[r[:step] for r in rows])
     single = not isinstance(head, tuple)
 
@@ -307,11 +308,11 @@ def by_rows(fn, *arrays):
         results = head if start == 0 else fn(*[r[start:start + step] for r in rows])
         return (results,) if single else results
 
-    outs = [numpy.empty((len(rows[0]),) + h.shape[1:], dtype=h.dtype) for h in run(0)]
+    outs = [] if out is not None else [numpy.empty((len(rows[0]),) + h.shape[1:], dtype=h.dtype) for h in run(0)]
 
     def block(start):
-        for out, result in zip(outs, run(start)):
-            out[start:start + step] = result
+        for target, result in zip(outs, run(start)):  # with out, fn has already written its block
+            target[start:start + step] = result
 
     if _threads['count'] > 1 and len(starts) > 1:
         if _threads['pool'] is None:
@@ -321,5 +322,7 @@ def by_rows(fn, *arrays):
     else:
         for start in starts:
             block(start)
-    outs = [out.reshape(first.shape[:-1] + out.shape[1:]) for out in outs]
+    if out is not None:
+        return out
+    outs = [target.reshape(first.shape[:-1] + target.shape[1:]) for target in outs]
     return outs[0] if single else tuple(outs)

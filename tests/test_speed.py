@@ -11,6 +11,7 @@ import pytest
 import microtensor as mt
 from microtensor import optim
 from microtensor.autograd import Function
+from microtensor.ops.attention import masked_softmax
 from microtensor.ops.elementwise import Add
 from transformer import GPT, next_token_loss
 
@@ -120,3 +121,36 @@ def test_a_float32_gpt_step_never_makes_a_float64_array(monkeypatch):
     assert {p.grad.dtype.name for p in model.parameters()} == {'float32'}
     assert {v.dtype.name for state in opt.state.values() for v in state.values()
             if isinstance(v, np.ndarray)} == {'float32'}
+
+
+# ---------------------------------------------------------------------------- row blocks and threads
+def fused_ops_on(x, gamma, beta, scores, mask):
+    """Outputs and input gradients of the ops that run in row blocks (backend.by_rows)."""
+    outs = [mt.gelu(x), mt.layer_norm(x, gamma, beta), masked_softmax(scores, mask), masked_softmax(scores.T)]
+    grads = mt.grad(sum((y * y).sum() for y in outs), [x, gamma, beta, scores])
+    return [t.numpy() for t in outs + list(grads)]
+
+
+def test_row_blocks_and_threads_give_the_same_numbers_bit_for_bit(monkeypatch):
+    """Blocks of 64 elements (so these small arrays are split), one or two threads, or the
+    whole array at once: the same rounding everywhere.  scores.T: a non-contiguous input."""
+    x = mt.randn(3, 5, 32, requires_grad=True)
+    gamma, beta = mt.randn(32, requires_grad=True), mt.randn(32, requires_grad=True)
+    scores = mt.randn(2, 3, 24, 24, requires_grad=True)
+    mask = mt.tensor(np.tril(np.ones((24, 24), dtype=bool)))
+    monkeypatch.setattr(mt.backend, 'BLOCK', 2**40)
+    whole = fused_ops_on(x, gamma, beta, scores, mask)
+    monkeypatch.setattr(mt.backend, 'BLOCK', 64)
+    for threads in (1, 2):
+        mt.backend.set_num_threads(threads)
+        try:
+            blocked = fused_ops_on(x, gamma, beta, scores, mask)
+        finally:
+            mt.backend.set_num_threads(1)
+        for a, b in zip(whole, blocked):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_set_num_threads_checks_its_argument():
+    with pytest.raises(ValueError, match="set_num_threads: need at least 1 thread, not 0"):
+        mt.backend.set_num_threads(0)

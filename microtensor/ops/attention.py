@@ -28,13 +28,14 @@ class MaskedSoftmax(Function):
     def forward(self, s, mask):
         xp = backend.array_module(s)
 
-        def softmax(x):  # on a block of rows (backend.by_rows): its temporaries stay in the cache
-            e = x - x.max(axis=-1, keepdims=True)  # exp(x - max): no overflow
-            xp.exp(e, out=e)
-            e /= e.sum(axis=-1, keepdims=True)
-            return e
+        def softmax(p):  # in place, a block of rows at a time (backend.by_rows)
+            p -= p.max(axis=-1, keepdims=True)  # exp(x - max): no overflow
+            xp.exp(p, out=p)
+            p /= p.sum(axis=-1, keepdims=True)
+            return p
 
-        return backend.by_rows(softmax, s if mask is None else xp.where(mask, s, -math.inf))
+        p = s.copy() if mask is None else xp.where(mask, s, -math.inf)  # the op's one new array
+        return backend.by_rows(softmax, p, out=p)
 
     def backward(self, g):
         return (SoftmaxGrad.apply(self.output, g),)
@@ -42,14 +43,15 @@ class MaskedSoftmax(Function):
 
 class SoftmaxGrad(Function):
     """The softmax's backward as one op, over the last axis:
-        D = P * (G - s),   s = sum(G * P)
+        D = P * (G - s),   s = sum(G * P)     (einsum: the row sums without a temporary G * P)
     and its own derivatives (for second derivatives), with E the gradient arriving at D
     and u = sum(E * P):
         dL/dP = E * (G - s) - G * u,    dL/dG = P * (E - u)
     """
 
     def forward(self, p, g):
-        return backend.by_rows(lambda p, g: p * (g - (g * p).sum(axis=-1, keepdims=True)), p, g)
+        xp = backend.array_module(p)
+        return backend.by_rows(lambda p, g: p * (g - xp.einsum('...k,...k->...', g, p)[..., None]), p, g)
 
     def backward(self, e):
         p, g = self.inputs

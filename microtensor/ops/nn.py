@@ -138,10 +138,12 @@ def _layer_norm_dx(dx_hat, x_hat, inv_std):
 
 
 def _row_mean(x):
-    """The mean over the last axis (keepdims) as x @ [1/n, ..., 1/n]^T: for rows of tens or hundreds
-    of numbers BLAS's matrix-vector product is ~3x faster than numpy's mean."""
-    n = x.shape[-1]
-    return x @ backend.array_module(x.data if isinstance(x, Tensor) else x).full((n, 1), 1 / n, dtype=x.dtype)
+    """The mean over the last axis (keepdims).  On arrays as an einsum: ~3x faster than numpy's
+    mean over rows of tens or hundreds of numbers, and each row is summed on its own (the same
+    bits in any block of rows, see backend.by_rows)."""
+    if isinstance(x, Tensor):
+        return x.mean(axis=-1, keepdims=True)
+    return backend.array_module(x).einsum('...i->...', x)[..., None] / x.shape[-1]
 
 
 def layer_norm(x, gamma, beta, eps=1e-5):
