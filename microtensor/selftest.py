@@ -76,6 +76,7 @@ CASES = [
     Case('erf', lambda x: mt.erf(x), ((3, 4),)),
     Case('gelu tanh', lambda x: mt.gelu(x), ((3, 4),)),
     Case('gelu erf', lambda x: mt.gelu(x, approximate='none'), ((3, 4),)),
+    Case('gelu tanh 2nd order', _second_derivative(lambda x: (mt.gelu(x) ** 2).sum()), ((3, 4),)),
     Case('maximum', lambda a, b: mt.maximum(a, b), ((3, 4), (4,))),
     Case('minimum', lambda a, b: mt.minimum(a, b), ((3, 4), (3, 1))),
     Case('clip', lambda x: x.clip(-0.5, 1.0), ((3, 4),)),
