@@ -257,29 +257,18 @@ malloc_tuned = _tune_malloc()
 
 
 # ----------------------------------------------------------------------------
-# row blocks and threads: long elementwise chains at cache speed, on every core asked for
+# row blocks: long elementwise chains at cache speed
 #
-# A fused op's formula is a chain of numpy operations (GELU's forward is ten), each making
+# A fused op's formula is a chain of numpy operations (GELU's forward is nine), each making
 # a temporary as large as the input.  On a (B, T, d_ff) activation every temporary is
 # megabytes, so each operation streams through main memory.  by_rows runs the same formula
 # on blocks of rows of about BLOCK elements, whose temporaries stay in the CPU's cache
-# (2-3x faster on this project's benchmark), and, with threads > 1, on several blocks at
-# once: numpy releases the GIL inside its loops, so plain Python threads run in parallel.
-# Each block is computed exactly as the whole array would be (rows are independent), so
-# the result is the same, bit for bit, whatever the block size or thread count.
+# (GELU: ~1.5x faster at d_ff = 256, ~1.8x at 1024).  Each block is computed exactly as the
+# whole array would be (rows are independent), so the result is the same, bit for bit,
+# whatever the block size.  (Threads over the blocks were tried: with the GIL handed back
+# and forth between numpy calls on two cores they gained ~15% on GELU alone and nothing
+# measurable on a training step; see benchmarks/README.md.)
 BLOCK = 2**16
-_threads = {'count': max(1, int(os.environ.get('OMP_NUM_THREADS') or 1)), 'pool': None}
-
-
-def set_num_threads(n):
-    """How many threads by_rows may use (default: $OMP_NUM_THREADS, else 1)."""
-    if int(n) < 1:
-        raise ValueError(f"set_num_threads: need at least 1 thread, not {n}")
-    _threads['count'], _threads['pool'] = int(n), None
-
-
-def get_num_threads():
-    return _threads['count']
 
 
 def by_rows(fn, *arrays, out=None):
@@ -300,28 +289,17 @@ def by_rows(fn, *arrays, out=None):
         return fn(*arrays)
     rows = [a.reshape(-1, a.shape[-1]) for a in arrays]  # out's is a view: out is C-contiguous
     step = max(1, BLOCK // first.shape[-1])
-    starts = range(0, len(rows[0]), step)
-    head = fn(*[r[:step] for r in rows])
-    single = not isinstance(head, tuple)
-
-    def run(start):  # one block's results, as a tuple
-        results = head if start == 0 else fn(*[r[start:start + step] for r in rows])
-        return (results,) if single else results
-
-    outs = [] if out is not None else [numpy.empty((len(rows[0]),) + h.shape[1:], dtype=h.dtype) for h in run(0)]
-
-    def block(start):
-        for target, result in zip(outs, run(start)):  # with out, fn has already written its block
-            target[start:start + step] = result
-
-    if _threads['count'] > 1 and len(starts) > 1:
-        if _threads['pool'] is None:
-            from concurrent.futures import ThreadPoolExecutor
-            _threads['pool'] = ThreadPoolExecutor(_threads['count'], thread_name_prefix='microtensor')
-        list(_threads['pool'].map(block, starts))
-    else:
-        for start in starts:
-            block(start)
+    outs = None
+    for start in range(0, len(rows[0]), step):
+        results = fn(*[r[start:start + step] for r in rows])
+        if out is not None:  # fn has written its block in place
+            continue
+        single = not isinstance(results, tuple)
+        results = (results,) if single else results
+        if outs is None:
+            outs = [numpy.empty((len(rows[0]),) + r.shape[1:], dtype=r.dtype) for r in results]
+        for target, result in zip(outs, results):
+            target[start:start + step] = result  # while the block is still in the cache
     if out is not None:
         return out
     outs = [target.reshape(first.shape[:-1] + target.shape[1:]) for target in outs]
