@@ -23,8 +23,8 @@ How it is measured:
   losses must agree to 1e-4 (the sanity check; the table shows the difference);
 - both workers stay alive and take turns: each round one runs --steps timed steps, then the
   other (who goes first alternates), so both see the same load on a shared machine;
-- the table shows the median step time (wall clock) of each system over all timed steps and the ratio
-  microtensor / PyTorch (< 1: microtensor is faster); then the same for CPU time
+- the table shows the median step time (wall clock) of each system over all timed steps and
+  the ratio microtensor / PyTorch (< 1: microtensor is faster); then the same for CPU time
   (time.process_time: all the process's threads, user + system, so page faults count;
   less disturbed than wall time by other programs on a busy machine, but with 2 threads
   it also counts threads that spin while waiting), and each worker's peak RSS.
@@ -258,7 +258,10 @@ class Worker:
 
 
 def torch_available(python):
-    return subprocess.run([python, '-c', 'import torch'], capture_output=True).returncode == 0
+    try:
+        return subprocess.run([python, '-c', 'import torch'], capture_output=True).returncode == 0
+    except OSError:  # no such interpreter
+        return False
 
 
 def compare(d_model, threads, args, use_torch):
@@ -358,7 +361,8 @@ def main():
 
     use_torch = torch_available(args.torch_python)
     c = CONFIG
-    print(f"tiny GPT training step (forward + backward + AdamW), float32: {c['n_layers']} layers, {c['n_heads']} heads, "
+    print(f"tiny GPT training step (forward + backward + AdamW), float32: {c['n_layers']} layers, "
+          f"{c['n_heads']} heads, "
           f"context {c['context']}, batch {c['batch']}, vocab {c['vocab']}; median of {args.rounds} alternating rounds "
           f"x {args.steps} steps" + (f"; PyTorch attention: {args.torch_attention}" if use_torch
                                      else f"\n(no torch in {args.torch_python}: microtensor only)") + "\n")
@@ -380,8 +384,8 @@ def main():
                       f"| {m['rss']:.0f} | {t['rss']:.0f} | {m['loss']:.5f} | {abs(m['loss'] - t['loss']):.1e} |",
                       flush=True)
             else:
-                print(f"| {d_model} | {threads} | {m['ms']:.1f} | {m['cpu_ms']:.1f} | {m['rss']:.0f} | {m['loss']:.5f} |",
-                      flush=True)
+                print(f"| {d_model} | {threads} | {m['ms']:.1f} | {m['cpu_ms']:.1f} | {m['rss']:.0f} "
+                      f"| {m['loss']:.5f} |", flush=True)
             others += [(d_model, threads, label, r[label], r['microtensor']) for label in args.compare]
     if others:  # the other checkouts, measured in the same rounds
         print("\n| d_model | threads | checkout | ms | CPU ms | this checkout / it (ms) | (CPU) | RSS MiB |")

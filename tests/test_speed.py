@@ -143,3 +143,14 @@ def test_row_blocks_give_the_same_numbers_bit_for_bit(monkeypatch):
     monkeypatch.setattr(mt.backend, 'BLOCK', 64)
     for a, b in zip(whole, fused_ops_on(x, gamma, beta, scores, mask)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_vs_torch_benchmark_runs_without_torch(tmp_path):
+    """benchmarks/vs_torch.py with no PyTorch to compare against still times microtensor."""
+    out = subprocess.run([sys.executable, os.path.join(ROOT, 'benchmarks', 'vs_torch.py'),
+                          '--torch-python', str(tmp_path / 'no-python'), '--d-models', '64', '--threads', '1',
+                          '--rounds', '1', '--steps', '1', '--warmup', '0'],
+                         capture_output=True, text=True, check=True, timeout=120).stdout
+    assert 'microtensor only' in out
+    row = out.strip().splitlines()[-1].split('|')
+    assert row[1].strip() == '64' and float(row[3]) > 0 and abs(float(row[6]) - np.log(65)) < 0.1  # loss ~ ln(vocab)
