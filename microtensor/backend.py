@@ -225,7 +225,7 @@ def read_npz(path):
 # A training step allocates and frees the same large arrays (activations, gradients) every
 # time.  glibc's malloc serves big requests with mmap and unmaps them on free, and trims the
 # heap's free top back to the OS, so the next step's arrays are fresh pages: the kernel
-# faults each one in and zeroes it again (about half the step of a tiny GPT).  Three
+# faults each one in and zeroes it again (a fifth of benchmarks/vs_torch.py's step).  Three
 # mallopt settings, once at import, make freed blocks stay in the heap for reuse:
 #
 #     M_MMAP_THRESHOLD 32 MiB   arrays up to this size come from the heap (glibc's maximum)
@@ -263,7 +263,7 @@ malloc_tuned = _tune_malloc()
 # a temporary as large as the input.  On a (B, T, d_ff) activation every temporary is
 # megabytes, so each operation streams through main memory.  by_rows runs the same formula
 # on blocks of rows of about BLOCK elements, whose temporaries stay in the CPU's cache
-# (GELU: ~1.5x faster at d_ff = 256, ~1.8x at 1024).  Each block is computed exactly as the
+# (GELU: ~1.3x faster at d_ff = 256, ~1.8x at 1024).  Each block is computed exactly as the
 # whole array would be (rows are independent), so the result is the same, bit for bit,
 # whatever the block size.  (Threads over the blocks were tried: with the GIL handed back
 # and forth between numpy calls on two cores they gained ~15% on GELU alone and nothing

@@ -212,7 +212,11 @@ class GeluTanhSlope(Function):
     """
 
     def forward(self, x):
-        return backend.by_rows(lambda x: _gelu_tanh_slope(x, *_gelu_tanh(x)[::-1]), x)
+        def slope(x):
+            y, h = _gelu_tanh(x)
+            return _gelu_tanh_slope(x, h, y)
+
+        return backend.by_rows(slope, x)
 
     def backward(self, g):
         return (g * _gelu_tanh_curvature(self.inputs[0]),)
@@ -221,7 +225,7 @@ class GeluTanhSlope(Function):
 def _gelu_tanh(x):
     """(y, h) on arrays: GELU's output and its gate."""
     xp = backend.array_module(x)
-    u = _SQRT_2_OVER_PI * x * (1 + _A * x * x)  # x*x: ~50x faster than x**2
+    u = _SQRT_2_OVER_PI * x * (1 + _A * x * x)  # = sqrt(2/pi) (x + 0.044715 x^3), in four multiplications
     h = 0.5 * (1 + xp.tanh(u))
     return x * h, h
 
