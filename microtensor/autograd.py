@@ -212,9 +212,9 @@ def backward_loop(roots, root_grads, retain_graph=False, wanted=None):
     g = dL/d(output) and sent[i] is the gradient sent to op.inputs[i] (None if none).
     run_backward runs it to the end; mt.backward_steps can stop after any op.
     """
-    grads = {}
+    grads, owned = {}, set()  # owned: ids of the tensors whose gradient sum the engine made (_accumulate)
     for root, g in zip(roots, root_grads):
-        _accumulate(grads, root, g)
+        _accumulate(grads, root, g, owned)
 
     for t in topological_order(roots):
         g = grads.pop(id(t), None)
@@ -247,16 +247,32 @@ def backward_loop(roots, root_grads, retain_graph=False, wanted=None):
                 gx = gx.to(dtype=x.dtype)
             if _anomaly_mode:
                 _check_finite(fn, gx)
-            _accumulate(grads, x, gx)
+            _accumulate(grads, x, gx, owned)
             sent.append(gx)
         yield fn, t, g, sent
         if not retain_graph:
             fn.release()
 
 
-def _accumulate(grads, t, g):
-    previous = grads.get(id(t))
-    grads[id(t)] = g if previous is None else previous + g
+def _accumulate(grads, t, g, owned):
+    """Add g into t's gradient slot.
+
+    The first gradient is stored as it is, never written to: it may be another tensor's
+    too (Add sends the same g to both inputs) or a user's array.  The second makes a new
+    sum, which only this slot holds; the third and later are added into it in place (no
+    new array), unless create_graph is recording the backward pass, whose tensors are
+    never modified.
+    """
+    key = id(t)
+    previous = grads.get(key)
+    if previous is None:
+        grads[key] = g
+    elif key in owned:
+        previous.data += g.data
+    else:
+        grads[key] = previous + g
+        if not _grad_enabled:
+            owned.add(key)
 
 
 def _check_versions(fn):

@@ -17,6 +17,8 @@ import contextlib
 import io
 import math
 import numbers
+import os
+import sys
 
 import numpy
 
@@ -190,7 +192,15 @@ def broadcasts_to(shape, target):
 def scatter_add(target, index, values):
     """target[index] += values, adding repeated indices (add.at: numpy's, and cupy's since
     cupy 13, where cupyx.scatter_add is deprecated)."""
-    array_module(target).add.at(target, index, values)
+    if array_module(target) is numpy and isinstance(index, numpy.ndarray) and index.dtype.kind in 'iu' \
+            and target.flags.c_contiguous:
+        # rows picked by one integer array (an embedding's ids): numpy's add.at is ~5x faster
+        # on flat indices into a 1-D array, so address every element of those rows directly
+        row = target[0].size
+        flat = (numpy.where(index < 0, index + len(target), index).reshape(-1, 1) * row + numpy.arange(row)).ravel()
+        numpy.add.at(target.reshape(-1), flat, numpy.broadcast_to(values, index.shape + target.shape[1:]).ravel())
+    else:
+        array_module(target).add.at(target, index, values)
     return target
 
 
@@ -310,3 +320,90 @@ def memory_pool_bytes(device):
     if check_device(device) != 'cuda':
         return None
     return cupy.get_default_memory_pool().total_bytes()
+
+
+# ----------------------------------------------------------------------------
+# memory reuse on the CPU: keep freed working memory instead of giving it back to the OS
+#
+# A training step allocates and frees the same large arrays (activations, gradients) every
+# time.  glibc's malloc serves big requests with mmap and unmaps them on free, and trims the
+# heap's free top back to the OS, so the next step's arrays are fresh pages: the kernel
+# faults each one in and zeroes it again (a fifth of benchmarks/vs_torch.py's step).  Three
+# mallopt settings, once at import, make freed blocks stay in the heap for reuse:
+#
+#     M_MMAP_THRESHOLD 32 MiB   arrays up to this size come from the heap (glibc's maximum)
+#     M_TRIM_THRESHOLD 256 MiB  free memory at the heap's top is given back only beyond this
+#     M_TOP_PAD        16 MiB   the heap grows in steps of at least this much
+#
+# The process's peak memory does not change (a step's peak is the same either way); what
+# changes is that RSS stays at that peak between steps instead of falling and rising.
+# Linux with glibc only (a no-op on macOS, Windows, musl); MICROTENSOR_MALLOC_TUNING=0 in
+# the environment turns it off.  benchmarks/README.md has the measurements.
+_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3  # glibc's <malloc.h> parameter numbers
+MALLOC_SETTINGS = {_M_MMAP_THRESHOLD: 32 * 2**20, _M_TRIM_THRESHOLD: 256 * 2**20, _M_TOP_PAD: 16 * 2**20}
+
+
+def _tune_malloc():
+    """Apply MALLOC_SETTINGS through glibc's mallopt; True if it was done."""
+    if os.environ.get('MICROTENSOR_MALLOC_TUNING', '1') == '0' or not sys.platform.startswith('linux'):
+        return False
+    import ctypes
+    try:
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version  # only glibc has it (musl's mallopt does nothing)
+    except (OSError, AttributeError):
+        return False
+    return all(libc.mallopt(param, value) == 1 for param, value in MALLOC_SETTINGS.items())
+
+
+malloc_tuned = _tune_malloc()
+
+
+# ----------------------------------------------------------------------------
+# row blocks: long elementwise chains at cache speed
+#
+# A fused op's formula is a chain of numpy operations (GELU's forward is nine), each making
+# a temporary as large as the input.  On a (B, T, d_ff) activation every temporary is
+# megabytes, so each operation streams through main memory.  by_rows runs the same formula
+# on blocks of rows of about BLOCK elements, whose temporaries stay in the CPU's cache
+# (GELU: ~1.3x faster at d_ff = 256, ~1.8x at 1024).  Each block is computed exactly as the
+# whole array would be (rows are independent), so the result is the same, bit for bit,
+# whatever the block size.  (Threads over the blocks were tried: with the GIL handed back
+# and forth between numpy calls on two cores they gained ~15% on GELU alone and nothing
+# measurable on a training step; see benchmarks/README.md.)
+BLOCK = 2**16
+
+
+def by_rows(fn, *arrays, out=None):
+    """fn(*arrays), computed block of rows by block of rows on the CPU.
+
+    arrays: one leading shape, each (..., n) or (..., 1) (a per-row statistic, as
+    keepdims=True gives).  fn gets 2-D blocks of rows, (rows, n) or (rows, 1), and returns
+    an array or a tuple of arrays of such blocks.  It must treat rows independently:
+    elementwise math and reductions over the last axis only; constants (gamma, a Python
+    number) come from the closure.  Results have the inputs' leading shape.
+    out=arrays[0], a C-contiguous array the op has just made: fn overwrites its first
+    block in place, and that array is the result (no new array, no copy).
+    On the GPU, and for arrays of at most two blocks, this is fn(*arrays).
+    """
+    first = arrays[0]
+    if (array_module(first) is not numpy or first.size <= 2 * BLOCK or first.ndim == 0
+            or (out is not None and not out.flags.c_contiguous)):
+        return fn(*arrays)
+    rows = [a.reshape(-1, a.shape[-1]) for a in arrays]  # out's is a view: out is C-contiguous
+    step = max(1, BLOCK // first.shape[-1])
+    outs = None
+    for start in range(0, len(rows[0]), step):
+        results = fn(*[r[start:start + step] for r in rows])
+        if out is not None:  # fn has written its block in place
+            continue
+        single = not isinstance(results, tuple)
+        results = (results,) if single else results
+        if outs is None:
+            outs = [numpy.empty((len(rows[0]),) + r.shape[1:], dtype=r.dtype) for r in results]
+        for target, result in zip(outs, results):
+            target[start:start + step] = result  # while the block is still in the cache
+    if out is not None:
+        return out
+    outs = [target.reshape(first.shape[:-1] + target.shape[1:]) for target in outs]
+    return outs[0] if single else tuple(outs)

@@ -19,6 +19,8 @@ from typing import Callable
 import microtensor as mt
 
 from . import backend
+from .ops.attention import masked_softmax
+from .ops.linalg import linear
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,12 @@ class Case:
 def _ids(values, x):
     """An integer tensor on x's device (class targets, gather indices)."""
     return mt.tensor(values, device=x.device)
+
+
+def _causal(x):
+    """A causal (T, T) mask on x's device, for x (..., T, T)."""
+    T = x.shape[-1]
+    return mt.arange(T, device=x.device).reshape(T, 1) >= mt.arange(T, device=x.device)
 
 
 def _second_derivative(f):
@@ -75,6 +83,7 @@ CASES = [
     Case('erf', lambda x: mt.erf(x), ((3, 4),)),
     Case('gelu tanh', lambda x: mt.gelu(x), ((3, 4),)),
     Case('gelu erf', lambda x: mt.gelu(x, approximate='none'), ((3, 4),)),
+    Case('gelu tanh 2nd order', _second_derivative(lambda x: (mt.gelu(x) ** 2).sum()), ((3, 4),)),
     Case('maximum', lambda a, b: mt.maximum(a, b), ((3, 4), (4,))),
     Case('minimum', lambda a, b: mt.minimum(a, b), ((3, 4), (3, 1))),
     Case('clip', lambda x: x.clip(-0.5, 1.0), ((3, 4),)),
@@ -130,6 +139,12 @@ CASES = [
     Case('cross_entropy ignore', lambda x: mt.cross_entropy(x, _ids([[0, 3, -1], [-1, 1, 2]], x), ignore_index=-1),
          ((2, 3, 4),)),
     Case('layer_norm', lambda x, gamma, beta: mt.layer_norm(x, gamma, beta), ((2, 3, 4), (4,), (4,))),
+    # fused for speed (nn.Linear, MultiHeadAttention)
+    Case('linear', lambda x, W, b: linear(x, W, b), ((2, 3, 4), (4, 5), (5,))),
+    Case('linear no bias', lambda x, W: linear(x, W), ((3, 4), (4, 5))),
+    Case('masked_softmax', lambda s: masked_softmax(s, _causal(s)), ((2, 4, 4),)),
+    Case('masked_softmax 2nd order', _second_derivative(lambda s: (masked_softmax(s, _causal(s)) ** 2).sum()),
+         ((2, 4, 4),)),
 ]
 
 

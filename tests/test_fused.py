@@ -103,3 +103,81 @@ def test_layer_norm(device, data, eps):
     assume((x.numpy().std(-1) > 0.1).all() or x.shape[-1] == 1)  # var ~ eps: both right, but rounding differs
     assert_same_function(lambda *ts: mt.layer_norm(*ts, eps=eps),
                          lambda *ts: layer_norm_composed(*ts, eps), [x, gamma, beta], device)
+
+
+# ---------------------------------------------------------------------------- fused for speed
+# nn.Linear's op, attention's mask + softmax: the lesson is not their insides, so the
+# engine runs them as one op; each must equal its composed twin, to first and second order.
+from microtensor.ops.attention import masked_softmax  # noqa: E402
+from microtensor.ops.linalg import linear  # noqa: E402
+from transformer import MultiHeadAttention, causal_mask  # noqa: E402
+from transformer.probes import SaturationProbe  # noqa: E402
+
+
+def linear_composed(x, W, b=None):
+    return x @ W if b is None else x @ W + b
+
+
+@devices
+@pytest.mark.parametrize('bias', [True, False], ids=['bias', 'no_bias'])
+@given(data=st.data())
+def test_linear(device, bias, data):
+    leading = data.draw(hnp.array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=3))  # x: 1-D to 3-D
+    n_in, n_out = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4))
+    inputs = [data.draw(tensors(leading + (n_in,), device=device)), data.draw(tensors((n_in, n_out), device=device))]
+    inputs += [data.draw(tensors((n_out,), device=device))] if bias else []
+    assert_same_function(linear, linear_composed, inputs, device)
+    assert mt.gradcheck(linear, inputs)
+    assert mt.gradgradcheck(linear, inputs)
+
+
+def random_mask(data, shape):
+    """A boolean mask of `shape` (or a shape broadcasting to it) with a True in every row."""
+    mask_shape = data.draw(st.sampled_from([shape, shape[-2:], (shape[0],) + (1,) * (len(shape) - 2) + shape[-1:]]))
+    mask = data.draw(hnp.arrays(bool, mask_shape))
+    mask[..., 0] = True  # every query keeps a key (softmax of an all -inf row is 0/0)
+    return mt.tensor(mask)
+
+
+@devices
+@pytest.mark.parametrize('masked', [True, False], ids=['mask', 'no_mask'])
+@given(data=st.data())
+def test_masked_softmax(device, masked, data):
+    s = data.draw(tensors(data.draw(hnp.array_shapes(min_dims=2, max_dims=4, min_side=1, max_side=4)), device=device))
+    mask = random_mask(data, s.shape).to(device) if masked else None
+    composed = lambda t: (t if mask is None else mt.where(mask, t, -math.inf)).softmax(axis=-1)  # noqa: E731
+    assert_same_function(lambda t: masked_softmax(t, mask), composed, [s], device)
+    assert mt.gradcheck(lambda t: masked_softmax(t, mask), [s])
+    assert mt.gradgradcheck(lambda t: masked_softmax(t, mask), [s])
+
+
+def test_masked_softmax_weights_are_bit_for_bit_the_composed_ones():
+    """float32, the GPT's shapes: the lessons read the same numbers on either path."""
+    s = mt.randn(2, 4, 16, 16)
+    mask = causal_mask(16)
+    np.testing.assert_array_equal(masked_softmax(s, mask).numpy(), mt.where(mask, s, -math.inf).softmax().numpy())
+    np.testing.assert_array_equal(masked_softmax(s).numpy(), s.softmax().numpy())
+
+
+def test_mha_fused_and_unfused_agree_and_probes_read_the_same():
+    """MultiHeadAttention.fused: the same output, last_scores, last_weights (bit for bit) and
+    gradients; the saturation probe's table is the same either way."""
+    x = mt.randn(2, 5, 8)
+    runs = {}
+    for fused in (True, False):
+        mt.manual_seed(0)
+        m = MultiHeadAttention(8, 2)
+        m.fused = fused
+        with SaturationProbe(m) as probe:
+            out = m(x, mask=causal_mask(5))
+            (out ** 2).sum().backward()
+        runs[fused] = (out, m, probe)
+    (out_f, m_f, probe_f), (out_u, m_u, probe_u) = runs[True], runs[False]
+    for a, b in [(out_f, out_u), (m_f.last_scores, m_u.last_scores), (m_f.last_weights, m_u.last_weights)]:
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    for p_f, p_u in zip(m_f.parameters(), m_u.parameters()):
+        np.testing.assert_allclose(p_f.grad.numpy(), p_u.grad.numpy(), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(m_f.last_scores.grad.numpy(), m_u.last_scores.grad.numpy(), rtol=1e-5, atol=1e-8)
+    for r_f, r_u in zip(probe_f.rows(), probe_u.rows()):
+        assert r_f.stats == r_u.stats and r_f.grad_weights == r_u.grad_weights
+        assert r_f.grad_scores == pytest.approx(r_u.grad_scores, rel=1e-5)

@@ -2,6 +2,7 @@
 import math
 
 from .. import argcheck, creation
+from ..ops.linalg import linear
 from . import init
 from .module import Module
 from .parameter import Parameter
@@ -12,6 +13,7 @@ class Linear(Module):
 
     x: (..., in_features)    W: (in_features, out_features)    b: (out_features,)
     W and b start uniform in [-1/sqrt(in), 1/sqrt(in)], as in PyTorch.
+    One op in the graph, Linear (ops/linalg.py): the same numbers as x @ W + b, faster.
     """
 
     def __init__(self, in_features, out_features, bias=True, dtype=None, device=None):
@@ -30,8 +32,7 @@ class Linear(Module):
         if x.shape[-1] != self.in_features:
             raise ValueError(f"Linear({self.in_features}, {self.out_features}): input has last dimension "
                              f"{x.shape[-1]}, shape {x.shape}")
-        y = x @ self.weight
-        return y + self.bias if self.bias is not None else y
+        return linear(x, self.weight, self.bias)
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"

@@ -1,0 +1,399 @@
+"""The same tiny GPT training step in microtensor and in PyTorch eager, side by side.
+
+    python benchmarks/vs_torch.py                                        # torch from this interpreter, if any
+    python benchmarks/vs_torch.py --torch-python /tmp/venv-torch/bin/python
+    python benchmarks/vs_torch.py --d-models 64 --threads 1 --rounds 9   # one configuration
+    python benchmarks/vs_torch.py --rss 2000                              # microtensor's RSS over a long run
+    python benchmarks/vs_torch.py --profile                               # cProfile of microtensor's step
+    python benchmarks/vs_torch.py --compare /tmp/old-checkout             # also time another version, same rounds
+
+The model (both systems): a decoder-only GPT, pre-LN, learned positions, 2 layers, 4 heads,
+d_ff = 4 d_model, GELU (tanh form), separate W_Q/W_K/W_V/W_O with biases, an untied head
+without bias, vocabulary 65, context 64, batch 32, float32.  One step = forward, the
+next-token cross-entropy, backward, AdamW (lr 3e-4, weight decay 0.01).  PyTorch's model
+is written the way a PyTorch user writes it in eager mode: nn.Linear, masked_fill, softmax
+(--torch-attention sdpa uses F.scaled_dot_product_attention instead).
+
+How it is measured:
+- each system runs in its own worker process (importing torch changes numpy's malloc
+  behaviour, so they never share one), with OMP/OPENBLAS/MKL threads set to the column's
+  thread count before numpy or torch is imported (and torch.set_num_threads);
+- the same initialisation: the microtensor worker writes its freshly initialised weights
+  and the batch to a temporary .npz, the PyTorch worker copies them in; the first step's
+  losses must agree to 1e-4 (the sanity check; the table shows the difference);
+- both workers stay alive and take turns: each round one runs --steps timed steps, then the
+  other (who goes first alternates), so both see the same load on a shared machine;
+- the table shows the median step time (wall clock) of each system over all timed steps and
+  the ratio microtensor / PyTorch (< 1: microtensor is faster); then the same for CPU time
+  (time.process_time: all the process's threads, user + system, so page faults count;
+  less disturbed than wall time by other programs on a busy machine, but with 2 threads
+  it also counts threads that spin while waiting), and each worker's peak RSS.
+
+PyTorch is an optional benchmark dependency only: without it the microtensor column is
+still measured.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, '..')
+CONFIG = dict(vocab=65, n_layers=2, n_heads=4, context=64, batch=32, lr=3e-4, weight_decay=0.01)
+THREAD_VARIABLES = ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS')
+
+
+# ---------------------------------------------------------------------------- the workers
+def peak_rss_mib():
+    """This process's peak resident set size (VmHWM), in MiB; None where /proc is missing."""
+    return _proc_status('VmHWM')
+
+
+def rss_mib():
+    return _proc_status('VmRSS')
+
+
+def _proc_status(field):
+    try:
+        with open('/proc/self/status') as f:
+            for line in f:
+                if line.startswith(field + ':'):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def microtensor_step(d_model, init_path, root=ROOT):
+    """Build the GPT (microtensor from `root`), write its initial weights and the batch to init_path; return step()."""
+    sys.path.insert(0, root)
+    import numpy as np
+    import microtensor as mt
+    from microtensor import optim
+    from transformer import GPT, next_token_loss
+
+    c = CONFIG
+    mt.manual_seed(0)
+    model = GPT(c['vocab'], d_model=d_model, n_layers=c['n_layers'], n_heads=c['n_heads'], max_len=c['context'])
+    ids = mt.randint(0, c['vocab'], (c['batch'], c['context']))
+    if init_path:
+        arrays = {name: t.numpy() for name, t in model.state_dict().items()}
+        arrays['ids'] = ids.numpy()
+        partial = init_path + '.partial.npz'
+        np.savez(partial, **arrays)
+        os.replace(partial, init_path)
+    opt = optim.AdamW(model.parameters(), lr=c['lr'], weight_decay=c['weight_decay'])
+
+    def step():
+        loss = next_token_loss(model(ids), ids)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return step
+
+
+def torch_step(d_model, init_path, attention):
+    """The same GPT in PyTorch, initialised from the microtensor worker's weights."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    c = CONFIG
+    n_heads = c['n_heads']
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.W_Q, self.W_K, self.W_V, self.W_O = (nn.Linear(d_model, d_model) for _ in range(4))
+            self.register_buffer('mask', torch.tril(torch.ones(c['context'], c['context'], dtype=torch.bool)))
+
+        def forward(self, x):
+            B, T, _ = x.shape
+            split = lambda y: y.view(B, T, n_heads, d_model // n_heads).transpose(1, 2)  # noqa: E731
+            q, k, v = split(self.W_Q(x)), split(self.W_K(x)), split(self.W_V(x))
+            if attention == 'sdpa':
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:
+                scores = (q @ k.transpose(-1, -2)) * (1.0 / (d_model // n_heads) ** 0.5)
+                y = scores.masked_fill(~self.mask[:T, :T], float('-inf')).softmax(dim=-1) @ v
+            return self.W_O(y.transpose(1, 2).reshape(B, T, d_model))
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+            self.self_attn = Attention()
+            self.W_1, self.W_2 = nn.Linear(d_model, 4 * d_model), nn.Linear(4 * d_model, d_model)
+
+        def forward(self, x):
+            x = x + self.self_attn(self.norm1(x))
+            return x + self.W_2(F.gelu(self.W_1(self.norm2(x)), approximate='tanh'))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(c['vocab'], d_model), nn.Embedding(c['context'], d_model)
+            self.layers = nn.ModuleList(Block() for _ in range(c['n_layers']))
+            self.final_norm = nn.LayerNorm(d_model)
+            self.lm_head = nn.Linear(d_model, c['vocab'], bias=False)
+
+        def forward(self, ids):
+            x = self.tok(ids) + self.pos.weight[:ids.shape[1]]
+            for layer in self.layers:
+                x = layer(x)
+            return self.lm_head(self.final_norm(x))
+
+    model = GPT()
+    with np.load(init_path, allow_pickle=False) as saved:
+        w = {name: saved[name] for name in saved.files}
+    ids = torch.from_numpy(w['ids'].astype(np.int64))
+
+    def copy(param, array, transpose=False):  # microtensor's Linear weight is (in, out), torch's (out, in)
+        with torch.no_grad():
+            param.copy_(torch.from_numpy(array.T.copy() if transpose else array))
+
+    copy(model.tok.weight, w['embed.tok.weight'])
+    copy(model.pos.weight, w['embed.pos.weight'])
+    copy(model.lm_head.weight, w['lm_head.weight'], transpose=True)
+    copy(model.final_norm.weight, w['decoder.final_norm.gamma'])
+    copy(model.final_norm.bias, w['decoder.final_norm.beta'])
+    for i, layer in enumerate(model.layers):
+        p = f'decoder.layers.{i}.'
+        for name in ('W_Q', 'W_K', 'W_V', 'W_O'):
+            copy(getattr(layer.self_attn, name).weight, w[p + f'self_attn.{name}.weight'], transpose=True)
+            copy(getattr(layer.self_attn, name).bias, w[p + f'self_attn.{name}.bias'])
+        for name in ('W_1', 'W_2'):
+            copy(getattr(layer, name).weight, w[p + f'ffn.{name}.weight'], transpose=True)
+            copy(getattr(layer, name).bias, w[p + f'ffn.{name}.bias'])
+        for norm in ('norm1', 'norm2'):
+            copy(getattr(layer, norm).weight, w[p + f'{norm}.gamma'])
+            copy(getattr(layer, norm).bias, w[p + f'{norm}.beta'])
+    opt = torch.optim.AdamW(model.parameters(), lr=c['lr'], weight_decay=c['weight_decay'])
+
+    def step():
+        logits = model(ids)
+        loss = F.cross_entropy(logits[:, :-1].reshape(-1, c['vocab']), ids[:, 1:].reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return step
+
+
+def worker(args):
+    """Serve commands on stdin: 'first' (one step, its loss), 'run N' (N timed steps), 'quit'."""
+    threads = args.threads
+    if args.worker == 'torch':
+        import torch
+        torch.set_num_threads(threads)
+        step = torch_step(args.d_model, args.init, args.torch_attention)
+    else:
+        step = microtensor_step(args.d_model, args.init, args.root)
+    reply({'ready': True})
+    for line in sys.stdin:
+        command = line.split()
+        if command[0] == 'first':
+            reply({'loss': step()})
+        elif command[0] == 'run':
+            times, cpu_times = [], []
+            for _ in range(int(command[1])):
+                start, cpu_start = time.perf_counter(), time.process_time()
+                step()
+                times.append(time.perf_counter() - start)
+                cpu_times.append(time.process_time() - cpu_start)
+            reply({'times': times, 'cpu_times': cpu_times, 'peak_rss_mib': peak_rss_mib()})
+        elif command[0] == 'rss':  # a long run: RSS every `every` steps
+            n, every = int(command[1]), int(command[2])
+            trace = []
+            for i in range(1, n + 1):
+                step()
+                if i % every == 0:
+                    trace.append((i, rss_mib()))
+            reply({'rss': trace, 'peak_rss_mib': peak_rss_mib()})
+        else:
+            break
+
+
+def reply(message):
+    sys.stdout.write(json.dumps(message) + '\n')
+    sys.stdout.flush()
+
+
+# ---------------------------------------------------------------------------- the parent
+class Worker:
+    """One system in its own process; ask() sends a command and waits for the JSON answer."""
+
+    def __init__(self, system, label, python, d_model, threads, init_path, root=ROOT, torch_attention='manual'):
+        env = dict(os.environ, **{name: str(threads) for name in THREAD_VARIABLES})
+        command = [python, os.path.abspath(__file__), '--worker', system, '--d-model', str(d_model),
+                   '--threads', str(threads), '--init', init_path, '--root', root, '--torch-attention', torch_attention]
+        self.label = label
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
+        self.answer()  # 'ready'
+
+    def ask(self, command):
+        self.process.stdin.write(command + '\n')
+        self.process.stdin.flush()
+        return self.answer()
+
+    def answer(self):
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {self.label} worker exited (exit status {self.process.wait()}); "
+                               "its error is printed above")
+        return json.loads(line)
+
+    def close(self):
+        self.process.stdin.write('quit\n')
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def torch_available(python):
+    try:
+        return subprocess.run([python, '-c', 'import torch'], capture_output=True).returncode == 0
+    except OSError:  # no such interpreter
+        return False
+
+
+def compare(d_model, threads, args, use_torch):
+    """Alternating rounds of every worker at one configuration.
+
+    Returns {label: dict(ms, cpu_ms, rss, loss)}: medians over all timed steps, the peak
+    RSS, and the first step's loss.  Labels: 'microtensor', each --compare checkout, 'torch'.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        init_path = os.path.join(tmp, 'init.npz')
+        workers = [Worker('microtensor', 'microtensor', sys.executable, d_model, threads, init_path)]
+        workers += [Worker('microtensor', root, sys.executable, d_model, threads, '', root=root)
+                    for root in args.compare]  # same seed, same model: they need no weights file
+        if use_torch:
+            workers.append(Worker('torch', 'torch', args.torch_python, d_model, threads, init_path,
+                                  torch_attention=args.torch_attention))
+        try:
+            first = {w.label: w.ask('first')['loss'] for w in workers}
+            for w in workers:
+                w.ask(f'run {args.warmup}')
+            times, cpu_times, rss = ({w.label: [] for w in workers} for _ in range(3))
+            for r in range(args.rounds):
+                for w in (workers if r % 2 == 0 else workers[::-1]):
+                    answer = w.ask(f'run {args.steps}')
+                    times[w.label] += answer['times']
+                    cpu_times[w.label] += answer['cpu_times']
+                    rss[w.label] = answer['peak_rss_mib']
+        finally:
+            for w in workers:
+                w.close()
+    if use_torch and abs(first['microtensor'] - first['torch']) > 1e-4:
+        raise SystemExit(f"sanity check failed at d_model {d_model}: first-step losses differ by "
+                         f"{abs(first['microtensor'] - first['torch']):.2e} "
+                         f"(microtensor {first['microtensor']:.6f}, PyTorch {first['torch']:.6f})")
+    return {label: dict(ms=1000 * statistics.median(times[label]), cpu_ms=1000 * statistics.median(cpu_times[label]),
+                        rss=rss[label], loss=first[label]) for label in times}
+
+
+def long_run_rss(args):
+    """microtensor's RSS every args.rss // 10 steps of a long run (it should stay flat)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        w = Worker('microtensor', 'microtensor', sys.executable, args.d_models[0], args.threads[0],
+                   os.path.join(tmp, 'init.npz'))
+        try:
+            answer = w.ask(f'rss {args.rss} {max(args.rss // 10, 1)}')
+        finally:
+            w.close()
+    print(f"microtensor RSS over {args.rss} steps (d_model {args.d_models[0]}, {args.threads[0]} thread(s)):\n")
+    print("| step | " + " | ".join(str(i) for i, _ in answer['rss']) + " |")
+    print("|---|" + "---:|" * len(answer['rss']))
+    print("| RSS MiB | " + " | ".join(f"{m:.1f}" for _, m in answer['rss']) + " |")
+    print(f"\npeak RSS {answer['peak_rss_mib']:.1f} MiB")
+
+
+def profile(args, top=20):
+    import cProfile
+    import pstats
+    step = microtensor_step(args.d_models[0], None)
+    step()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(args.steps):
+        step()
+    profiler.disable()
+    print(f"\ncProfile, {args.steps} microtensor steps at d_model {args.d_models[0]}, by own time:")
+    pstats.Stats(profiler).sort_stats('tottime').print_stats(top)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--torch-python', default=sys.executable,
+                        help='the interpreter that has torch (default: this one)')
+    parser.add_argument('--torch-attention', default='manual', choices=['manual', 'sdpa'])
+    parser.add_argument('--d-models', default='64,256', type=lambda s: [int(v) for v in s.split(',')])
+    parser.add_argument('--threads', default='1,2', type=lambda s: [int(v) for v in s.split(',')])
+    parser.add_argument('--rounds', type=int, default=7, help='alternating rounds per configuration')
+    parser.add_argument('--steps', type=int, default=5, help='timed steps per system per round')
+    parser.add_argument('--warmup', type=int, default=3)
+    parser.add_argument('--compare', nargs='*', default=[], metavar='CHECKOUT',
+                        help='other microtensor checkouts (directories) to time in the same rounds')
+    parser.add_argument('--rss', type=int, metavar='STEPS', help="only trace microtensor's RSS over STEPS steps")
+    parser.add_argument('--profile', action='store_true', help="only profile microtensor's step (in this process)")
+    parser.add_argument('--worker', choices=['microtensor', 'torch'], help=argparse.SUPPRESS)
+    parser.add_argument('--d-model', type=int, help=argparse.SUPPRESS)
+    parser.add_argument('--init', help=argparse.SUPPRESS)
+    parser.add_argument('--root', default=ROOT, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        args.threads = args.threads[0]
+        return worker(args)
+    if args.profile:
+        for name in THREAD_VARIABLES:  # before numpy is imported
+            os.environ[name] = str(args.threads[0])
+        return profile(args)
+    if args.rss:
+        return long_run_rss(args)
+
+    use_torch = torch_available(args.torch_python)
+    c = CONFIG
+    print(f"tiny GPT training step (forward + backward + AdamW), float32: {c['n_layers']} layers, "
+          f"{c['n_heads']} heads, "
+          f"context {c['context']}, batch {c['batch']}, vocab {c['vocab']}; median of {args.rounds} alternating rounds "
+          f"x {args.steps} steps" + (f"; PyTorch attention: {args.torch_attention}" if use_torch
+                                     else f"\n(no torch in {args.torch_python}: microtensor only)") + "\n")
+    if use_torch:
+        print("| d_model | threads | microtensor ms | PyTorch ms | ratio | CPU ms microtensor | CPU ms PyTorch "
+              "| CPU ratio | RSS MiB microtensor | RSS MiB PyTorch | first loss | loss diff |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    else:
+        print("| d_model | threads | microtensor ms | CPU ms | RSS MiB | first loss |\n|---:|---:|---:|---:|---:|---:|")
+    others = []
+    for d_model in args.d_models:
+        for threads in args.threads:
+            r = compare(d_model, threads, args, use_torch)
+            m = r['microtensor']
+            if use_torch:
+                t = r['torch']
+                print(f"| {d_model} | {threads} | {m['ms']:.1f} | {t['ms']:.1f} | {m['ms'] / t['ms']:.2f} "
+                      f"| {m['cpu_ms']:.1f} | {t['cpu_ms']:.1f} | {m['cpu_ms'] / t['cpu_ms']:.2f} "
+                      f"| {m['rss']:.0f} | {t['rss']:.0f} | {m['loss']:.5f} | {abs(m['loss'] - t['loss']):.1e} |",
+                      flush=True)
+            else:
+                print(f"| {d_model} | {threads} | {m['ms']:.1f} | {m['cpu_ms']:.1f} | {m['rss']:.0f} "
+                      f"| {m['loss']:.5f} |", flush=True)
+            others += [(d_model, threads, label, r[label], r['microtensor']) for label in args.compare]
+    if others:  # the other checkouts, measured in the same rounds
+        print("\n| d_model | threads | checkout | ms | CPU ms | this checkout / it (ms) | (CPU) | RSS MiB |")
+        print("|---:|---:|---|---:|---:|---:|---:|---:|")
+        for d_model, threads, label, o, m in others:
+            print(f"| {d_model} | {threads} | {label} | {o['ms']:.1f} | {o['cpu_ms']:.1f} | {m['ms'] / o['ms']:.2f} "
+                  f"| {m['cpu_ms'] / o['cpu_ms']:.2f} | {o['rss']:.0f} |")
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,156 @@
+"""What makes a training step fast must not change what it computes: malloc tuning at
+import, gradients summed in place only into arrays the engine made, and a float32 step
+that never computes in float64; row blocks change no bit.  (Timings live in benchmarks/.)"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import microtensor as mt
+from microtensor import optim
+from microtensor.autograd import Function
+from microtensor.ops.attention import masked_softmax
+from microtensor.ops.elementwise import Add
+from transformer import GPT, next_token_loss
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# ---------------------------------------------------------------------------- malloc tuning
+def tuned_in_a_fresh_process(setting):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    env.pop('MICROTENSOR_MALLOC_TUNING', None)
+    if setting is not None:
+        env['MICROTENSOR_MALLOC_TUNING'] = setting
+    out = subprocess.run([sys.executable, '-c', 'import microtensor; print(microtensor.backend.malloc_tuned)'],
+                         env=env, capture_output=True, text=True, check=True).stdout
+    return out.strip() == 'True'
+
+
+@pytest.mark.skipif(not sys.platform.startswith('linux') or os.confstr('CS_GNU_LIBC_VERSION') is None,
+                    reason='malloc tuning applies to Linux with glibc only')
+def test_malloc_is_tuned_at_import_unless_turned_off():
+    assert tuned_in_a_fresh_process(None)
+    assert tuned_in_a_fresh_process('1')
+    assert not tuned_in_a_fresh_process('0')
+
+
+# ---------------------------------------------------------------------------- accumulation
+def count_ops(monkeypatch, cls):
+    """A list that grows by one each time `cls` is applied."""
+    calls = []
+    apply = Function.apply.__func__
+
+    def recording_apply(op, *inputs, **params):
+        if op is cls:
+            calls.append(op)
+        return apply(op, *inputs, **params)
+
+    monkeypatch.setattr(Function, 'apply', classmethod(recording_apply))
+    return calls
+
+
+def test_gradients_from_many_uses_are_summed_in_place(monkeypatch):
+    """x feeds four ops: one new array for the sum, the third and fourth gradients are
+    added into it (without in-place summing this takes three Adds)."""
+    x = mt.randn(3, 4, requires_grad=True)
+    y = x.sum() + (2 * x).sum() + x.exp().sum() + (x * x).sum()
+    adds = count_ops(monkeypatch, Add)
+    y.backward()
+    assert len(adds) == 1
+    expected = 1 + 2 + np.exp(x.numpy()) + 2 * x.numpy()
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-6)
+
+
+def test_accumulation_never_writes_into_gradients_it_did_not_make():
+    """The gradients a user passes in, and those the ops send (which backward_steps shows
+    and Add shares between its two inputs), keep their values."""
+    x = mt.randn(3, requires_grad=True)
+    ys = [x * 1.0, x * 2.0, x * 3.0]
+    us = [mt.randn(3) for _ in ys]
+    kept = [u.numpy().copy() for u in us]
+    (gx,) = mt.grad(ys, x, grad_outputs=us)
+    np.testing.assert_allclose(gx.numpy(), us[0].numpy() + 2 * us[1].numpy() + 3 * us[2].numpy(), rtol=1e-6)
+    for u, before in zip(us, kept):
+        np.testing.assert_array_equal(u.numpy(), before)
+
+    a = mt.randn(2, requires_grad=True)
+    s = a + a  # Add sends the same g to both of its inputs, which are the same tensor
+    z = s + a + a
+    shown = []  # each gradient as backward_steps showed it, with its value at that moment
+    for step in mt.backward_steps(z.sum()):
+        shown += [(g, g.numpy().copy()) for g in (step.grad_output,) + step.grad_inputs if g is not None]
+    np.testing.assert_allclose(a.grad.numpy(), [4.0, 4.0])
+    for g, value in shown:
+        np.testing.assert_array_equal(g.numpy(), value)
+
+
+def test_create_graph_sums_out_of_place_and_stays_differentiable():
+    x = mt.tensor([0.5, -1.0], dtype=mt.float64, requires_grad=True)
+    y = (x ** 3).sum() + (x * x).sum() + x.sin().sum()  # three gradients meet at x
+    (g,) = mt.grad(y, x, create_graph=True)
+    (gg,) = mt.grad(g.sum(), x)
+    np.testing.assert_allclose(gg.numpy(), 6 * x.numpy() + 2 - np.sin(x.numpy()))
+
+
+# ---------------------------------------------------------------------------- float32 all the way
+def test_a_float32_gpt_step_never_makes_a_float64_array(monkeypatch):
+    """Every op output and gradient (each goes through Tensor._wrap), and the optimizer's
+    parameters and state, stay float32: no Python or numpy scalar promotes the step."""
+    mt.manual_seed(0)
+    model = GPT(11, d_model=8, n_layers=1, n_heads=2, max_len=6)
+    opt = optim.AdamW(model.parameters(), lr=1e-3)
+    ids = mt.randint(0, 11, (2, 6))
+    dtypes = set()
+    wrap = mt.Tensor._wrap.__func__
+
+    def recording_wrap(cls, array):
+        dtypes.add(str(array.dtype))
+        return wrap(cls, array)
+
+    monkeypatch.setattr(mt.Tensor, '_wrap', classmethod(recording_wrap))
+    for _ in range(2):  # the second step runs Adam with its state
+        loss = next_token_loss(model(ids), ids)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert 'float32' in dtypes and not {'float64', 'float16'} & dtypes, dtypes
+    assert {p.dtype.name for p in model.parameters()} == {'float32'}
+    assert {p.grad.dtype.name for p in model.parameters()} == {'float32'}
+    assert {v.dtype.name for state in opt.state.values() for v in state.values()
+            if isinstance(v, np.ndarray)} == {'float32'}
+
+
+# ---------------------------------------------------------------------------- row blocks
+def fused_ops_on(x, gamma, beta, scores, mask):
+    """Outputs and input gradients of the ops that run in row blocks (backend.by_rows)."""
+    outs = [mt.gelu(x), mt.layer_norm(x, gamma, beta), masked_softmax(scores, mask), masked_softmax(scores.T)]
+    grads = mt.grad(sum((y * y).sum() for y in outs), [x, gamma, beta, scores])
+    return [t.numpy() for t in outs + list(grads)]
+
+
+def test_row_blocks_give_the_same_numbers_bit_for_bit(monkeypatch):
+    """Blocks of 64 elements (so these small arrays are split) or the whole array at once:
+    the same rounding everywhere.  scores.T: a non-contiguous input."""
+    x = mt.randn(3, 5, 32, requires_grad=True)
+    gamma, beta = mt.randn(32, requires_grad=True), mt.randn(32, requires_grad=True)
+    scores = mt.randn(2, 3, 24, 24, requires_grad=True)
+    mask = mt.tensor(np.tril(np.ones((24, 24), dtype=bool)))
+    monkeypatch.setattr(mt.backend, 'BLOCK', 2**40)
+    whole = fused_ops_on(x, gamma, beta, scores, mask)
+    monkeypatch.setattr(mt.backend, 'BLOCK', 64)
+    for a, b in zip(whole, fused_ops_on(x, gamma, beta, scores, mask)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_vs_torch_benchmark_runs_without_torch(tmp_path):
+    """benchmarks/vs_torch.py with no PyTorch to compare against still times microtensor."""
+    out = subprocess.run([sys.executable, os.path.join(ROOT, 'benchmarks', 'vs_torch.py'),
+                          '--torch-python', str(tmp_path / 'no-python'), '--d-models', '64', '--threads', '1',
+                          '--rounds', '1', '--steps', '1', '--warmup', '0'],
+                         capture_output=True, text=True, check=True, timeout=120).stdout
+    assert 'microtensor only' in out
+    row = out.strip().splitlines()[-1].split('|')
+    assert row[1].strip() == '64' and float(row[3]) > 0 and abs(float(row[6]) - np.log(65)) < 0.1  # loss ~ ln(vocab)
