@@ -117,24 +117,16 @@ def is_array(value):
 
 # ----------------------------------------------------------------------------
 # creating and moving arrays
-def asarray(value, dtype=None, device=None):
-    """An array on `device` (default: the default device).  Explicit copies only."""
+def asarray(value, dtype=None, device=None, copy=False):
+    """An array on `device` (default: the default device); a new one when copy=True (what
+    mt.tensor(...) holds), else `value` itself where it already fits.  Explicit copies only:
+    a GPU array is never silently brought to the CPU."""
     device = _default_device if device is None else check_device(device)
     if device == 'cuda':
-        return cupy.asarray(value, dtype=dtype)
+        return (cupy.array if copy else cupy.asarray)(value, dtype=dtype)
     if cupy is not None and isinstance(value, cupy.ndarray):
         raise TypeError("a cupy array was given for device 'cpu': call .cpu() / .get() explicitly")
-    return numpy.asarray(value, dtype=dtype)
-
-
-def array(value, dtype=None, device=None):
-    """A new array (always a copy) of `value` on `device`: what mt.tensor(...) holds."""
-    device = _default_device if device is None else check_device(device)
-    if device == 'cuda':
-        return cupy.array(value, dtype=dtype)
-    if cupy is not None and isinstance(value, cupy.ndarray):
-        raise TypeError("a cupy array was given for device 'cpu': call .cpu() / .get() explicitly")
-    return numpy.array(value, dtype=dtype)
+    return (numpy.array if copy else numpy.asarray)(value, dtype=dtype)
 
 
 def numeric(dtype):

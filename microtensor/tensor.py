@@ -700,7 +700,7 @@ def _new_array(data, dtype, device, op):
         device = backend.check_device(device, op)
     dtype = None if dtype is None else check_dtype(dtype, op)
     try:
-        array = backend.array(data, dtype=dtype, device=device)
+        array = backend.asarray(data, dtype=dtype, device=device, copy=True)
     except (ValueError, TypeError, OverflowError) as error:
         raise (TypeError if isinstance(error, TypeError) else ValueError)(
             f"{op}: cannot make a tensor from {type(data).__name__} {_args.short(data)}: {error}") from None
