@@ -172,7 +172,7 @@ def test_small_numbers():
 
 def test_readme_section_runs():
     from readme import python_blocks
-    blocks = python_blocks('Depth, position and architecture')
+    blocks = python_blocks('Lessons on depth, position and architecture')
     assert blocks
     for block in blocks:
         exec(compile(block, 'README.md', 'exec'), {})

@@ -113,7 +113,7 @@ def _log_softmax(a, axis=-1):
 
 def _setitem(a, index, value):
     a = a.copy()
-    a[index] = value
+    a[index] = np.asarray(value) if isinstance(value, list) else value  # a list value becomes an array first, as in PyTorch
     return a
 
 
