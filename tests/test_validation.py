@@ -76,7 +76,12 @@ def positive_or_none(v):
     return v is None or positive(v)
 
 
-NUMBER_RULES = (probability, non_negative, is_number, positive, positive_or_none)  # stored as floats
+def attention_scale(v):
+    """MultiHeadAttention's scale: None (1/sqrt(d_k)), a positive number, or 'learned'."""
+    return positive_or_none(v) or (isinstance(v, str) and v == 'learned')
+
+
+NUMBER_RULES = (probability, non_negative, is_number, positive, positive_or_none, attention_scale)  # stored as floats
 
 
 TINY = dict(d_model=8, n_heads=2, n_layers=1, max_len=8)
@@ -115,7 +120,7 @@ CONSTRUCTORS = [
     (MultiHeadAttention, dict(d_model=8, n_heads=2), 'd_model', even_size, 'd_model'),
     (MultiHeadAttention, dict(d_model=8, n_heads=2), 'n_kv_heads', lambda v: v is None or (size(v) and 2 % v == 0),
      None),
-    (MultiHeadAttention, dict(d_model=8, n_heads=2), 'scale', positive_or_none, 'scale'),
+    (MultiHeadAttention, dict(d_model=8, n_heads=2), 'scale', attention_scale, 'scale'),
     (MultiHeadAttention, dict(d_model=8, n_heads=2), 'bias', flag, None),
     (FeedForward, dict(d_model=4), 'd_ff', optional_size, None),
     (LayerNorm, dict(d_model=4), 'eps', non_negative, 'eps'),

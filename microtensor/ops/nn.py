@@ -166,6 +166,8 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     x = tensor_arg(x, 'layer_norm')
     gamma, beta = as_tensor(gamma, x, 'layer_norm'), as_tensor(beta, x, 'layer_norm')
     eps = args.number(eps, 'eps', 'layer_norm')
+    if not 0 <= eps < math.inf:
+        raise ValueError(f"layer_norm: eps must be a finite number >= 0 (it keeps 1/sqrt(var + eps) finite), not {eps}")
     if x.ndim == 0:
         raise ValueError("layer_norm: x must have a last axis to normalise over, not shape ()")
     if not backend.float_dtype(x.dtype):
