@@ -1,7 +1,9 @@
-"""Argument checks at the public boundary: one rule, one message format, everywhere.
+"""Argument checks at the public boundary: one rule, one message format, everywhere
+(ops, modules, optimizers, the Transformer; axes and shapes are in ops/args.py).
 
     d_model = argcheck.integer(d_model, 'GPT', 'd_model', min=1)      # -> a Python int
     lr = argcheck.number(lr, 'SGD', 'lr', min=0)                       # -> a Python float
+    value = argcheck.real(value, 'fill_', 'value')                     # any real number, as given
 
 A value of the wrong kind raises TypeError (a bool, float or string where an integer
 belongs; anything but a real number where a number belongs); a value outside its range
@@ -13,21 +15,34 @@ and the rule:
 
 numpy integers count as integers and numpy floats as numbers (they come out of arrays and
 configs); the checks return plain Python values, so a model stores `d_model` as an int.
+`where` is None inside an op's forward: Function.apply adds the op's name and shapes itself.
 """
 import math
 import numbers
+import operator
+
+
+def fail(error, where, message):
+    """Raise error("where: message") (just the message when where is None)."""
+    raise error(f"{where}: {message}" if where else message) from None
 
 
 def integer(value, where, name, min=None, max=None, allow_none=False):
     """`value` as a Python int in [min, max] (either bound may be None)."""
     if value is None and allow_none:
         return None
+    original = value
+    if type(value) is int and min is None and max is None:  # the common case (an op's axis, a size), fast
+        return value
     rule = 'an integer' + _range(min, max, False, False) + (' or None' if allow_none else '')
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{where}: {name} must be {rule}, not {describe(value)}")
-    value = int(value)
+    try:
+        value = operator.index(value) if not isinstance(value, bool) else None  # numpy ints too
+    except TypeError:
+        value = None
+    if value is None:
+        fail(TypeError, where, f"{name} must be {rule}, not {describe(original)}")
     if (min is not None and value < min) or (max is not None and value > max):
-        raise ValueError(f"{where}: {name} must be {rule}, not {value}")
+        fail(ValueError, where, f"{name} must be {rule}, not {value}")
     return value
 
 
@@ -40,26 +55,37 @@ def number(value, where, name, min=None, max=None, min_open=False, max_open=Fals
     finite = '' if allow_inf else 'finite '
     rule = f'a {finite}number' + _range(min, max, min_open, max_open) + (' or None' if allow_none else '')
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{where}: {name} must be {rule}, not {describe(value)}")
+        fail(TypeError, where, f"{name} must be {rule}, not {describe(value)}")
     value = float(value)
     inside = ((min is None or (value > min if min_open else value >= min))
               and (max is None or (value < max if max_open else value <= max)))
     if math.isnan(value) or (math.isinf(value) and not allow_inf) or not inside:
-        raise ValueError(f"{where}: {name} must be {rule}, not {value}")
+        fail(ValueError, where, f"{name} must be {rule}, not {value}")
     return value
+
+
+def real(value, where, name):
+    """`value` unchanged if it is a real number, nan and inf included (a fill value, a clip
+    bound); None, str, complex, ... are a TypeError."""
+    if isinstance(value, numbers.Real):
+        return value
+    fail(TypeError, where, f"{name} must be a real number, not {describe(value)}")
 
 
 def boolean(value, where, name):
-    """`value` if it is True or False (a flag given as 1, 'yes' or None is refused, not guessed)."""
-    if not isinstance(value, bool):
-        raise TypeError(f"{where}: {name} must be True or False, not {describe(value)}")
-    return value
+    """`value` as True or False (numpy bools too); a flag given as 1, 'yes' or None is refused,
+    not guessed."""
+    if value is True or value is False:
+        return value
+    if type(value).__name__ == 'bool_':  # numpy's (this module imports no numpy)
+        return bool(value)
+    fail(TypeError, where, f"{name} must be True or False, not {describe(value)}")
 
 
 def choice(value, where, name, options):
     """`value` if it is one of the strings in `options`."""
     if not isinstance(value, str) or value not in options:
-        raise ValueError(f"{where}: {name} must be one of {', '.join(map(repr, options))}, not {describe(value)}")
+        fail(ValueError, where, f"{name} must be one of {', '.join(map(repr, options))}, not {describe(value)}")
     return value
 
 
@@ -73,10 +99,12 @@ def _range(low, high, low_open, high_open):
     return ''
 
 
-def describe(value):
-    """What a bad value was, short: "float 2.5", "str '3'", "NoneType"."""
-    if value is None:
-        return 'None'
+def short(value, limit=40):
+    """repr(value), cut to `limit` characters (a bad argument may be a huge list)."""
     text = repr(value)
-    text = text if len(text) <= 40 else text[:37] + '...'
-    return f"{type(value).__name__} {text}"
+    return text if len(text) <= limit else text[:limit - 3] + '...'
+
+
+def describe(value):
+    """What a bad value was, short: "float 2.5", "str '3'", "None"."""
+    return 'None' if value is None else f"{type(value).__name__} {short(value)}"

@@ -6,7 +6,7 @@ device= or on the default device (mt.set_default_device).  mt.tensor always copi
 data; mt.from_numpy and mt.as_tensor share memory with an array when they can.
 Sizes, dtypes and values are checked first: a bad one is an error naming the function.
 """
-from . import backend
+from . import argcheck, backend
 from .ops import args
 from .tensor import DEFAULT_FLOAT, Tensor, _new_array, _share_counter, check_dtype
 
@@ -85,13 +85,13 @@ def ones(*shape, dtype=None, device=None, requires_grad=False, name=None):
 
 
 def full(shape, value, dtype=None, device=None, requires_grad=False, name=None):
-    value = args.number(value, 'value', 'full')
+    value = argcheck.real(value, 'full', 'value')
     return _make('full', lambda device, s, d: backend.module_for(device).full(s, value, dtype=d),
                  (shape,), dtype, device, requires_grad, name)
 
 
 def eye(n, dtype=None, device=None, requires_grad=False, name=None):
-    n = args.integer(n, 'n', 'eye')
+    n = argcheck.integer(n, 'eye', 'n')
     if n < 0:
         raise ValueError(f"eye: n must be >= 0, not {n}")
     return _make('eye', lambda device, s, d: backend.module_for(device).eye(n, dtype=d),
@@ -118,7 +118,7 @@ def rand(*shape, dtype=None, device=None, requires_grad=False, name=None):
 
 def randint(low, high, shape, device=None, dtype='int64'):
     """Integers in [low, high) from the device's generator."""
-    low, high = args.integer(low, 'low', 'randint'), args.integer(high, 'high', 'randint')
+    low, high = argcheck.integer(low, 'randint', 'low'), argcheck.integer(high, 'randint', 'high')
     if low >= high:
         raise ValueError(f"randint: needs low < high, got low={low}, high={high}")
 
@@ -131,8 +131,8 @@ def arange(start, stop=None, step=1, dtype=None, device=None):
     """numpy.arange: integers unless a float is involved or dtype= is given."""
     if stop is None:
         start, stop = 0, start
-    start, stop, step = (args.number(start, 'start', 'arange'), args.number(stop, 'stop', 'arange'),
-                         args.number(step, 'step', 'arange'))
+    start, stop, step = (argcheck.real(start, 'arange', 'start'), argcheck.real(stop, 'arange', 'stop'),
+                         argcheck.real(step, 'arange', 'step'))
     if step == 0:
         raise ValueError("arange: step must not be 0")
     if not all(abs(float(v)) < 2 ** 62 for v in (start, stop, step)):

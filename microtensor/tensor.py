@@ -14,7 +14,7 @@ import sys
 import warnings
 import weakref
 
-from . import backend
+from . import argcheck, backend
 
 DEFAULT_FLOAT = backend.dtype('float32')
 REPR_MAX_VALUES = 100  # a bigger tensor's repr is one line: shape, dtype, device, |x|, creator
@@ -159,7 +159,7 @@ class Tensor:
 
     def requires_grad_(self, requires_grad=True):
         """Set requires_grad in place (floating-point tensors only); returns self."""
-        requires_grad = _args.flag(requires_grad, 'requires_grad', 'requires_grad_')
+        requires_grad = argcheck.boolean(requires_grad, 'requires_grad_', 'requires_grad')
         if requires_grad and not backend.float_dtype(self.dtype):
             raise TypeError(f"requires_grad_: only floating-point tensors can require grad, not {self.dtype} "
                             "(integer tensors hold indices and have no gradient)")
@@ -313,7 +313,7 @@ class Tensor:
 
     def fill_(self, value):
         """Set every element to value, in place; returns self."""
-        value = _args.number(value, 'value', 'fill_')
+        value = argcheck.real(value, 'fill_', 'value')
         return self._modify_in_place('fill_', lambda: _backend_call('fill_', self.data.fill, value))
 
     def zero_(self):
@@ -491,8 +491,8 @@ class Tensor:
 
     def clip(self, min=None, max=None):
         """x limited to [min, max], elementwise (None: no bound on that side)."""
-        low = None if min is None else _args.number(min, 'min', 'clip')
-        high = None if max is None else _args.number(max, 'max', 'clip')
+        low = None if min is None else argcheck.real(min, 'clip', 'min')
+        high = None if max is None else argcheck.real(max, 'clip', 'max')
         return _ew.Clip.apply(self, low=low, high=high)
 
     # ------------------------------------------------------------------ reductions
@@ -637,14 +637,14 @@ def as_tensor(value, like, op='op'):
         try:
             array = xp.asarray(value)
         except (ValueError, TypeError, OverflowError) as error:
-            raise ValueError(f"{op}: cannot make an array of numbers from {_args.short(value)}: {error}") from None
+            raise ValueError(f"{op}: cannot make an array of numbers from {argcheck.short(value)}: {error}") from None
         if float_like and backend.numeric(array.dtype):
             array = array.astype(like.dtype)
     else:
         array = None
     if array is None or not backend.numeric(array.dtype):
         raise TypeError(f"{op}: expected a Tensor, a number or an array of numbers, got "
-                        f"{type(value).__name__} ({_args.short(value)})")
+                        f"{type(value).__name__} ({argcheck.short(value)})")
     return Tensor._wrap(array)
 
 
@@ -652,7 +652,7 @@ def tensor_arg(x, op, what='x'):
     """The functional API takes Tensors, as PyTorch's does: a list or an array is refused
     with a message that says how to make one, rather than converted to a guessed dtype and device."""
     if not isinstance(x, Tensor):
-        raise TypeError(f"{op}: {what} must be a Tensor, not {type(x).__name__} ({_args.short(x)}); "
+        raise TypeError(f"{op}: {what} must be a Tensor, not {type(x).__name__} ({argcheck.short(x)}); "
                         f"make one with mt.tensor(...)")
     return x
 
@@ -672,10 +672,10 @@ def param_array(value, like, op, what):
             array = backend.asarray(value, device=like.device)
         except (ValueError, TypeError, OverflowError) as error:
             raise TypeError(f"{op}: the {what} must be a Tensor, an array or a list of numbers, "
-                            f"not {_args.short(value)} ({error})") from None
+                            f"not {argcheck.short(value)} ({error})") from None
     if not backend.numeric(array.dtype):
         raise TypeError(f"{op}: the {what} must hold numbers or booleans, not {array.dtype} "
-                        f"(got {type(value).__name__} {_args.short(value)})")
+                        f"(got {type(value).__name__} {argcheck.short(value)})")
     return array
 
 
@@ -684,7 +684,7 @@ def check_dtype(dtype, op):
     try:
         dtype = backend.dtype(dtype)
     except TypeError:
-        raise TypeError(f"{op}: {_args.short(dtype)} is not a dtype (use e.g. 'float32', mt.int64)") from None
+        raise TypeError(f"{op}: {argcheck.short(dtype)} is not a dtype (use e.g. 'float32', mt.int64)") from None
     if not backend.numeric(dtype):
         raise TypeError(f"{op}: a tensor holds numbers (bool, int, float), not {dtype}")
     return dtype
@@ -703,10 +703,10 @@ def _new_array(data, dtype, device, op):
         array = backend.asarray(data, dtype=dtype, device=device, copy=True)
     except (ValueError, TypeError, OverflowError) as error:
         raise (TypeError if isinstance(error, TypeError) else ValueError)(
-            f"{op}: cannot make a tensor from {type(data).__name__} {_args.short(data)}: {error}") from None
+            f"{op}: cannot make a tensor from {type(data).__name__} {argcheck.short(data)}: {error}") from None
     if not backend.numeric(array.dtype):
         raise TypeError(f"{op}: a tensor holds numbers (bool, int, float), but {type(data).__name__} "
-                        f"{_args.short(data)} would have dtype {array.dtype}")
+                        f"{argcheck.short(data)} would have dtype {array.dtype}")
     if dtype is None and not backend.is_array(data) and array.dtype == 'float64':
         array = array.astype(DEFAULT_FLOAT)
     return array

@@ -21,7 +21,7 @@ import numbers
 
 from .. import backend
 from ..tensor import Tensor, param_array
-from .args import short
+from ..argcheck import short
 
 
 def is_basic(index):

@@ -4,7 +4,7 @@ tests/test_fused.py checks each against the same function built from primitives.
 """
 import math
 
-from .. import backend
+from .. import argcheck, backend
 from ..autograd import Function, is_grad_enabled
 from ..tensor import Tensor, as_tensor, param_array, tensor_arg
 from . import args
@@ -102,7 +102,7 @@ def cross_entropy(logits, targets, ignore_index=None):
     if targets.dtype.kind not in 'iu':
         raise TypeError(f"cross_entropy: targets must be integer class ids, not {targets.dtype}")
     if ignore_index is not None:
-        ignore_index = args.integer(ignore_index, 'ignore_index', 'cross_entropy')
+        ignore_index = argcheck.integer(ignore_index, 'cross_entropy', 'ignore_index')
     xp, n_classes = backend.array_module(targets), logits.shape[-1]
     counted = targets != ignore_index if ignore_index is not None else xp.ones(targets.shape, dtype=bool)
     bad = counted & ((targets < 0) | (targets >= n_classes))
@@ -165,7 +165,7 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     """Layer normalisation over the last axis (fused; see LayerNorm)."""
     x = tensor_arg(x, 'layer_norm')
     gamma, beta = as_tensor(gamma, x, 'layer_norm'), as_tensor(beta, x, 'layer_norm')
-    eps = args.number(eps, 'eps', 'layer_norm')
+    eps = argcheck.real(eps, 'layer_norm', 'eps')
     if not 0 <= eps < math.inf:
         raise ValueError(f"layer_norm: eps must be a finite number >= 0 (it keeps 1/sqrt(var + eps) finite), not {eps}")
     if x.ndim == 0:
@@ -182,8 +182,8 @@ def dropout(x, p=0.5, training=True):
     """Zero each element with probability p and scale the rest by 1/(1-p) (inverted dropout),
     so eval mode needs no rescaling.  y = x * mask,  dL/dx = g * mask."""
     x = tensor_arg(x, 'dropout')
-    p = args.number(p, 'p', 'dropout')
-    training = args.flag(training, 'training', 'dropout')
+    p = argcheck.real(p, 'dropout', 'p')
+    training = argcheck.boolean(training, 'dropout', 'training')
     if not 0 <= p <= 1:
         raise ValueError(f"dropout: p must be in [0, 1], not {p}")
     if not training or p == 0:

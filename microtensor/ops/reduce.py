@@ -5,7 +5,7 @@ keepdims shape and broadcast to the input's shape.
 """
 import math
 
-from .. import backend
+from .. import argcheck, backend
 from ..autograd import Function
 from ..tensor import Tensor
 from . import args
@@ -15,7 +15,7 @@ from .select import where
 def normalize_axis(axis, shape, keepdims, op=None):
     """(axes, keepdims): axis as a sorted tuple of non-negative ints (None -> every axis),
     checked against `shape` as numpy does (a 0-d tensor has no axis 0), and keepdims as a bool."""
-    return args.axes(axis, shape, op), args.flag(keepdims, 'keepdims', op)
+    return args.axes(axis, shape, op), argcheck.boolean(keepdims, op, 'keepdims')
 
 
 def kept_shape(shape, axes):
@@ -65,7 +65,7 @@ class Var(Function):
 
     def forward(self, x, axis, keepdims, ddof):
         self.axes, keepdims = normalize_axis(axis, x.shape, keepdims)
-        self.ddof = args.number(ddof, 'ddof')
+        self.ddof = argcheck.real(ddof, None, 'ddof')
         with backend.quiet_float_errors(x):
             return x.var(axis=self.axes, keepdims=keepdims, ddof=ddof)
 
@@ -199,7 +199,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
                              "pass axis= (an int: vector norms, a pair: matrix norms), or ord=None "
                              "for the 2-norm of all elements")
         axis = tuple(range(x.ndim))
-    keepdims = args.flag(keepdims, 'keepdims', 'norm')
+    keepdims = argcheck.boolean(keepdims, 'norm', 'keepdims')
     # in the given order: a matrix norm's rows come first
     axes = tuple(args.axis(a, x.shape, 'norm') for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
     if len(set(axes)) != len(axes) or len(axes) not in (1, 2):

@@ -1,6 +1,6 @@
 """Shape ops: they move numbers around without changing them, so each backward
 moves the gradient back the same way (reshape <-> reshape, slice <-> scatter)."""
-from .. import backend
+from .. import argcheck, backend
 from ..autograd import Function
 from ..tensor import Tensor, as_tensor, tensor_arg
 from . import args
@@ -231,12 +231,12 @@ def split(x, indices_or_sections, axis=0):
     axis = args.axis(axis, tensor_arg(x, 'split').shape, 'split')
     size = x.shape[axis]
     if not isinstance(indices_or_sections, (list, tuple)):
-        n = args.integer(indices_or_sections, 'indices_or_sections (a number of sections, or a list of cuts)', 'split')
+        n = argcheck.integer(indices_or_sections, 'split', 'indices_or_sections (a number of sections, or a list of cuts)')
         if n <= 0 or size % n:
             raise ValueError(f"split: an axis of size {size} cannot be split into {n} equal sections")
         cuts = [size // n * i for i in range(1, n)]
     else:
-        cuts = [args.integer(i, 'each cut in indices_or_sections', 'split') for i in indices_or_sections]
+        cuts = [argcheck.integer(i, 'split', 'each cut in indices_or_sections') for i in indices_or_sections]
     bounds = [0] + cuts + [size]
     lead = (slice(None),) * axis
     return [x[lead + (slice(start, stop),)] for start, stop in zip(bounds[:-1], bounds[1:])]
