@@ -360,4 +360,5 @@ def take_output(fn, tensor):
     tensor.creator, tensor.requires_grad = fn, True
 
 
-from .tensor import Tensor, param_array  # noqa: E402  (tensor.py imports this module first)
+from .tensor import Tensor  # noqa: E402  (tensor.py imports this module first)
+from .convert import param_array  # noqa: E402

@@ -8,7 +8,8 @@ Sizes, dtypes and values are checked first: a bad one is an error naming the fun
 """
 from . import argcheck, backend
 from .ops import args
-from .tensor import DEFAULT_FLOAT, Tensor, _new_array, _share_counter, check_dtype
+from .convert import check_dtype, new_array, share_counter
+from .tensor import DEFAULT_FLOAT, Tensor
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False, name=None):
@@ -27,7 +28,7 @@ def from_numpy(array):
                         "(for other data use mt.tensor(...), which copies)")
     if not backend.numeric(array.dtype):
         raise TypeError(f"from_numpy: a tensor holds numbers (bool, int, float), not {array.dtype}")
-    return _share_counter(Tensor._wrap(array))
+    return share_counter(Tensor._wrap(array))
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -44,7 +45,7 @@ def as_tensor(data, dtype=None, device=None):
         same_device = device is None or device == backend.device_of(data)
         if same_dtype and same_device and backend.numeric(data.dtype):
             return from_numpy(data) if backend.device_of(data) == 'cpu' else Tensor._wrap(data)
-    return Tensor._wrap(_new_array(data, dtype, device, 'as_tensor'))
+    return Tensor._wrap(new_array(data, dtype, device, 'as_tensor'))
 
 
 def _make(op, fill, shape, dtype, device, requires_grad, name):

@@ -6,7 +6,8 @@ with a message that says to use mt.tensor); the other operand of a binary op may
 number or an array, made a constant like the Tensor (mt.add(x, 1), mt.mul(2, x)).
 """
 from .ops import elementwise, linalg, nn, select, shape
-from .tensor import Tensor, as_tensor, tensor_arg
+from .convert import as_tensor, tensor_arg
+from .tensor import Tensor
 
 
 def _binary(op):

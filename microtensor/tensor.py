@@ -8,11 +8,8 @@
 Operators and methods below only forward to the ops in microtensor/ops/, where each
 op's forward and backward stand side by side.
 """
-import numbers
 import operator
-import sys
 import warnings
-import weakref
 
 from . import argcheck, backend
 
@@ -51,7 +48,7 @@ class Tensor:
         if isinstance(data, (list, tuple)) and data and isinstance(data[0], Tensor):  # mt.tensor([t0, t1])
             data = [t.data if isinstance(t, Tensor) else t for t in data]
         data = data.data if isinstance(data, Tensor) else backend.as_array(data)  # numpy scalars keep their dtype
-        self.data = _new_array(data, dtype, device, 'tensor')
+        self.data = new_array(data, dtype, device, 'tensor')
         self._grad = None
         self.requires_grad = False
         self.creator = None
@@ -206,7 +203,7 @@ class Tensor:
         """A host numpy array: a copy when on the GPU; on the CPU the tensor's own memory,
         so mt.from_numpy(x.numpy()) shares x's in-place counter as well as its memory."""
         if self.device == 'cpu':
-            _share_counter(self, adopt=False)
+            share_counter(self, adopt=False)
         return backend.to_numpy(self.data)
 
     def tolist(self):
@@ -295,10 +292,10 @@ class Tensor:
                                f"move it with .to('{self.device}') first")
         graph = autograd.is_grad_enabled() and (self.requires_grad or value.requires_grad)
         if not graph or self.is_leaf and self.requires_grad or not backend.float_dtype(self.dtype):
-            _check_cast(value.data, self.dtype, 'setitem')
+            check_cast(value.data, self.dtype, 'setitem')
             write = self.data.__setitem__
-            return self._modify_in_place('setitem', lambda: _backend_call('setitem', write, index, value.data))
-        if _counter_holders(self) > _ONE_HOLDER:
+            return self._modify_in_place('setitem', lambda: backend_call('setitem', write, index, value.data))
+        if counter_holders(self) > ONE_HOLDER:
             raise RuntimeError(
                 "setitem: this tensor shares its memory with other tensors (views, slices, detach()); they would not "
                 "see the graph of this assignment. Write it out of place (mt.where, mt.concatenate) or assign "
@@ -314,7 +311,7 @@ class Tensor:
     def fill_(self, value):
         """Set every element to value, in place; returns self."""
         value = argcheck.real(value, 'fill_', 'value')
-        return self._modify_in_place('fill_', lambda: _backend_call('fill_', self.data.fill, value))
+        return self._modify_in_place('fill_', lambda: backend_call('fill_', self.data.fill, value))
 
     def zero_(self):
         """Set every element to 0, in place; returns self."""
@@ -326,8 +323,8 @@ class Tensor:
         if not backend.broadcasts_to(source.shape, self.shape):
             raise ValueError(f"copy_: a source of shape {source.shape} does not broadcast to the tensor's shape "
                              f"{self.shape}")
-        _check_cast(source, self.dtype, 'copy_')
-        return self._modify_in_place('copy_', lambda: _backend_call('copy_', self.data.__setitem__, Ellipsis, source))
+        check_cast(source, self.dtype, 'copy_')
+        return self._modify_in_place('copy_', lambda: backend_call('copy_', self.data.__setitem__, Ellipsis, source))
 
     # ------------------------------------------------------------------ arithmetic
     def __add__(self, other):
@@ -394,7 +391,7 @@ class Tensor:
         if type(other.data) is not type(self.data):
             raise RuntimeError(f"{op}: operands are on different devices ({self.device} and {other.device}); "
                                "move one with .to(device)")
-        return Tensor._wrap(_backend_call(op, fn, self.data, other.data))
+        return Tensor._wrap(backend_call(op, fn, self.data, other.data))
 
     def __eq__(self, other):
         """self == other, elementwise: a boolean tensor, no gradient."""
@@ -422,7 +419,7 @@ class Tensor:
 
     def __invert__(self):
         """~self: elementwise not of a boolean tensor."""
-        return Tensor._wrap(_backend_call('invert', operator.invert, self.data))
+        return Tensor._wrap(backend_call('invert', operator.invert, self.data))
 
     def __and__(self, other):
         """self & other: elementwise and of boolean tensors."""
@@ -613,158 +610,10 @@ class _HookHandle:
             self.hooks.remove(self.hook)
 
 
-def as_tensor(value, like, op='op'):
-    """An operand of the op `op` on `like`, as a Tensor.
-
-    A Tensor stays as it is.  A number, or a list of numbers, becomes a constant on like's
-    device, in like's float dtype (x_float32 * 0.5 stays float32).  An array becomes a
-    constant holding a private copy: changing the array after the forward pass cannot
-    change a pending gradient.  Anything else (None, a str, an object array, complex
-    numbers) is a TypeError that names the op and the type.
-    """
-    if isinstance(value, Tensor):
-        return value
-    float_like = backend.float_dtype(like.dtype)
-    xp = backend.array_module(like.data)  # like's device: known to exist, no need to check it again
-    if type(value) is float or type(value) is int:  # the common case first: x * 0.5, 1 - x
-        array = xp.asarray(value, dtype=like.dtype if float_like else DEFAULT_FLOAT if type(value) is float else None)
-        if array.dtype.kind != 'O':  # an int too large for int64 becomes an object array
-            return Tensor._wrap(array)
-    if backend.is_array(value):
-        backend.check_on_device(value, like.device, op, 'operand')
-        array = value.copy()
-    elif isinstance(value, (numbers.Number, list, tuple)):
-        try:
-            array = xp.asarray(value)
-        except (ValueError, TypeError, OverflowError) as error:
-            raise ValueError(f"{op}: cannot make an array of numbers from {argcheck.short(value)}: {error}") from None
-        if float_like and backend.numeric(array.dtype):
-            array = array.astype(like.dtype)
-    else:
-        array = None
-    if array is None or not backend.numeric(array.dtype):
-        raise TypeError(f"{op}: expected a Tensor, a number or an array of numbers, got "
-                        f"{type(value).__name__} ({argcheck.short(value)})")
-    return Tensor._wrap(array)
-
-
-def tensor_arg(x, op, what='x'):
-    """The functional API takes Tensors, as PyTorch's does: a list or an array is refused
-    with a message that says how to make one, rather than converted to a guessed dtype and device."""
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}: {what} must be a Tensor, not {type(x).__name__} ({argcheck.short(x)}); "
-                        f"make one with mt.tensor(...)")
-    return x
-
-
-def param_array(value, like, op, what):
-    """An array an op takes as a parameter rather than as a differentiable input: an index,
-    a mask, class targets, a copy_ source.  A Tensor gives its array; a numpy/cupy array
-    must already live on like's device (the one check every such parameter goes through:
-    no implicit host/device copies); Python data (lists, numbers) is made on like's device."""
-    if isinstance(value, Tensor):
-        value = value.data
-    if backend.is_array(value):
-        backend.check_on_device(value, like.device, op, what)
-        array = value
-    else:
-        try:
-            array = backend.asarray(value, device=like.device)
-        except (ValueError, TypeError, OverflowError) as error:
-            raise TypeError(f"{op}: the {what} must be a Tensor, an array or a list of numbers, "
-                            f"not {argcheck.short(value)} ({error})") from None
-    if not backend.numeric(array.dtype):
-        raise TypeError(f"{op}: the {what} must hold numbers or booleans, not {array.dtype} "
-                        f"(got {type(value).__name__} {argcheck.short(value)})")
-    return array
-
-
-def check_dtype(dtype, op):
-    """A dtype a tensor may hold (bool, int, float), from a name, a numpy dtype or a type."""
-    try:
-        dtype = backend.dtype(dtype)
-    except TypeError:
-        raise TypeError(f"{op}: {argcheck.short(dtype)} is not a dtype (use e.g. 'float32', mt.int64)") from None
-    if not backend.numeric(dtype):
-        raise TypeError(f"{op}: a tensor holds numbers (bool, int, float), not {dtype}")
-    return dtype
-
-
-def _new_array(data, dtype, device, op):
-    """A copy of `data` (not a Tensor) as an array of numbers on `device` (default: data's
-    own, for an array); Python floats become float32, as in PyTorch.  What cannot be an
-    array of numbers is an error naming `op`."""
-    if device is None and backend.is_array(data):
-        device = backend.device_of(data)
-    elif device is not None:
-        device = backend.check_device(device, op)
-    dtype = None if dtype is None else check_dtype(dtype, op)
-    try:
-        array = backend.asarray(data, dtype=dtype, device=device, copy=True)
-    except (ValueError, TypeError, OverflowError) as error:
-        raise (TypeError if isinstance(error, TypeError) else ValueError)(
-            f"{op}: cannot make a tensor from {type(data).__name__} {argcheck.short(data)}: {error}") from None
-    if not backend.numeric(array.dtype):
-        raise TypeError(f"{op}: a tensor holds numbers (bool, int, float), but {type(data).__name__} "
-                        f"{argcheck.short(data)} would have dtype {array.dtype}")
-    if dtype is None and not backend.is_array(data) and array.dtype == 'float64':
-        array = array.astype(DEFAULT_FLOAT)
-    return array
-
-
-def _check_cast(source, dtype, op):
-    """Writing floats into an integer tensor truncates them, as in numpy and PyTorch; but nan and
-    inf have no integer value (numpy would write garbage such as -2**63): an error instead."""
-    xp = backend.array_module(source)
-    if dtype.kind in 'iu' and source.dtype.kind == 'f' and not bool(xp.isfinite(source).all()):
-        raise ValueError(f"{op}: cannot write nan or inf into a tensor of dtype {dtype}")
-
-
-def _backend_call(op, fn, *arrays):
-    """fn(*arrays), with numpy's or cupy's ValueError / TypeError / IndexError naming `op`."""
-    try:
-        return fn(*arrays)
-    except (IndexError, ValueError, TypeError, OverflowError) as error:
-        raise autograd.error_kind(error)(f"{op}: {error}") from None
-
-
-def _counter_holders(t):
-    """How many references t's in-place counter has (as sys.getrefcount counts them): every
-    tensor over the same memory (views, slices, detach()) holds the same counter."""
-    return sys.getrefcount(t._version)
-
-
-_ONE_HOLDER = _counter_holders(Tensor._wrap(backend.asarray(0.0, device='cpu')))  # a counter only its tensor holds
-
-
-# ------------------------------------------------------------------ memory shared with numpy
-# mt.from_numpy(a) and x.numpy() (on the CPU) share memory with a numpy array.  Tensors over
-# the same memory share one in-place counter, so a write through one of them is seen by a
-# pending backward that saved another (a tensor and its views already share theirs).
-_counter_owners = {}  # id(the array owning the memory) -> (weakref to it, weakref to a tensor)
-
-
-def _share_counter(t, adopt=True):
-    """Register t as the tensor over its memory; with adopt=True, first take the counter
-    of a live tensor already registered for that memory."""
-    owner = t.data
-    if not backend.is_array(owner):  # an optimizer may leave a numpy scalar in a 0-d parameter's .data
-        return t
-    while backend.is_array(owner.base):
-        owner = owner.base
-    key = id(owner)
-    entry = _counter_owners.get(key)
-    other = entry[1]() if entry is not None and entry[0]() is owner else None
-    if other is None:
-        _counter_owners[key] = (weakref.ref(owner, lambda _, key=key: _counter_owners.pop(key, None)),
-                                weakref.ref(t))
-    elif adopt:
-        t._version = other._version
-    return t
-
-
 # The ops import Tensor from this module, so they are imported after it is defined.
 from . import autograd  # noqa: E402
+from .convert import (ONE_HOLDER, as_tensor, backend_call, check_cast, check_dtype,  # noqa: E402
+                      counter_holders, new_array, param_array, share_counter)
 from .ops import args as _args  # noqa: E402
 from .ops import elementwise as _ew, reduce as _reduce, linalg as _linalg  # noqa: E402
 from .ops import shape as _shape, select as _select, nn as _nn, index as _index  # noqa: E402

@@ -20,7 +20,8 @@ and cupy both check those, and nothing is saved that could change.
 import numbers
 
 from .. import backend
-from ..tensor import Tensor, param_array
+from ..convert import param_array
+from ..tensor import Tensor
 from ..argcheck import short
 
 

@@ -1,6 +1,7 @@
 """Matrix multiplication, batched over leading axes as numpy's `@`."""
 from ..autograd import Function
-from ..tensor import Tensor, as_tensor
+from ..convert import as_tensor
+from ..tensor import Tensor
 
 
 class MatMul(Function):

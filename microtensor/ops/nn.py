@@ -6,7 +6,8 @@ import math
 
 from .. import argcheck, backend
 from ..autograd import Function, is_grad_enabled
-from ..tensor import Tensor, as_tensor, param_array, tensor_arg
+from ..convert import as_tensor, param_array, tensor_arg
+from ..tensor import Tensor
 from . import args
 
 

@@ -1,7 +1,8 @@
 """Selection: where and masked_fill.  The condition is data, not an input: it has no gradient."""
 from .. import backend
 from ..autograd import Function
-from ..tensor import Tensor, as_tensor, param_array
+from ..convert import as_tensor, param_array
+from ..tensor import Tensor
 
 
 class Where(Function):

@@ -2,7 +2,8 @@
 moves the gradient back the same way (reshape <-> reshape, slice <-> scatter)."""
 from .. import argcheck, backend
 from ..autograd import Function
-from ..tensor import Tensor, as_tensor, tensor_arg
+from ..convert import as_tensor, tensor_arg
+from ..tensor import Tensor
 from . import args
 from .index import is_basic
 
