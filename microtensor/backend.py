@@ -16,11 +16,12 @@ cupy-cuda13x, a source build): any cupy build works.
 import contextlib
 import io
 import math
-import numbers
 import os
 import sys
 
 import numpy
+
+from . import argcheck
 
 try:  # cupy is optional: the engine runs without it, and imports without a GPU.
     import cupy
@@ -223,11 +224,7 @@ def erf(array):
 def manual_seed(seed):
     """Seed every backend's generator (the CPU's now, the GPU's when first used)."""
     global _seed
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise TypeError(f"manual_seed: the seed must be an integer >= 0, not {type(seed).__name__} {seed!r:.40}")
-    if seed < 0:
-        raise ValueError(f"manual_seed: the seed must be an integer >= 0, not {seed}")
-    _seed = int(seed)
+    _seed = argcheck.integer(seed, 'manual_seed', 'seed', min=0)
     _generators.clear()
 
 

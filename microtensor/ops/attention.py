@@ -15,6 +15,7 @@ import math
 
 from .. import backend
 from ..autograd import Function
+from ..convert import param_array
 
 
 class MaskedSoftmax(Function):
@@ -62,6 +63,7 @@ class SoftmaxGrad(Function):
 
 
 def masked_softmax(scores, mask=None):
-    """softmax(where(mask, scores, -inf), axis=-1) as one op; mask: a boolean Tensor or array."""
-    mask = getattr(mask, 'data', mask)  # a Tensor's array
+    """softmax(where(mask, scores, -inf), axis=-1) as one op; mask: a boolean Tensor or array
+    on the scores' device (checked as every parameter array is: convert.param_array)."""
+    mask = None if mask is None else param_array(mask, scores, 'masked_softmax', 'mask')
     return MaskedSoftmax.apply(scores, mask=mask)
