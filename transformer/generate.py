@@ -134,10 +134,10 @@ def _check_logits(where, logits):
     if not isinstance(logits, mt.Tensor) or logits.ndim != 2 or logits.dtype.kind != 'f' or 0 in logits.shape:
         raise ValueError(f"{where}: logits must be a floating-point Tensor of shape (B, V), "
                          f"not {argcheck.describe(logits) if not isinstance(logits, mt.Tensor) else logits}")
-    if (logits != logits).any():
-        raise ValueError(f"{where}: the logits contain NaN, so there is no distribution to sample from; "
-                         "the model's weights or inputs are probably NaN (did training diverge?)")
-    if (logits.max(axis=-1) == -math.inf).any():
+    if not (logits.max(axis=-1) > -math.inf).all():  # one reduction, one host sync: a NaN makes its row's max NaN
+        if (logits != logits).any():
+            raise ValueError(f"{where}: the logits contain NaN, so there is no distribution to sample from; "
+                             "the model's weights or inputs are probably NaN (did training diverge?)")
         raise ValueError(f"{where}: a row of logits is -inf everywhere, so no token is possible")
 
 

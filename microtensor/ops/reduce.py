@@ -86,12 +86,14 @@ class Max(Function):
         if any(x.shape[a] == 0 for a in self.axes):
             raise ValueError(f"the {self.reduce} over an empty axis is undefined (there is no element to pick)")
         y = getattr(x, self.reduce)(axis=self.axes, keepdims=True)
-        winners = x == y
-        self.share = (winners / winners.sum(axis=self.axes, keepdims=True)).astype(x.dtype)
         return y if keepdims else y.reshape([n for i, n in enumerate(x.shape) if i not in self.axes])
 
     def backward(self, g):
-        return (spread(g, self.inputs[0].shape, self.axes) * Tensor._wrap(self.share),)
+        x = self.inputs[0].data
+        winners = x == self.output.data.reshape(kept_shape(x.shape, self.axes))
+        with backend.quiet_float_errors(x):  # a NaN row has no winner: its gradient is NaN, like its max
+            share = (winners / winners.sum(axis=self.axes, keepdims=True)).astype(x.dtype)
+        return (spread(g, x.shape, self.axes) * Tensor._wrap(share),)
 
 
 class Min(Max):
