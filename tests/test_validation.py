@@ -18,8 +18,9 @@ from hypothesis import given, strategies as st
 import microtensor as mt
 from microtensor import nn, optim
 from transformer import (GPT, RNN, BatchNorm1d, Decoder, DecoderLayer, Encoder, EncoderLayer, EncoderOnly, FeedForward,
-                         LayerNorm, LearnedPositionalEmbedding, MultiHeadAttention, RMSNorm, RNNCell, RotaryEmbedding,
-                         SinusoidalPositionalEncoding, TokenEmbedding, Transformer, generate, pick_next, top_k_filter)
+                         LayerNorm, LearnedPositionalEmbedding, MultiHeadAttention, MultiHeadLatentAttention, RMSNorm,
+                         RNNCell, RotaryEmbedding, SinusoidalPositionalEncoding, TokenEmbedding, Transformer, generate,
+                         pick_next, top_k_filter)
 
 WORDS = ['pre', 'post', 'layer', 'rms', 'batch', 'gelu', 'relu', 'learned', 'sinusoidal', 'rope', 'alibi', 'none',
          'fan_in', '', '4']
@@ -122,6 +123,8 @@ CONSTRUCTORS = [
      None),
     (MultiHeadAttention, dict(d_model=8, n_heads=2), 'scale', attention_scale, 'scale'),
     (MultiHeadAttention, dict(d_model=8, n_heads=2), 'bias', flag, None),
+    (MultiHeadLatentAttention, dict(d_model=8, n_heads=2, d_c=4), 'd_c', size, 'd_c'),
+    (MultiHeadLatentAttention, dict(d_model=8, n_heads=2, d_c=4), 'd_cq', optional_size, 'd_cq'),
     (FeedForward, dict(d_model=4), 'd_ff', optional_size, None),
     (LayerNorm, dict(d_model=4), 'eps', non_negative, 'eps'),
     (RMSNorm, dict(d_model=4), 'd_model', size, 'd_model'),

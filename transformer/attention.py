@@ -84,6 +84,18 @@ def _check_mask(mask, scores_shape):
     return mask
 
 
+def split_heads(X, n):
+    """(B, T, n * d) -> (B, n, T, d): head i owns columns i*d .. (i+1)*d - 1."""
+    B, T, width = X.shape
+    return X.reshape(B, T, n, width // n).swapaxes(1, 2)
+
+
+def merge_heads(heads):
+    """(B, n, T, d) -> (B, T, n * d): Concat(head_1, ..., head_n), split_heads undone."""
+    B, n, T, d = heads.shape
+    return heads.swapaxes(1, 2).reshape(B, T, n * d)
+
+
 class KVCache:
     """The keys and values of the positions seen so far, for incremental decoding.
 
@@ -164,13 +176,13 @@ class MultiHeadAttention(nn.Module):
         self_attention = context is None
         offset = cache.length if cache is not None and self_attention else 0  # position of x's first row
 
-        Q = self._split_heads(self.W_Q(x), self.n_heads)                     # (B, h, T_q, d_k)
+        Q = split_heads(self.W_Q(x), self.n_heads)                     # (B, h, T_q, d_k)
         if not self_attention and cache is not None and cache.length:
             K, V = cache.K, cache.V                                           # the memory's, from step one
         else:
             source = x if self_attention else context
-            K = self._split_heads(self.W_K(source), self.n_kv_heads)          # (B, h_kv, T_new, d_k)
-            V = self._split_heads(self.W_V(source), self.n_kv_heads)
+            K = split_heads(self.W_K(source), self.n_kv_heads)          # (B, h_kv, T_new, d_k)
+            V = split_heads(self.W_V(source), self.n_kv_heads)
             if self.rope is not None and self_attention:
                 Q, K = self.rope.rotate(Q, offset), self.rope.rotate(K, offset)
             if cache is not None:
@@ -185,13 +197,7 @@ class MultiHeadAttention(nn.Module):
         heads, self.last_weights, self.last_scores = attend(
             Q, K, V, mask, self.scale if self.log_scale is None else self.log_scale.exp(), bias, self.dropout,
             self.training, self.fused)    # (B, h, T_q, d_k)
-        concat = heads.swapaxes(1, 2).reshape(B, T_q, self.d_model)          # Concat(head_1, ..., head_h)
-        return self.W_O(concat)
-
-    def _split_heads(self, X, n):
-        """(B, T, n * d_k) -> (B, n, T, d_k): head i owns columns i*d_k .. (i+1)*d_k - 1."""
-        B, T, _ = X.shape
-        return X.reshape(B, T, n, self.d_k).swapaxes(1, 2)
+        return self.W_O(merge_heads(heads))                                   # Concat(head_1, ..., head_h) W_O
 
     def _repeat_kv(self, X):
         """GQA: (B, h_kv, T, d_k) -> (B, h, T, d_k), query head i using K/V head i // (h / h_kv)."""

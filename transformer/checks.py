@@ -33,8 +33,8 @@ def _optional_positive(value, where, name):
 
 RULES = {
     **dict.fromkeys(['vocab_size', 'src_vocab', 'tgt_vocab', 'd_model', 'n_layers', 'n_heads', 'max_len',
-                     'd_in', 'd_hidden', 'num_features', 'd_k'], _size),
-    **dict.fromkeys(['d_ff', 'n_kv_heads', 'n_classes'], _optional_size),
+                     'd_in', 'd_hidden', 'num_features', 'd_k', 'd_c'], _size),
+    **dict.fromkeys(['d_ff', 'n_kv_heads', 'n_classes', 'd_rope', 'd_head', 'd_cq'], _optional_size),
     **dict.fromkeys(['dropout', 'momentum'], _probability),
     **dict.fromkeys(['init_std', 'eps'], _non_negative),
     'alpha': argcheck.number,

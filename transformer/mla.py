@@ -32,7 +32,8 @@ import math
 import microtensor as mt
 from microtensor import nn
 
-from .attention import attend
+from . import checks
+from .attention import attend, merge_heads, split_heads
 from .positional import RotaryEmbedding
 
 
@@ -49,6 +50,9 @@ class MultiHeadLatentAttention(nn.Module):
 
     def __init__(self, d_model, n_heads, d_c, d_rope=None, d_head=None, d_cq=None, bias=False, dropout=0.0):
         super().__init__()
+        d_model, n_heads, d_c, d_rope, d_head, d_cq, bias, dropout = checks.arguments(
+            'MultiHeadLatentAttention', d_model=d_model, n_heads=n_heads, d_c=d_c, d_rope=d_rope, d_head=d_head,
+            d_cq=d_cq, bias=bias, dropout=dropout)
         d_head = d_model // n_heads if d_head is None else d_head
         d_rope = d_head // 2 if d_rope is None else d_rope
         if d_head < 1 or d_rope < 2 or d_rope % 2:
@@ -79,28 +83,23 @@ class MultiHeadLatentAttention(nn.Module):
         offset = 0 if cache is None else cache.length        # position of x's first row
 
         c_Q = x if self.W_DQ is None else self.W_DQ(x)
-        q_C = self._split_heads(self.W_UQ(c_Q), self.d_head)                            # (B, h, T, d_h)
-        q_R = self.rope.rotate(self._split_heads(self.W_QR(c_Q), self.d_rope), offset)  # (B, h, T, d_rope)
+        q_C = split_heads(self.W_UQ(c_Q), self.n_heads)                            # (B, h, T, d_h)
+        q_R = self.rope.rotate(split_heads(self.W_QR(c_Q), self.n_heads), offset)  # (B, h, T, d_rope)
 
         c = self.W_DKV(x)                                                               # (B, T, d_c)
         k_R = self.rope.rotate(self.W_KR(x), offset)                                    # (B, T, d_rope)
         if cache is not None:
             c, k_R = cache.update(c, k_R)                                               # all T_k positions
         T_k = c.shape[1]
-        k_C = self._split_heads(self.W_UK(c), self.d_head)                              # (B, h, T_k, d_h)
-        V = self._split_heads(self.W_UV(c), self.d_head)
+        k_C = split_heads(self.W_UK(c), self.n_heads)                              # (B, h, T_k, d_h)
+        V = split_heads(self.W_UV(c), self.n_heads)
         k_R = k_R.reshape(B, 1, T_k, self.d_rope).broadcast_to((B, self.n_heads, T_k, self.d_rope))
 
         Q = mt.concatenate([q_C, q_R], axis=-1)                                          # (B, h, T, d_h + d_rope)
         K = mt.concatenate([k_C, k_R], axis=-1)
         heads, self.last_weights, self.last_scores = attend(
             Q, K, V, mask, 1 / math.sqrt(self.d_head + self.d_rope), None, self.dropout, self.training)
-        return self.W_O(heads.swapaxes(1, 2).reshape(B, T, self.n_heads * self.d_head))
-
-    def _split_heads(self, X, size):
-        """(B, T, h * size) -> (B, h, T, size)."""
-        B, T, _ = X.shape
-        return X.reshape(B, T, self.n_heads, size).swapaxes(1, 2)
+        return self.W_O(merge_heads(heads))
 
     def extra_repr(self):
         q = '' if self.d_cq is None else f", d_cq={self.d_cq}"
