@@ -1,15 +1,19 @@
 """ResidualAdd: the "+1" road and the F road of a residual connection."""
-import pytest
+from hypothesis import given, strategies as st
 
 import microtensor as mt
 from transformer import DecoderLayer
 from transformer.residual import ResidualAdd
 
+from strategies import assert_forward, broadcastable_shapes, devices, tensors
 
-@pytest.mark.parametrize('alpha', [1.0, 0.5, -2.0])
-def test_residual_add_gradcheck(alpha):
-    x = mt.randn(2, 3, 4, dtype='float64', requires_grad=True)
-    fx = mt.randn(2, 3, 4, dtype='float64', requires_grad=True)
+
+@devices
+@given(data=st.data(), alpha=st.sampled_from([1.0, 0.5, -2.0, 0.0]))
+def test_residual_add_gradcheck(device, data, alpha):
+    x_shape, fx_shape = data.draw(broadcastable_shapes())
+    x, fx = data.draw(tensors(x_shape, device=device)), data.draw(tensors(fx_shape, device=device))
+    assert_forward(ResidualAdd.apply(x, fx, alpha=alpha), x.numpy() + alpha * fx.numpy())
     assert mt.gradcheck(lambda a, b: ResidualAdd.apply(a, b, alpha=alpha), [x, fx])
     assert mt.gradgradcheck(lambda a, b: ResidualAdd.apply(a, b, alpha=alpha) ** 2, [x, fx])
 
