@@ -23,41 +23,22 @@ end (so the zip's CRC-32 is checked) and compares each array's dtype, shape and 
 with the header.  Whatever is wrong becomes a CheckpointError naming the file and the
 reason; "it would need pickle" is said only of pickles.
 
-Nothing is lost on a crash: save() writes a temporary file `.NAME.<pid>-<hex>.tmp` in
-the same folder, flushes it to disk and renames it over `path` in one step (os.replace),
-so `path` always holds either the old checkpoint or the new one, complete.
-Two processes saving to one path take turns: each save holds a lock on `.NAME.lock`
-beside the file (flock on POSIX, msvcrt.locking on Windows; removed when the save ends),
-so the file is always one complete checkpoint, the last one saved; a save that waits more
-than LOCK_TIMEOUT seconds raises TimeoutError.  (On a file system without locks, saves
-go ahead unlocked: still atomic, the last rename wins.)  While it holds the lock, a save
-removes the temporary files that killed saves to the same path left behind (no live save
-can own one then).
+Nothing is lost on a crash, and two runs saving to one path take turns: save() writes
+through microtensor/atomic_write.py (a temporary file renamed over `path`, under a lock).
 """
 import contextlib
 import hashlib
 import json
 import os
-import re
-import time
 import zipfile
 
 from . import backend
+from .atomic_write import write_atomically
 from .tensor import Tensor
-
-try:
-    import fcntl
-except ImportError:  # Windows
-    fcntl = None
-try:
-    import msvcrt
-except ImportError:  # POSIX
-    msvcrt = None
 
 FORMAT, VERSION = 'microtensor-checkpoint', 2
 HEADER = '__microtensor__.json'
-MAX_DEPTH = 100      # nesting levels of dicts/lists/tuples (deeper is refused, cycles too)
-LOCK_TIMEOUT = 60.0  # seconds a save waits for another process saving to the same path
+MAX_DEPTH = 100  # nesting levels of dicts/lists/tuples (deeper is refused, cycles too)
 
 
 class CheckpointError(ValueError):
@@ -70,7 +51,7 @@ def save(obj, path):
     """Write `obj` (nested dicts/lists/tuples of tensors, arrays, numbers, strings) to `path` atomically."""
     arrays = {}
     tree = _encode(obj, [], arrays)
-    _write_atomically(os.fspath(path), lambda f: _write_zip(f, tree, arrays))
+    write_atomically(path, lambda f: _write_zip(f, tree, arrays), who='mt.save')
 
 
 def _encode(value, path, arrays):
@@ -86,7 +67,7 @@ def _encode(value, path, arrays):
         return {'array': _store(backend.as_array(value), path, arrays)}
     if isinstance(value, dict):
         for key in value:
-            if isinstance(key, bool) or not isinstance(key, (str, int)):
+            if not _is_key(key):
                 raise TypeError(f"mt.save: dict keys must be str or int, not {key!r} (at {_where(path)})")
         return {'dict': [[k, _encode(v, path + [str(k)], arrays)] for k, v in value.items()]}
     if isinstance(value, (list, tuple)):
@@ -109,6 +90,11 @@ def _store(array, path, arrays):
     return key
 
 
+def _is_key(key):
+    """A dict key a checkpoint keeps: a name (str) or an index (int; a bool is an int to Python, but neither)."""
+    return isinstance(key, (str, int)) and not isinstance(key, bool)
+
+
 def _where(path):
     return '/'.join(path) or 'the top level'
 
@@ -127,129 +113,6 @@ def _write_zip(file, tree, arrays):
             described[name] = {'dtype': descr, 'shape': list(shape), 'sha256': hashlib.sha256(data).hexdigest()}
         archive.writestr(zipfile.ZipInfo(HEADER, date_time=(1980, 1, 1, 0, 0, 0)),
                          json.dumps({'format': FORMAT, 'version': VERSION, 'tree': tree, 'arrays': described}))
-
-
-def _write_atomically(path, write):
-    """write(f) into a temporary file beside `path`, fsync it, then rename it over `path`."""
-    folder, base = os.path.split(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(f"mt.save: the folder {folder!r} does not exist (create it first)")
-    if os.path.isdir(path):
-        raise IsADirectoryError(f"mt.save: {path!r} is a folder; give a file name, e.g. "
-                                f"{os.path.join(path, 'ckpt.npz')!r}")
-    with _save_lock(folder, base) as locked:
-        if locked:
-            _remove_stale_temporaries(folder, base)
-        tmp = os.path.join(folder, f".{base}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
-        try:
-            with open(tmp, 'xb') as f:
-                write(f)
-                f.flush()
-                os.fsync(f.fileno())  # the bytes are on disk before the name points at them
-            os.replace(tmp, path)     # atomic: readers see the old file or the new one
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-    _fsync_folder(folder)
-
-
-@contextlib.contextmanager
-def _save_lock(folder, base):
-    """Hold an exclusive lock on `.base.lock` while saving; yields whether a lock is held
-    (False where the file system offers none: the save then goes ahead unlocked).
-
-    The holder removes the lock file before unlocking it, so none is left behind; a waiter
-    that then gets the lock of the removed file sees that its path is gone (or is a newer
-    file) and starts again with the file now at that path."""
-    lock_path = os.path.join(folder, f".{base}.lock")
-    deadline = time.monotonic() + LOCK_TIMEOUT
-    while True:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
-        held = _try_lock(fd)
-        if held is not False and (held is None or _is_file_at(fd, lock_path)):
-            break
-        _release(fd, held)
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"mt.save: another process has been saving to {os.path.join(folder, base)!r} for "
-                               f"more than {LOCK_TIMEOUT:.0f} s (it holds {lock_path!r}); two runs writing one "
-                               "checkpoint overwrite each other: give each its own path")
-        time.sleep(0.005 if held else 0.01)
-    try:
-        yield bool(held)
-    finally:
-        with contextlib.suppress(OSError):  # (Windows cannot remove an open file: it stays, harmless)
-            os.unlink(lock_path)
-        _release(fd, held)
-
-
-def _is_file_at(fd, path):
-    try:
-        here, there = os.fstat(fd), os.stat(path)
-    except OSError:
-        return False
-    return (here.st_ino, here.st_dev) == (there.st_ino, there.st_dev)
-
-
-def _release(fd, held):
-    if held and msvcrt is not None:
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
-    os.close(fd)  # (releases a flock)
-
-
-def _try_lock(fd):
-    """True: locked; False: another process holds it; None: this system cannot lock the file."""
-    try:
-        if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        elif msvcrt is not None:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-        else:
-            return None
-        return True
-    except (BlockingIOError, PermissionError):  # held elsewhere (EWOULDBLOCK on POSIX, EACCES on Windows)
-        return False
-    except OSError:  # e.g. a file system without locks
-        return None
-
-
-def _remove_stale_temporaries(folder, base):
-    """Remove `.base.<pid>-<hex>.tmp` files of saves that were killed.  Called with the lock
-    held, so no live save owns one; on POSIX the owner's pid must also be gone."""
-    pattern = re.compile(rf"\.{re.escape(base)}\.(\d+)-[0-9a-f]{{8}}\.tmp")
-    for name in os.listdir(folder):
-        match = pattern.fullmatch(name)
-        if match and not _process_alive(int(match.group(1))):
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(folder, name))
-
-
-def _process_alive(pid):
-    if os.name != 'posix':
-        return False  # (os.kill would terminate it on Windows); the lock alone decides there
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # a process of another user
-        return True
-    except (OverflowError, ValueError):  # not a possible pid: nobody's
-        return False
-    return True
-
-
-def _fsync_folder(folder):
-    """Make the rename itself durable (POSIX); not possible on every system, so best effort."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 # ----------------------------------------------------------------------------
@@ -426,8 +289,7 @@ def _decode(tree, arrays, tensor_device, device):
         if kind == ['value'] and (node['value'] is None or isinstance(node['value'], (bool, int, float, str))):
             return node['value']
         if kind == ['dict'] and isinstance(node['dict'], list) and all(
-                isinstance(e, list) and len(e) == 2 and isinstance(e[0], (str, int)) and not isinstance(e[0], bool)
-                for e in node['dict']):
+                isinstance(e, list) and len(e) == 2 and _is_key(e[0]) for e in node['dict']):
             result = {k: decode(v, depth + 1) for k, v in node['dict']}
             if len(result) == len(node['dict']):
                 return result

@@ -31,7 +31,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import microtensor as mt
-from microtensor import serialization
+from microtensor import atomic_write
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAVED = {'w': mt.tensor([1.5, -2.0, 3.25]), 'step': 3, 'name': 'x', 'a': np.arange(2, dtype=np.int16)}
@@ -348,7 +348,7 @@ def test_a_save_removes_the_temporary_files_of_dead_saves_to_its_path_only(tmp_p
     assert sorted(os.listdir(tmp_path)) == sorted(kept + ['ckpt.npz'])  # the lock file is gone too
 
 
-needs_locks = pytest.mark.skipif(serialization.fcntl is None and serialization.msvcrt is None,
+needs_locks = pytest.mark.skipif(atomic_write.fcntl is None and atomic_write.msvcrt is None,
                                  reason='this system offers no file locks (fcntl or msvcrt)')
 
 
@@ -358,16 +358,16 @@ def test_saves_to_one_path_take_turns_and_a_stuck_one_times_out(tmp_path, monkey
     mt.save({'who': 'first'}, path)
     finished = threading.Event()
     second = threading.Thread(target=lambda: (mt.save({'who': 'second'}, path), finished.set()))
-    with serialization._save_lock(str(tmp_path), 'ckpt.npz') as locked:  # another save holds the path
+    with atomic_write.writer_lock(path) as locked:  # another save holds the path
         assert locked
         second.start()
         time.sleep(0.3)
         assert not finished.is_set() and mt.load(path) == {'who': 'first'}  # it waits its turn
     second.join(10)
     assert finished.is_set() and mt.load(path) == {'who': 'second'}
-    monkeypatch.setattr(serialization, 'LOCK_TIMEOUT', 0.1)
-    with serialization._save_lock(str(tmp_path), 'ckpt.npz'):
-        with pytest.raises(TimeoutError, match="another process has been saving to '.*ckpt.npz' for more than"):
+    monkeypatch.setattr(atomic_write, 'LOCK_TIMEOUT', 0.1)
+    with atomic_write.writer_lock(path):
+        with pytest.raises(TimeoutError, match="mt.save: another process has been writing to '.*ckpt.npz' for more than"):
             mt.save({'who': 'third'}, path)
     assert mt.load(path) == {'who': 'second'} and not [n for n in os.listdir(tmp_path) if n.endswith('.tmp')]
 

@@ -72,6 +72,18 @@ def test_graph_nodes_and_edges_follow_the_steps():
                                                                    'LayerNorm output (2, 3, 8)']
 
 
+def test_a_gated_residual_is_named_by_its_sub_layer_too():
+    """The label comes from the op (transformer/residual.py labels it), not from guessing which
+    module made F(x): with a gate, F(x) = g * FFN(h) is made by the layer itself."""
+    from transformer.layers import EncoderLayer
+    mt.manual_seed(0)
+    layer = EncoderLayer(8, 2, d_ff=16, gate=True).to(dtype='float64')
+    with mt.record_modules(layer):
+        loss = layer(mt.randn(2, 3, 8, dtype='float64')).sum()
+    viewer = mt.BackpropViewer(loss, params=layer)
+    assert sorted(n.residual for n in viewer.nodes if n.residual) == ['ffn residual', 'self_attn residual']
+
+
 @pytest.mark.parametrize('layout', [pytest.param('dot', marks=pytest.mark.skipif(not HAS_DOT, reason="no `dot`")),
                                     'layered'])
 def test_page_is_self_contained(layout, tmp_path):

@@ -6,6 +6,7 @@
     graph.py     draw_graph(tensor): the graph as a graphviz.Digraph, modules as clusters
     flow.py      gradient_flow(model, optimizer): per-parameter |grad|, |W|, update/weight
     viewer.py    BackpropViewer(loss).save('backprop.html'): step through the pass in a browser
+    layout.py    ... its graph laid out as SVG (Graphviz's dot, or a layered layout without it)
 
 All of them are built on the engine's own loop (autograd.backward_loop), hooks and
 .grad; none is a special path in the engine, and none costs anything while unused.

@@ -29,8 +29,9 @@ import shutil
 import warnings
 
 from .. import autograd
+from ..atomic_write import write_atomically
 from ..autograd import no_grad
-from .modules import in_module, module_of, scope_of
+from .modules import in_module, leaf_module, module_of, scope_of
 from .steps import norm
 from .trace import tensor_names
 
@@ -38,6 +39,10 @@ INSTALL_DOT = ("install Graphviz (Debian/Ubuntu: sudo apt-get install graphviz; 
                "graphviz; conda: conda install -c conda-forge graphviz; Windows: https://graphviz.org/download/)")
 RENDER_FORMATS = ('svg', 'png', 'pdf')
 RANKDIRS = ('BT', 'TB', 'LR', 'RL')
+LEAF_STYLE = {  # a leaf that requires grad (a parameter), one that does not (a constant)
+    'param': {'shape': 'ellipse', 'style': 'filled', 'fillcolor': '#fff2cc'},
+    'const': {'shape': 'ellipse', 'style': 'dashed', 'color': 'grey50', 'fontcolor': 'grey30'},
+}
 HIGHWAY = {'color': '#e69138', 'penwidth': '3', 'label': '+1', 'fontcolor': '#e69138', 'fontname': 'Helvetica'}
 
 
@@ -71,7 +76,7 @@ def draw_graph(tensor, params=None, path=None, title=None, grads=True, rankdir='
     dot = graphviz.Digraph(name='microtensor', graph_attr={'rankdir': rankdir, 'label': title or '',
                                                            'fontname': 'Helvetica'},
                            node_attr={'fontname': 'Helvetica', 'fontsize': '10'})
-    _add_clusters(graphviz, dot, nodes)
+    add_clusters(graphviz, dot, nodes)
     for a, b, attrs in edges:
         dot.edge(a, b, **attrs)
     if path is not None:
@@ -144,7 +149,7 @@ def _nodes_and_edges(root, kept, names, arriving):
                 x_id, new = node_id(x, 't')
                 if new:
                     nodes.append((x_id, _leaf_label(x, names, arriving), _leaf_attrs(x),
-                                  _leaf_module(x, names, fn)))
+                                  leaf_module(x, names, fn)))
             elif id(x) in kept_ids:
                 x_id, _ = node_id(x, 'op')
             else:  # made by an op this picture leaves out
@@ -167,10 +172,16 @@ def _op_label(fn, t, names, arriving):
     return '\n'.join(lines + _grad_line(t, arriving))
 
 
+def constant_value(x, name):
+    """A scalar constant's value, '0.5' (it says more than its shape); None for other leaves."""
+    return f"{x.item():.4g}" if name is None and x.size == 1 and not x.requires_grad else None
+
+
 def _leaf_label(x, names, arriving):
     name = names.get(id(x), '').rpartition('.')[2] or x.name  # 'weight': its cluster says whose
-    if name is None and x.size == 1 and not x.requires_grad:
-        return f"{x.item():.4g}"  # a scalar constant: its value says most
+    value = constant_value(x, name)
+    if value is not None:
+        return value
     lines = [name] if name else []
     lines.append(str(tuple(x.shape)))
     return '\n'.join(lines + _grad_line(x, arriving))
@@ -189,20 +200,10 @@ def _grad_line(t, arriving):
 
 
 def _leaf_attrs(x):
-    if x.requires_grad:
-        return {'shape': 'ellipse', 'style': 'filled', 'fillcolor': '#fff2cc'}
-    return {'shape': 'ellipse', 'style': 'dashed', 'color': 'grey50', 'fontcolor': 'grey30'}
+    return LEAF_STYLE['param' if x.requires_grad else 'const']
 
 
-def _leaf_module(x, names, consumer):
-    """A parameter sits in its own module's cluster; another leaf in its (first) consumer's."""
-    name = names.get(id(x))
-    if name is not None:
-        return name.rpartition('.')[0] or None
-    return module_of(consumer)
-
-
-def _add_clusters(graphviz, dot, nodes):
+def add_clusters(graphviz, dot, nodes):
     """Put each node in the cluster of its module; clusters nest as the dotted names do."""
     members = {}
     for node_id, label, attrs, module in nodes:
@@ -232,7 +233,7 @@ def save(dot, path):
     """Render `dot` to path ('.svg', '.png', '.pdf') or save its source ('.gv'); returns the file written.
 
     Without Graphviz's `dot` program, saves the source next to `path` (as .gv) and warns how to render it.
-    Files are written to a temporary name, then renamed.
+    Files are written to a temporary name, then renamed (microtensor/atomic_write.py).
     """
     stem, ext = os.path.splitext(os.fspath(path))
     fmt = ext.lstrip('.').lower()
@@ -257,10 +258,7 @@ def save(dot, path):
 
 
 def _write(path, data):
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, 'wb') as f:
-        f.write(data)
-    os.replace(tmp, path)
+    write_atomically(path, lambda f: f.write(data), who='draw_graph')
 
 
 def _import_graphviz():

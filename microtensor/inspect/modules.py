@@ -45,6 +45,15 @@ def module_of(op):
     return getattr(op, 'module', None)
 
 
+def leaf_module(x, names, consumer):
+    """The module a leaf belongs to: a parameter (named in `names`, {id: 'ffn.W_1.weight'}) to its
+    own, 'ffn.W_1'; another leaf to that of the op using it (`consumer`).  None: no module."""
+    name = names.get(id(x))
+    if name is not None:
+        return name.rpartition('.')[0] or None
+    return module_of(consumer)
+
+
 def label_op(tensor, label):
     """Label the op that made `tensor` with what it is inside its module, e.g. 'ffn residual';
     returns `tensor`.  Free: the label is one attribute, read only by traces and graphs."""

@@ -18,7 +18,7 @@ vanishing path fades at a glance.
 
 Recorded with mt.backward_steps (the engine's own loop), so the steps are exactly
 loss.backward()'s.  Laid out by Graphviz's `dot` when the graphviz package and
-program are installed, else by a simple layered layout computed here: the page
+program are installed, else by a simple layered layout (layout.py): the page
 always works.  Everything is inline (no network): it opens from disk.
 
 Size limits: above `max_nodes` nodes the graph shows one box per module (the finest
@@ -36,13 +36,14 @@ import re
 from typing import NamedTuple
 
 from .. import backend
-from .modules import module_of
+from ..atomic_write import write_atomically
+from . import layout
+from .graph import constant_value
+from .modules import leaf_module, module_of, scope_of
 from .steps import backward_steps, norm
 from .trace import tensor_names
 
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'viewer.html')
-RESIDUAL_OP = 'ResidualAdd'   # transformer/residual.py: y = x + alpha * F(x)
-ROADS = ('+1', 'F')           # what ResidualAdd sends to x and to F(x)
 VALUE_ROWS, VALUE_COLS = 6, 6  # the values shown per tensor (the rest is noted, not embedded)
 
 
@@ -64,7 +65,7 @@ class Node(NamedTuple):
     name: str          # the tensor's name (params=, or tensor.name), or None
     shape: tuple
     module: str        # the module it belongs to (mt.record_modules), or None
-    residual: str      # for a ResidualAdd: 'layers.1.ffn residual' (the sub-layer F it adds); else ''
+    residual: str      # for a residual connection: 'layers.1.ffn residual' (the sub-layer F it adds); else ''
 
 
 class BackpropViewer:
@@ -110,8 +111,7 @@ class BackpropViewer:
             done_at[me] = step.index
             inputs = tuple(node_for(x, step.op) for x in step.inputs)
             sent = tuple(norm(gx) for gx in step.grad_inputs)
-            roads = ROADS if self.nodes[me].residual else (None,) * len(inputs)
-            for src, road, gx in zip(inputs, roads, step.grad_inputs):
+            for src, road, gx in zip(inputs, _roads(step.op, len(inputs)), step.grad_inputs):
                 self.edges.append((src, me, road))
                 if self.nodes[src].kind != 'op' and gx is not None:
                     done_at[src] = step.index  # a leaf's .grad is complete after its last consumer
@@ -138,12 +138,8 @@ class BackpropViewer:
 
     def save(self, path):
         """Write the page to `path` (to a temporary name, then renamed); returns the path."""
-        path = os.fspath(path)
-        tmp = f"{path}.tmp{os.getpid()}"
-        with open(tmp, 'w', encoding='utf-8') as f:
-            f.write(self.html())
-        os.replace(tmp, path)
-        return path
+        data = self.html().encode('utf-8')
+        return write_atomically(path, lambda f: f.write(data), who='BackpropViewer.save')
 
     def _repr_html_(self):
         """Jupyter: the page in an iframe, so its script and styles stay out of the notebook's."""
@@ -159,7 +155,7 @@ class BackpropViewer:
         if len(self.nodes) > self.max_nodes:
             graph = graph.by_module(self.max_nodes)
             notes.append(graph.note)
-        svg, layout_note = _layout(graph, self.layout)
+        svg, layout_note = layout.svg(graph, self.layout)
         if layout_note:
             notes.append(layout_note)
         data = graph.data(self, notes)
@@ -228,15 +224,16 @@ class _Graph:
         Steps name their tensors by index into `tensors` (each op's output, each leaf); norms
         keep 6 significant digits (the page shows 4).
         """
-        steps = []
+        steps, roads = [], (road for _, _, road in viewer.edges)  # one edge per input of each step
         for s, node, edges in zip(viewer.steps, self.node_of_step, self.edge_of_sent):
             sent = [dict(e=e, g=_round(g, 6), x=i) for e, g, i in zip(edges, s.sent, s.inputs)]
-            if viewer.nodes[s.node].residual:
-                for d, road in zip(sent, ROADS):
+            for d in sent:
+                road = next(roads)
+                if road:
                     d['road'] = road
             steps.append(dict(op=s.op, m=s.module, n=node, y=s.node, g=_round(s.grad_in, 6), sent=sent))
         nodes = [{k: _round(v, 6) if k == 'g' else v for k, v in n.items()
-                  if k in ('kind', 'module', 'done', 'first', 'g') or (k == 'tip' and n['kind'] == 'group')}
+                  if k in ('kind', 'module', 'done', 'first', 'g', 'tip')}  # (a tip: groups only)
                  for n in self.nodes]
         return dict(title=viewer.title, nodes=nodes, edges=[[a, b] for a, b, _ in self.edges], steps=steps,
                     tensors=[_describe(n) for n in viewer.nodes], formulas=viewer.formulas, notes=notes,
@@ -267,26 +264,25 @@ def _merge(nodes, key, ids):
 def _node(t, names, consumer):
     name = names.get(id(t)) or t.name
     shape = tuple(t.shape)
-    if t.creator is not None:
-        op = t.creator
-        op_name = type(op).__name__
-        return Node('op', op_name, name, shape, module_of(op), _residual_label(op) if op_name == RESIDUAL_OP else '')
-    module = name.rpartition('.')[0] if id(t) in names else module_of(consumer)  # a parameter: its module's
-    value = f"{t.item():.4g}" if name is None and t.size == 1 and not t.requires_grad else None
-    return Node('param' if t.requires_grad else 'const', value, name, shape, module or None, '')
+    op = t.creator
+    if op is not None:
+        return Node('op', type(op).__name__, name, shape, module_of(op), _residual_label(op))
+    return Node('param' if t.requires_grad else 'const', constant_value(t, name), name, shape,
+                leaf_module(t, names, consumer), '')
 
 
 def _residual_label(op):
-    """'layers.3.ffn residual': named after the sub-layer F whose output it adds.
+    """'layers.3.ffn residual' for a residual connection (an op with highway_inputs, labelled by
+    transformer/residual.py with its sub-layer: mt.inspect.scope_of); '' for any other op."""
+    if not getattr(op, 'highway_inputs', ()):
+        return ''
+    return scope_of(op) if getattr(op, 'label', None) else 'residual'
 
-    F's output was made in a module inside the residual's own ('layers.3.ffn.W_2' inside
-    'layers.3'): the sub-layer is that module's first level below the residual's.
-    """
-    own, fx = module_of(op), op.inputs[1]
-    sub = module_of(fx.creator) if fx.creator is not None else None
-    if sub and own is not None and (own == '' or sub.startswith(own + '.')):
-        sub = '.'.join(sub.split('.')[:own.count('.') + 2 if own else 1])
-    return f"{sub or own or ''} residual".strip()
+
+def _roads(op, n_inputs):
+    """What each input's edge is called: for a residual, '+1' (the highway, x) and 'F' (F(x)); else None."""
+    highways = getattr(op, 'highway_inputs', ())
+    return tuple(('+1' if i in highways else 'F') if highways else None for i in range(n_inputs))
 
 
 def _label(n, short):
@@ -339,175 +335,6 @@ def _values(t):
 def _round(v, digits=4):
     """v to `digits` significant digits (None stays None): short numbers make a small page."""
     return v if v is None or not math.isfinite(v) or v == 0 else float(f"{v:.{digits}g}")
-
-
-# ---------------------------------------------------------------------- layout
-def _layout(graph, layout):
-    """(svg, note): dot's layout when asked for or available, else the layered one."""
-    if layout in ('auto', 'dot'):
-        try:
-            return _dot_svg(graph), None
-        except _NoDot as missing:
-            if layout == 'dot':
-                raise RuntimeError(f"BackpropViewer(layout='dot'): {missing}") from None
-            note = f"Laid out without Graphviz ({missing}); with it the layout is tidier."
-            return _layered_svg(graph), note
-    return _layered_svg(graph), None
-
-
-class _NoDot(Exception):
-    pass
-
-
-NODE_STYLE = {  # graphviz attributes per kind of node
-    'op': {'shape': 'box', 'style': 'filled', 'fillcolor': '#ffffff'},
-    'param': {'shape': 'ellipse', 'style': 'filled', 'fillcolor': '#fff2cc'},
-    'const': {'shape': 'ellipse', 'style': 'dashed', 'color': 'grey50', 'fontcolor': 'grey30'},
-    'group': {'shape': 'box', 'style': 'rounded,filled', 'fillcolor': '#ffffff'},
-}
-
-
-def _dot_svg(graph):
-    from .graph import INSTALL_DOT, _add_clusters
-    try:
-        import graphviz
-    except ImportError:
-        raise _NoDot("the graphviz Python package is not installed: pip install graphviz") from None
-    dot = graphviz.Digraph(name='backprop', graph_attr={'rankdir': 'BT', 'nodesep': '0.15', 'ranksep': '0.3',
-                                                        'fontname': 'Helvetica', 'fontsize': '10'},
-                           node_attr={'fontname': 'Helvetica', 'fontsize': '10', 'height': '0.3'},
-                           edge_attr={'arrowsize': '0.6', 'fontname': 'Helvetica', 'fontsize': '9'})
-    members = []
-    for i, n in enumerate(graph.nodes):
-        attrs = dict(NODE_STYLE[n['kind']], id=f'n{i}')
-        if n['residual']:
-            attrs.update(color='#2ca02c', penwidth='2')
-        members.append((f'n{i}', n['short'], attrs, n.get('cluster', n['module'])))
-    _add_clusters(graphviz, dot, members)
-    for j, (a, b, road) in enumerate(graph.edges):
-        dot.edge(f'n{a}', f'n{b}', id=f'e{j}', **({'label': road, 'fontcolor': '#2ca02c'} if road else {}))
-    try:
-        svg = dot.pipe(format='svg').decode('utf-8')
-    except graphviz.ExecutableNotFound:
-        raise _NoDot(f"Graphviz's `dot` program was not found; {INSTALL_DOT}") from None
-    svg = svg[svg.index('<svg'):]
-    svg = re.sub(r'<!--.*?-->\n?', '', svg, flags=re.S)
-    svg = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', '', svg)              # inline SVG in HTML needs no namespaces
-    svg = re.sub(r'<title>[^<]*</title>\n?', '', svg)              # the page sets its own tooltips
-    svg = svg.replace(' font-family="Helvetica,sans-Serif"', '')   # the page's CSS sets the font
-    svg = svg.replace(' font-size="10.00"', '')                   # and its size
-    return svg
-
-
-def _layered_svg(graph):
-    """A simple layered layout (inputs at the bottom, the loss at the top), drawn as SVG.
-
-    Rank = the longest path from the graph's leaves; a leaf sits one rank below its first
-    consumer; within a rank, nodes are ordered by module, then by the mean position of
-    their neighbours (a few sweeps up and down), to keep edges short.
-    """
-    nodes, edges = graph.nodes, graph.edges
-    preds, succs = [[] for _ in nodes], [[] for _ in nodes]
-    for a, b, _ in edges:
-        preds[b].append(a)
-        succs[a].append(b)
-    order = _topological(nodes, preds, succs)
-    rank = [0] * len(nodes)
-    for v in order:
-        rank[v] = 1 + max((rank[p] for p in preds[v]), default=-1)
-    for v in reversed(order):  # leaves up to just below their lowest consumer
-        if not preds[v] and succs[v]:
-            rank[v] = min(rank[s] for s in succs[v]) - 1
-    lowest = min(rank, default=0)
-    rank = [r - lowest for r in rank]
-    rows = [[] for _ in range(max(rank, default=-1) + 1)]
-    for v in sorted(range(len(nodes)), key=lambda v: (nodes[v]['module'] or '', nodes[v]['first'] or 0)):
-        rows[rank[v]].append(v)
-    position = {}
-
-    def place():
-        for row in rows:
-            for x, v in enumerate(row):
-                position[v] = x - len(row) / 2
-
-    place()
-    for sweep in range(4):
-        for row in (rows if sweep % 2 == 0 else reversed(rows)):
-            def center(v):
-                near = preds[v] + succs[v]
-                return sum(position[u] for u in near) / len(near) if near else position[v]
-            centers = {v: center(v) for v in row}
-            by_module = {}
-            for v in row:
-                by_module.setdefault(nodes[v]['module'], []).append(centers[v])
-            row.sort(key=lambda v: (sum(by_module[nodes[v]['module']]) / len(by_module[nodes[v]['module']]),
-                                    centers[v]))
-            for x, v in enumerate(row):
-                position[v] = x - len(row) / 2
-
-    sizes = [_box_size(n['label']) for n in nodes]
-    gap, row_height = 12, max((h for _, h in sizes), default=30) + 34
-    widths = [sum(sizes[v][0] for v in row) + gap * max(0, len(row) - 1) for row in rows]
-    width = max(widths, default=100) + 2 * gap
-    height = len(rows) * row_height + gap
-    xy = {}
-    for r, row in enumerate(rows):
-        x = (width - widths[r]) / 2
-        y = height - (r + 0.5) * row_height
-        for v in row:
-            xy[v] = (x + sizes[v][0] / 2, y)
-            x += sizes[v][0] + gap
-    out = [f'<svg width="{width:.0f}pt" height="{height:.0f}pt" viewBox="0 0 {width:.0f} {height:.0f}">',
-           '<g id="graph0" class="graph">']
-    for j, (a, b, road) in enumerate(edges):
-        (x1, y1), (x2, y2) = xy[a], xy[b]
-        y1 -= sizes[a][1] / 2
-        y2 += sizes[b][1] / 2 + 5
-        mid = (y1 + y2) / 2
-        label = (f'<text text-anchor="middle" x="{(x1 + x2) / 2:.1f}" y="{mid:.1f}" fill="#2ca02c">'
-                 f'{html_lib.escape(road)}</text>') if road else ''
-        out.append(f'<g id="e{j}" class="edge"><path fill="none" stroke="black" d="M{x1:.1f},{y1:.1f} '
-                   f'C{x1:.1f},{mid:.1f} {x2:.1f},{mid:.1f} {x2:.1f},{y2:.1f}"/>'
-                   f'<polygon fill="black" stroke="black" points="{x2 - 3.5:.1f},{y2:.1f} {x2:.1f},{y2 - 5:.1f} '
-                   f'{x2 + 3.5:.1f},{y2:.1f}"/>{label}</g>')
-    for v, n in enumerate(nodes):
-        (x, y), (w, h) = xy[v], sizes[v]
-        style = NODE_STYLE[n['kind']]
-        stroke = '#2ca02c' if n['residual'] else ('grey' if n['kind'] == 'const' else 'black')
-        extra = ' stroke-dasharray="4,2"' if n['kind'] == 'const' else ''
-        extra += ' stroke-width="2"' if n['residual'] else ''
-        if style['shape'] == 'ellipse':
-            shape = f'<ellipse cx="{x:.1f}" cy="{y:.1f}" rx="{w / 2:.1f}" ry="{h / 2:.1f}"'
-        else:
-            radius = 6 if n['kind'] == 'group' else 0
-            shape = f'<rect x="{x - w / 2:.1f}" y="{y - h / 2:.1f}" width="{w:.1f}" height="{h:.1f}" rx="{radius}"'
-        fill = style.get('fillcolor', 'none')
-        lines = n['label'].splitlines()
-        texts = ''.join(f'<text text-anchor="middle" x="{x:.1f}" y="{y + 13 * (k - (len(lines) - 1) / 2) + 3.5:.1f}">'
-                        f'{html_lib.escape(line)}</text>' for k, line in enumerate(lines))
-        out.append(f'<g id="n{v}" class="node">{shape} fill="{fill}" stroke="{stroke}"{extra}/>{texts}</g>')
-    out.append('</g></svg>')
-    return '\n'.join(out)
-
-
-def _box_size(label):
-    lines = label.splitlines()
-    return max(len(line) for line in lines) * 6 + 16, 13 * len(lines) + 10
-
-
-def _topological(nodes, preds, succs):
-    """Kahn's algorithm over the forward edges (input -> op)."""
-    missing = [len(p) for p in preds]
-    ready = [v for v in range(len(nodes)) if not missing[v]]
-    order = []
-    while ready:
-        v = ready.pop()
-        order.append(v)
-        for s in succs[v]:
-            missing[s] -= 1
-            if not missing[s]:
-                ready.append(s)
-    return order
 
 
 # ---------------------------------------------------------------------- the page, within max_bytes
