@@ -122,7 +122,7 @@ def torch_step(size, device, steps, warmup):
     import torch
     from torch import nn
     sys.path.insert(0, os.path.join(ROOT, 'benchmarks'))
-    from gpt_step import SIZES, VOCAB
+    from step_clock import SIZES, VOCAB, clock_step  # not gpt_step: it imports microtensor
     s = SIZES[size]
     d, h, T = s['d_model'], s['n_heads'], s['context']
 
@@ -167,16 +167,8 @@ def torch_step(size, device, steps, warmup):
         opt.step()
         return loss.item()  # waits for the GPU, as gpt_step's step does
 
-    for _ in range(warmup):
-        step()
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    median = statistics.median(times)
-    return dict(size=size, params=sum(p.numel() for p in model.parameters()), median_ms=1000 * median,
-                tokens_per_s=s['batch'] * T / median, torch=torch.__version__)
+    return dict(size=size, params=sum(p.numel() for p in model.parameters()), **clock_step(size, step, steps, warmup),
+                torch=torch.__version__)
 
 
 def run_own_stage(name, device, mode, outdir, result_path):
