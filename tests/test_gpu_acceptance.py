@@ -99,9 +99,9 @@ def test_stages_without_time_left_are_skipped_and_the_table_escapes_bars(tmp_pat
 
 
 def test_the_pytorch_twin_imports_no_microtensor():
-    """The torch stage's process loads gpu_acceptance.py and step_clock.py only: importing
-    microtensor there would tune malloc under PyTorch and change its numbers."""
-    code = ("import sys; sys.path[:0] = [sys.argv[1]]; import gpu_acceptance, step_clock; "
+    """The PyTorch processes (gpu_acceptance's torch stage, vs_torch's torch worker) load these
+    files: importing microtensor there would tune malloc under PyTorch and change its numbers."""
+    code = ("import sys; sys.path[:0] = [sys.argv[1]]; import gpu_acceptance, step_clock, torch_gpt, vs_torch; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('microtensor', 'transformer', 'demos')))")
     done = subprocess.run([sys.executable, '-c', code, os.path.join(ROOT, 'benchmarks')],
                           capture_output=True, text=True, timeout=60)
