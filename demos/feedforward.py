@@ -28,10 +28,10 @@ import microtensor as mt
 from microtensor import nn, optim
 from transformer import GPT, EncoderLayer, FeedForward, MultiHeadAttention
 
+from .copy_task import VOCAB, copy_batch, copy_loss
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table
 
 TARGETS = {'|x|': lambda x: x.abs(), 'sin(2x)': lambda x: (2 * x).sin()}
-VOCAB = 10
 
 
 # ---------------------------------------------------------------------------- 1. the collapse
@@ -82,9 +82,8 @@ def train_copy(activation, steps=150, half=6, B=16, lr=3e-3, seed=0, device='cpu
     opt = optim.Adam(model.parameters(), lr=lr)
     losses = []
     for step in range(1, steps + 1):
-        first = [[rng.randrange(VOCAB) for _ in range(half)] for _ in range(B)]
-        ids = mt.tensor([w + w for w in first], device=device)
-        loss = mt.cross_entropy(model(ids)[:, half - 1:-1], ids[:, half:])
+        ids = copy_batch(rng, B, half, device)
+        loss = copy_loss(model(ids), ids, half)
         opt.zero_grad()
         loss.backward()
         opt.step()
