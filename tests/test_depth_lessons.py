@@ -20,10 +20,7 @@ from transformer.probes import rank_collapse, token_uniformity
 NEW_LESSONS = ['pre_vs_post_ln', 'positions', 'residual_variants', 'feedforward', 'encoder_only_mlm', 'small_numbers']
 
 
-@pytest.fixture(autouse=True)
-def _in_tmp_path(tmp_path, monkeypatch):
-    """Lessons write plots under runs/ of the working folder: keep them out of the repo."""
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures('in_tmp_path')  # lessons write under runs/ of the working folder
 
 
 def test_the_new_lessons_are_in_the_tour_with_a_command_line(capsys):
