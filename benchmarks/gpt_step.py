@@ -19,23 +19,17 @@ import argparse
 import cProfile
 import os
 import pstats
-import statistics
 import sys
-import time
 import tracemalloc
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, '..'), HERE]  # the tree, and step_clock beside this file
 import microtensor as mt  # noqa: E402
 from microtensor import optim  # noqa: E402
 from transformer import GPT, next_token_loss  # noqa: E402
 from demos.report import why_no_gpu  # noqa: E402  (the lessons' message)
+from step_clock import SIZES, VOCAB, clock_step  # noqa: E402  (shared with gpu_acceptance's PyTorch twin)
 
-VOCAB = 256
-SIZES = {
-    'small': dict(d_model=64, n_layers=2, n_heads=4, context=64, batch=32),
-    'medium': dict(d_model=256, n_layers=4, n_heads=4, context=128, batch=16),
-    'large': dict(d_model=384, n_layers=6, n_heads=6, context=256, batch=64),
-}
 
 
 def make_step(size, device):
@@ -73,17 +67,8 @@ def peak_memory(step, device):
 
 def measure(size, device, steps, warmup):
     model, step = make_step(size, device)
-    for _ in range(warmup):
-        step()
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    s = SIZES[size]
-    median = statistics.median(times)
-    return dict(size=size, params=model.num_parameters(), median_ms=1000 * median,
-                tokens_per_s=s['batch'] * s['context'] / median, peak_mib=peak_memory(step, device) / 2**20)
+    return dict(size=size, params=model.num_parameters(), **clock_step(size, step, steps, warmup),
+                peak_mib=peak_memory(step, device) / 2**20)
 
 
 def profile(size, device, steps=5, top=15):

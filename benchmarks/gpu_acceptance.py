@@ -17,7 +17,7 @@ and the other stages still run.  The limits add up to --budget seconds (default 
     gpt_step     one training step (forward + backward + AdamW) at the small / medium / large sizes
                  of benchmarks/gpt_step.py (large is the gpu preset's shape)
     torch        the same step in PyTorch eager on the same device, when PyTorch is installed: a twin
-                 of the GPT written below, the same shapes and parameter count; the tokens/s ratio
+                 of the GPT (torch_gpt.py), the same shapes and parameter count; the tokens/s ratio
     tests        pytest tests/test_gpu.py (every op on the GPU vs the CPU, device moves, seeding, ...),
                  last, with the time that is left
 
@@ -28,7 +28,6 @@ stage's command and output) and train_gpt_loss.png.  Exit status: 0 when no stag
 import argparse
 import importlib.util
 import json
-import math
 import os
 import shutil
 import signal
@@ -116,67 +115,19 @@ def stage_torch(device, plan, outdir, record):
 
 
 def torch_step(size, device, steps, warmup):
-    """benchmarks/gpt_step.py's measure() for a PyTorch twin of transformer.GPT: the same layers
-    (learned positions, Pre-LN, separate W_Q/W_K/W_V/W_O with biases, tanh-GELU FFN of 4 d_model,
-    final LayerNorm, an untied head without bias), the same shapes, batch and AdamW step."""
+    """benchmarks/gpt_step.py's measure() for torch_gpt.py, transformer.GPT's PyTorch twin (the one
+    vs_torch.py checks step for step): the same shapes, batch and AdamW step."""
     import torch
-    from torch import nn
     sys.path.insert(0, os.path.join(ROOT, 'benchmarks'))
-    from gpt_step import SIZES, VOCAB
+    import torch_gpt
+    from step_clock import SIZES, VOCAB, clock_step  # not gpt_step: it imports microtensor
     s = SIZES[size]
-    d, h, T = s['d_model'], s['n_heads'], s['context']
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.W_Q, self.W_K, self.W_V, self.W_O = (nn.Linear(d, d) for _ in range(4))
-            self.ffn = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(approximate='tanh'), nn.Linear(4 * d, d))
-
-        def forward(self, x, mask):
-            B = x.shape[0]
-            a = self.norm1(x)
-            Q, K, V = (W(a).view(B, T, h, d // h).transpose(1, 2) for W in (self.W_Q, self.W_K, self.W_V))
-            scores = (Q @ K.transpose(-1, -2) / math.sqrt(d // h)).masked_fill(~mask, float('-inf'))
-            x = x + self.W_O((scores.softmax(-1) @ V).transpose(1, 2).reshape(B, T, d))
-            return x + self.ffn(self.norm2(x))
-
-    class TwinGPT(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.tok, self.pos = nn.Embedding(VOCAB, d), nn.Parameter(torch.zeros(T, d))
-            self.blocks = nn.ModuleList(Block() for _ in range(s['n_layers']))
-            self.final_norm, self.head = nn.LayerNorm(d), nn.Linear(d, VOCAB, bias=False)
-
-        def forward(self, ids):
-            x, mask = self.tok(ids) + self.pos, torch.ones(T, T, dtype=torch.bool, device=ids.device).tril()
-            for block in self.blocks:
-                x = block(x, mask)
-            return self.head(self.final_norm(x))
-
     torch.manual_seed(0)
-    model = TwinGPT().to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
-    ids = torch.randint(0, VOCAB, (s['batch'], T), device=device)
-
-    def step():
-        logits = model(ids)
-        loss = nn.functional.cross_entropy(logits[:, :-1].reshape(-1, VOCAB), ids[:, 1:].reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss.item()  # waits for the GPU, as gpt_step's step does
-
-    for _ in range(warmup):
-        step()
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    median = statistics.median(times)
-    return dict(size=size, params=sum(p.numel() for p in model.parameters()), median_ms=1000 * median,
-                tokens_per_s=s['batch'] * T / median, torch=torch.__version__)
+    model = torch_gpt.gpt(VOCAB, s['d_model'], s['n_layers'], s['n_heads'], s['context']).to(device)
+    ids = torch.randint(0, VOCAB, (s['batch'], s['context']), device=device)
+    step = torch_gpt.train_step(model, ids, VOCAB, lr=3e-4)
+    return dict(size=size, params=sum(p.numel() for p in model.parameters()), **clock_step(size, step, steps, warmup),
+                torch=torch.__version__)
 
 
 def run_own_stage(name, device, mode, outdir, result_path):

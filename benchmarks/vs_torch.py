@@ -41,6 +41,8 @@ import sys
 import tempfile
 import time
 
+import torch_gpt  # stdlib only at import: safe in the microtensor worker too
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..')
 CONFIG = dict(vocab=65, n_layers=2, n_heads=4, context=64, batch=32, lr=3e-4, weight_decay=0.01)
@@ -99,93 +101,17 @@ def microtensor_step(d_model, init_path, root=ROOT):
 
 
 def torch_step(d_model, init_path, attention):
-    """The same GPT in PyTorch, initialised from the microtensor worker's weights."""
+    """The same GPT in PyTorch (torch_gpt.py), initialised from the microtensor worker's weights."""
     import numpy as np
     import torch
-    import torch.nn.functional as F
-    from torch import nn
 
     c = CONFIG
-    n_heads = c['n_heads']
-
-    class Attention(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.W_Q, self.W_K, self.W_V, self.W_O = (nn.Linear(d_model, d_model) for _ in range(4))
-            self.register_buffer('mask', torch.tril(torch.ones(c['context'], c['context'], dtype=torch.bool)))
-
-        def forward(self, x):
-            B, T, _ = x.shape
-            split = lambda y: y.view(B, T, n_heads, d_model // n_heads).transpose(1, 2)  # noqa: E731
-            q, k, v = split(self.W_Q(x)), split(self.W_K(x)), split(self.W_V(x))
-            if attention == 'sdpa':
-                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            else:
-                scores = (q @ k.transpose(-1, -2)) * (1.0 / (d_model // n_heads) ** 0.5)
-                y = scores.masked_fill(~self.mask[:T, :T], float('-inf')).softmax(dim=-1) @ v
-            return self.W_O(y.transpose(1, 2).reshape(B, T, d_model))
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-            self.self_attn = Attention()
-            self.W_1, self.W_2 = nn.Linear(d_model, 4 * d_model), nn.Linear(4 * d_model, d_model)
-
-        def forward(self, x):
-            x = x + self.self_attn(self.norm1(x))
-            return x + self.W_2(F.gelu(self.W_1(self.norm2(x)), approximate='tanh'))
-
-    class GPT(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.tok, self.pos = nn.Embedding(c['vocab'], d_model), nn.Embedding(c['context'], d_model)
-            self.layers = nn.ModuleList(Block() for _ in range(c['n_layers']))
-            self.final_norm = nn.LayerNorm(d_model)
-            self.lm_head = nn.Linear(d_model, c['vocab'], bias=False)
-
-        def forward(self, ids):
-            x = self.tok(ids) + self.pos.weight[:ids.shape[1]]
-            for layer in self.layers:
-                x = layer(x)
-            return self.lm_head(self.final_norm(x))
-
-    model = GPT()
+    model = torch_gpt.gpt(c['vocab'], d_model, c['n_layers'], c['n_heads'], c['context'], attention)
     with np.load(init_path, allow_pickle=False) as saved:
         w = {name: saved[name] for name in saved.files}
+    torch_gpt.load_microtensor_weights(model, w)
     ids = torch.from_numpy(w['ids'].astype(np.int64))
-
-    def copy(param, array, transpose=False):  # microtensor's Linear weight is (in, out), torch's (out, in)
-        with torch.no_grad():
-            param.copy_(torch.from_numpy(array.T.copy() if transpose else array))
-
-    copy(model.tok.weight, w['embed.tok.weight'])
-    copy(model.pos.weight, w['embed.pos.weight'])
-    copy(model.lm_head.weight, w['lm_head.weight'], transpose=True)
-    copy(model.final_norm.weight, w['decoder.final_norm.gamma'])
-    copy(model.final_norm.bias, w['decoder.final_norm.beta'])
-    for i, layer in enumerate(model.layers):
-        p = f'decoder.layers.{i}.'
-        for name in ('W_Q', 'W_K', 'W_V', 'W_O'):
-            copy(getattr(layer.self_attn, name).weight, w[p + f'self_attn.{name}.weight'], transpose=True)
-            copy(getattr(layer.self_attn, name).bias, w[p + f'self_attn.{name}.bias'])
-        for name in ('W_1', 'W_2'):
-            copy(getattr(layer, name).weight, w[p + f'ffn.{name}.weight'], transpose=True)
-            copy(getattr(layer, name).bias, w[p + f'ffn.{name}.bias'])
-        for norm in ('norm1', 'norm2'):
-            copy(getattr(layer, norm).weight, w[p + f'{norm}.gamma'])
-            copy(getattr(layer, norm).bias, w[p + f'{norm}.beta'])
-    opt = torch.optim.AdamW(model.parameters(), lr=c['lr'], weight_decay=c['weight_decay'])
-
-    def step():
-        logits = model(ids)
-        loss = F.cross_entropy(logits[:, :-1].reshape(-1, c['vocab']), ids[:, 1:].reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss.item()
-
-    return step
+    return torch_gpt.train_step(model, ids, c['vocab'], lr=c['lr'], weight_decay=c['weight_decay'])
 
 
 def worker(args):

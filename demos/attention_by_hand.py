@@ -186,8 +186,6 @@ def run(samples=20000, seed=0, device='cpu'):
 
 def plot_love(A):
     """A as a heat map, each cell labelled 'computed (article)'."""
-    words = article.LOVE_TOKENS
-
     def draw(ax):
         ax.imshow(A, cmap='Blues', vmin=0, vmax=1)
         for i in range(3):

@@ -28,13 +28,12 @@ curves cross (the lesson prints where, for this machine; timings vary from run t
     python -m demos.attention_cost --full     # n = 64 .. 2048, more repeats
 """
 import math
-import time
 
 import microtensor as mt
 from microtensor.autograd import topological_order
 from transformer import RNN, MultiHeadAttention
 
-from .report import command_line, options_of, run_lesson, save_lines, table
+from .report import command_line, median_seconds, options_of, run_lesson, save_lines, table
 
 
 def graph_depth(tensor):
@@ -44,15 +43,6 @@ def graph_depth(tensor):
         fn = t.creator
         depth[id(t)] = 0 if fn is None else 1 + max((depth.get(id(x), 0) for x in fn.inputs), default=0)
     return depth[id(tensor)]
-
-
-def median_seconds(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2]
 
 
 def slope(xs, ys):

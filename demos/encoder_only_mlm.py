@@ -23,15 +23,11 @@ from microtensor import optim
 from transformer import EncoderOnly
 from transformer.mlm import IGNORE, masked_accuracy, mlm_loss, mlm_mask
 
+from .copy_task import copy_batch
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
 
 DIGITS, MASK = 10, 10   # tokens 0-9, then [MASK]
 HALF = 8
-
-
-def doubled(rng, B, device='cpu'):
-    first = [[rng.randrange(DIGITS) for _ in range(HALF)] for _ in range(B)]
-    return mt.tensor([w + w for w in first], device=device)
 
 
 def corruption_shares(ids, inputs, labels):
@@ -71,7 +67,7 @@ def train(steps=300, B=32, lr=3e-3, seed=0, device='cpu'):
     opt = optim.Adam(model.parameters(), lr=lr)
     losses = []
     for step in range(1, steps + 1):
-        inputs, labels = mlm_mask(doubled(rng, B, device), MASK, DIGITS)
+        inputs, labels = mlm_mask(copy_batch(rng, B, HALF, device, DIGITS), MASK, DIGITS)
         loss = mlm_loss(model.masked_token_logits(inputs), labels)
         opt.zero_grad()
         loss.backward()
@@ -83,7 +79,7 @@ def train(steps=300, B=32, lr=3e-3, seed=0, device='cpu'):
 def run(steps=300, batch_size=32, n_test=500, seed=0, device='cpu'):
     model, losses = train(steps, batch_size, seed=seed, device=device)
     mt.manual_seed(seed + 1)
-    ids = doubled(random.Random(seed + 1), n_test, device)
+    ids = copy_batch(random.Random(seed + 1), n_test, HALF, device, DIGITS)
     inputs, labels = mlm_mask(ids, MASK, DIGITS)
     shares = corruption_shares(ids, inputs, labels)
     print(f"BERT's corruption, measured on {n_test} test sequences of {2 * HALF} digits:")

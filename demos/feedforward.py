@@ -28,10 +28,10 @@ import microtensor as mt
 from microtensor import nn, optim
 from transformer import GPT, EncoderLayer, FeedForward, MultiHeadAttention
 
+from .copy_task import VOCAB, copy_batch, copy_loss
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table
 
 TARGETS = {'|x|': lambda x: x.abs(), 'sin(2x)': lambda x: (2 * x).sin()}
-VOCAB = 10
 
 
 # ---------------------------------------------------------------------------- 1. the collapse
@@ -82,9 +82,8 @@ def train_copy(activation, steps=150, half=6, B=16, lr=3e-3, seed=0, device='cpu
     opt = optim.Adam(model.parameters(), lr=lr)
     losses = []
     for step in range(1, steps + 1):
-        first = [[rng.randrange(VOCAB) for _ in range(half)] for _ in range(B)]
-        ids = mt.tensor([w + w for w in first], device=device)
-        loss = mt.cross_entropy(model(ids)[:, half - 1:-1], ids[:, half:])
+        ids = copy_batch(rng, B, half, device)
+        loss = copy_loss(model(ids), ids, half)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -93,18 +92,14 @@ def train_copy(activation, steps=150, half=6, B=16, lr=3e-3, seed=0, device='cpu
 
 
 # ---------------------------------------------------------------------------- 4. parameter counts
-def count(module):
-    return module.num_parameters()
-
-
 def parameter_counts(d_model=512, n_heads=8, device='cpu'):
     """Parameters of an EncoderLayer's parts and of MultiHeadAttention with 1, 8 and 64 heads, counted from
     the modules (built on `device`: the count is the same on every device)."""
     layer = EncoderLayer(d_model, n_heads).to(device)
-    attention, ffn = count(layer.self_attn), count(layer.ffn)
-    norms = count(layer.norm1) + count(layer.norm2)
-    heads = {h: count(MultiHeadAttention(d_model, h).to(device)) for h in (1, 8, 64)}
-    return {'attention': attention, 'ffn': ffn, 'norms': norms, 'layer': count(layer), 'heads': heads,
+    attention, ffn = layer.self_attn.num_parameters(), layer.ffn.num_parameters()
+    norms = layer.norm1.num_parameters() + layer.norm2.num_parameters()
+    heads = {h: MultiHeadAttention(d_model, h).to(device).num_parameters() for h in (1, 8, 64)}
+    return {'attention': attention, 'ffn': ffn, 'norms': norms, 'layer': layer.num_parameters(), 'heads': heads,
             'd_model': d_model, 'n_heads': n_heads, 'device': layer.parameters()[0].device}
 
 

@@ -32,10 +32,10 @@ from microtensor import nn, optim
 from microtensor.inspect import norm
 from transformer import GPT, Encoder
 
+from .copy_task import VOCAB, copy_batch, copy_loss
 from .report import command_line, options_of, run_lesson, save_lines, table
 
 DEPTHS = (3, 6, 12, 24)
-VOCAB = 10  # copy task tokens
 
 
 def xavier_init(model):
@@ -85,9 +85,8 @@ def train_copy(norm_place, warmup, n_layers=4, steps=80, lr=1e-2, half=6, d_mode
     schedule = optim.LRScheduler(opt, lambda t: optim.linear_warmup(t, warmup, lr))
     losses = []
     for _ in range(steps):
-        first = [[rng.randrange(VOCAB) for _ in range(half)] for _ in range(B)]
-        ids = mt.tensor([w + w for w in first], device=device)
-        loss = mt.cross_entropy(model(ids)[:, half - 1:-1], ids[:, half:])  # predict the repeated half
+        ids = copy_batch(rng, B, half, device)
+        loss = copy_loss(model(ids), ids, half)  # predict the repeated half
         opt.zero_grad()
         loss.backward()
         opt.step()

@@ -1,5 +1,5 @@
-"""What the lessons share: the command line, a plain-text table, plots under runs/, and the list
-of files written.
+"""What the lessons share: the command line, a plain-text table, a median clock, plots under
+runs/, and the list of files written.
 
     def main(argv=None):                                   # every lesson ends like this
         options = options_of(run, steps='training steps', lr='learning rate', seed='random seed')
@@ -19,6 +19,8 @@ import collections
 import inspect
 import math
 import os
+import statistics
+import time
 import unicodedata
 
 import microtensor as mt
@@ -193,6 +195,20 @@ def window_means(values, n_windows=10):
     size = max(1, -(-len(values) // n_windows))
     return [(f"{a + 1}-{min(a + size, len(values))}", sum(values[a:a + size]) / len(values[a:a + size]))
             for a in range(0, len(values), size)]
+
+
+# ---------------------------------------------------------------------------- clocks
+def median_seconds(fn, repeats, warmup=0):
+    """Median wall time of fn() over `repeats` runs, after `warmup` untimed ones.  On a GPU, fn
+    must wait for its result (say with .item()): a kernel launch returns before the work is done."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 # ---------------------------------------------------------------------------- plots

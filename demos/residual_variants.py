@@ -29,9 +29,9 @@ from transformer import GPT, Encoder
 from transformer.probes import ResidualProbe
 from transformer.residual import ResidualGate
 
+from .copy_task import VOCAB, copy_batch, copy_loss
 from .report import check_loss, command_line, options_of, run_lesson, save_plot, table
 
-VOCAB = 10
 
 
 def set_gate_bias(model, bias):
@@ -79,11 +79,6 @@ def shares_at_init(n_layers=6, d_model=16, n_heads=2, B=4, T=8, seed=0, device='
     return out
 
 
-def copy_batch(rng, B, half, device):
-    first = [[rng.randrange(VOCAB) for _ in range(half)] for _ in range(B)]
-    return mt.tensor([w + w for w in first], device=device)
-
-
 def train_gated(steps=150, half=6, B=16, lr=3e-3, seed=0, device='cpu'):
     """A 2-layer gated GPT on the copy task: its losses, and (share, gate) before and after training."""
     mt.manual_seed(seed)
@@ -92,7 +87,7 @@ def train_gated(steps=150, half=6, B=16, lr=3e-3, seed=0, device='cpu'):
     test = copy_batch(random.Random(seed + 1), 64, half, device)
 
     def loss_of(m, ids=test):
-        return mt.cross_entropy(m(ids)[:, half - 1:-1], ids[:, half:])
+        return copy_loss(m(ids), ids, half)
 
     before = probe(model, loss_of)
     channels_before = gate_channels(model, test)

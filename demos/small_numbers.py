@@ -20,13 +20,12 @@ The deep-dive article states four quantities in passing:
 """
 import math
 import statistics
-import time
 
 import microtensor as mt
 from transformer import RNN, BatchNorm1d, LayerNorm, MultiHeadAttention
 from transformer import article_data as article
 
-from .report import command_line, options_of, run_lesson, table
+from .report import command_line, median_seconds, options_of, run_lesson, table
 from .residual_highway import label, layer_gradients
 
 
@@ -73,17 +72,6 @@ def batchnorm_statistics(batch_sizes=(32, 2), T=10, d_model=8, n_batches=200, se
 
 
 # ---------------------------------------------------------------------------- 4. attention vs RNN
-def seconds(fn, repeats):
-    """Median wall time of fn() over `repeats` runs (after one warm-up run)."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def attention_vs_rnn(T=512, d_model=64, n_heads=4, B=1, repeats=3, seed=0, device='cpu'):
     """Median seconds of forward + backward over T positions: one MultiHeadAttention vs an RNN(d_model, d_model)."""
     mt.manual_seed(seed)
@@ -98,7 +86,8 @@ def attention_vs_rnn(T=512, d_model=64, n_heads=4, B=1, repeats=3, seed=0, devic
     def recur():
         rnn(x)[0].sum().backward()
         x.grad.sum().item()
-    return {'attention': seconds(attend, repeats), 'rnn': seconds(recur, repeats), 'device': x.grad.device}
+    return {'attention': median_seconds(attend, repeats, warmup=1), 'rnn': median_seconds(recur, repeats, warmup=1),
+            'device': x.grad.device}
 
 
 def run(seq_len=512, n_layers=24, repeats=3, seed=0, device='cpu'):

@@ -143,7 +143,7 @@ def run(steps=200, seq_len=8, d_model=32, batch_size=32, seed=0, full=False, dev
                                                      window_means(separate['losses'], 5))]))
     staircase = [[t, shared['S'][t][t - 1], shared['S'][t][t], shared['A'][t][t - 1], shared['A'][t][t]]
                  for t in range(1, T)]
-    print(f"\nHow the shared model does it (test batch means): S_{{t,t-1}} = S_{{t-1,t}} falls along t, so each t\n"
+    print("\nHow the shared model does it (test batch means): S_{t,t-1} = S_{t-1,t} falls along t, so each t\n"
           "prefers t-1 to t+1; the diagonal S_tt = |q_t|^2 stays close:")
     print(table(['t', 'S_{t,t-1}', 'S_{t,t}', 'A_{t,t-1}', 'A_{t,t}'], staircase))
     save_lines('why_separate_qk', {name: r['losses'] for name, r in results.items()}, 'step', 'cross-entropy',

@@ -28,6 +28,13 @@ def device(request):
     return request.param
 
 
+@pytest.fixture
+def in_tmp_path(tmp_path, monkeypatch):
+    """Run in tmp_path: lessons write plots and checkpoints under runs/ of the working folder,
+    which must not be the repository."""
+    monkeypatch.chdir(tmp_path)
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     mt.manual_seed(0)

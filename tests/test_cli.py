@@ -27,10 +27,7 @@ OWN = ['train_xor', 'temperature', 'article_trace', 'softmax_saturation', 'resid
 ALL = [name for name, _ in tour.LESSONS]
 
 
-@pytest.fixture(autouse=True)
-def _in_tmp_path(tmp_path, monkeypatch):
-    """Lessons write plots under runs/ of the working folder: keep them out of the repo."""
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures('in_tmp_path')  # lessons write under runs/ of the working folder
 
 
 def lesson(name):

@@ -9,10 +9,7 @@ from demos import (__main__ as tour, article_trace, layernorm_vs_batchnorm, resi
 from transformer import article_data as article
 
 
-@pytest.fixture(autouse=True)
-def _in_tmp_path(tmp_path, monkeypatch):
-    """Lessons write plots and checkpoints under runs/ of the working folder: keep them out of the repo."""
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures('in_tmp_path')  # lessons write under runs/ of the working folder
 
 
 def test_temperature_table_matches_the_article():

@@ -20,10 +20,7 @@ from transformer.probes import rank_collapse, token_uniformity
 NEW_LESSONS = ['pre_vs_post_ln', 'positions', 'residual_variants', 'feedforward', 'encoder_only_mlm', 'small_numbers']
 
 
-@pytest.fixture(autouse=True)
-def _in_tmp_path(tmp_path, monkeypatch):
-    """Lessons write plots under runs/ of the working folder: keep them out of the repo."""
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures('in_tmp_path')  # lessons write under runs/ of the working folder
 
 
 def test_the_new_lessons_are_in_the_tour_with_a_command_line(capsys):
@@ -158,8 +155,7 @@ def test_article_trace_residual_sum_and_similarities():
 
 # ---------------------------------------------------------------------------- item 9
 def test_small_numbers():
-    result = small_numbers.run(seq_len=128, repeats=1)
-    assert round(100 * 0.9 ** 20) == 12 and round(100 * 0.9 ** 56, 1) == 0.3
+    result = small_numbers.run(seq_len=128, repeats=1)  # (part 4 is a timing: printed, never asserted)
     factors = result['factors']
     assert factors['pre', False] < 0.9 and factors['post', False] < 0.9              # faster than 0.9 per layer
     assert 0.9 < factors['pre', True] < 1.1
@@ -167,7 +163,6 @@ def test_small_numbers():
     assert before == pytest.approx(14) and round(before / after, 1) == 5.6
     (n32, s32), (n2, s2) = result['batchnorm'][32], result['batchnorm'][2]
     assert (n32, n2) == (320, 20) and 3 < s2 / s32 < 5
-    assert result['speedup'] > 0
 
 
 def test_readme_section_runs():

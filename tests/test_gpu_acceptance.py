@@ -98,6 +98,17 @@ def test_stages_without_time_left_are_skipped_and_the_table_escapes_bars(tmp_pat
     assert table.splitlines()[-1] == '| x | FAILED | a \\| b c | 1.2 |'
 
 
+def test_the_pytorch_twin_imports_no_microtensor():
+    """The PyTorch processes (gpu_acceptance's torch stage, vs_torch's torch worker) load these
+    files: importing microtensor there would tune malloc under PyTorch and change its numbers."""
+    code = ("import sys; sys.path[:0] = [sys.argv[1]]; import gpu_acceptance, step_clock, torch_gpt, vs_torch; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('microtensor', 'transformer', 'demos')))")
+    done = subprocess.run([sys.executable, '-c', code, os.path.join(ROOT, 'benchmarks')],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == '[]'
+
+
 @pytest.mark.skipif(mt.cuda.is_available(), reason="a GPU is here: --device cuda works")
 @pytest.mark.parametrize('script', ['gpt_step', 'gpu_acceptance'])
 def test_device_cuda_without_a_gpu_is_a_clean_message(script, tmp_path):

@@ -10,10 +10,7 @@ from transformer import article_data as article
 from transformer import generate
 
 
-@pytest.fixture(autouse=True)
-def _in_tmp_path(tmp_path, monkeypatch):
-    """Lessons write plots (and a checkpoint) under runs/ of the working folder: keep them out of the repo."""
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures('in_tmp_path')  # lessons write under runs/ of the working folder
 
 
 def test_the_tour_lists_the_new_lessons_with_their_items(capsys):

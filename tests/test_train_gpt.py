@@ -18,10 +18,7 @@ TINY = ['--d-model', '16', '--n-layers', '1', '--n-heads', '2', '--context', '16
         '--sample-length', '0']
 
 
-@pytest.fixture(autouse=True)
-def _in_tmp_path(tmp_path, monkeypatch):
-    """Lessons write plots and checkpoints under runs/ of the working folder: keep them out of the repo."""
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures('in_tmp_path')  # lessons write under runs/ of the working folder
 
 
 def usage_error(capsys, main, argv):

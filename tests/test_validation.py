@@ -160,18 +160,26 @@ def assert_clear_error(error, where, argument):
     assert argument in str(error), f"{error} (expected it to name {argument!r})"
 
 
+def follows_rule(call, where, argument, value, rule, named=None):
+    """call() passes `value` as `argument`: it must refuse it with a clear error (starting with
+    `where`, naming `named`, default the argument) exactly when rule(value) is false.
+    Returns (accepted, what call() returned)."""
+    try:
+        result = call()
+    except (ValueError, TypeError) as error:
+        assert not rule(value), f"{where}({argument}={value!r}) was refused: {error}"
+        assert_clear_error(error, where, named or argument)
+        return False, None
+    assert rule(value), f"{where}({argument}={value!r}) was accepted"
+    return True, result
+
+
 @pytest.mark.parametrize('make, kwargs, argument, rule, stored', CONSTRUCTORS,
                          ids=[f"{c[0].__name__}-{c[2]}" for c in CONSTRUCTORS])
 @given(value=ANY_VALUE)
 def test_constructors_accept_what_the_rule_allows_and_name_the_rest(make, kwargs, argument, rule, stored, value):
-    try:
-        built = make(**{**kwargs, argument: value})
-    except (ValueError, TypeError) as error:
-        assert not rule(value), f"{make.__name__}({argument}={value!r}) was refused: {error}"
-        assert_clear_error(error, make.__name__, argument)
-        return
-    assert rule(value), f"{make.__name__}({argument}={value!r}) was accepted"
-    if stored:
+    accepted, built = follows_rule(lambda: make(**{**kwargs, argument: value}), make.__name__, argument, value, rule)
+    if accepted and stored:
         got, expected = attribute(built, stored), plain(value, rule in NUMBER_RULES)
         assert got == expected and type(got) is type(expected), (got, value)
 
@@ -202,24 +210,16 @@ OPTIMIZER_ARGUMENTS = [
 @given(value=st.one_of(ANY_VALUE, st.tuples(ANY_VALUE, ANY_VALUE), st.tuples(st.floats(0, 1), st.floats(0, 1))))
 def test_optimizer_hyperparameters_are_checked(make, kwargs, argument, rule, value):
     p = parameter()
-    try:
-        opt = make([p], **{**kwargs, argument: value})
-    except (ValueError, TypeError) as error:
-        assert not rule(value), f"{make.__name__}({argument}={value!r}) was refused: {error}"
-        assert_clear_error(error, make.__name__, argument)
+    accepted, opt = follows_rule(lambda: make([p], **{**kwargs, argument: value}), make.__name__, argument, value, rule)
+    if not accepted:
         return
-    assert rule(value), f"{make.__name__}({argument}={value!r}) was accepted"
     group = opt.param_groups[0][argument]
     assert group == (tuple(map(float, value)) if argument == 'betas' else plain(value))
     opt.step()  # (absurd but valid values, e.g. weight_decay=1e40, may well diverge: that is not an error)
     assert opt.state[id(p)]['step'] == 1
-    try:  # the learning rate can be set later, by the same rule
-        opt.lr = value
-    except (ValueError, TypeError) as error:
-        assert not non_negative(value)
-        assert_clear_error(error, make.__name__, 'lr')
-    else:
-        assert non_negative(value) and opt.lr == float(value)
+    # the learning rate can be set later, by the same rule
+    if follows_rule(lambda: setattr(opt, 'lr', value), make.__name__, 'lr', value, non_negative)[0]:
+        assert opt.lr == float(value)
 
 
 SCHEDULE_CALLS = [
@@ -243,14 +243,10 @@ SCHEDULE_CALLS = [
 def test_schedules_and_clipping_check_their_arguments(function, kwargs, argument, rule, value):
     if 'parameters' in kwargs:
         kwargs = {**kwargs, 'parameters': [parameter()]}
-    try:
-        result = function(**{**kwargs, argument: value})
-    except (ValueError, TypeError) as error:
-        assert not rule(value), f"{function.__name__}({argument}={value!r}) was refused: {error}"
-        assert_clear_error(error, function.__name__, argument)
-        return
-    assert rule(value), f"{function.__name__}({argument}={value!r}) was accepted"
-    assert isinstance(result, float) and (math.isfinite(result) or argument == 'norm_type')
+    accepted, result = follows_rule(lambda: function(**{**kwargs, argument: value}), function.__name__, argument,
+                                    value, rule)
+    if accepted:
+        assert isinstance(result, float) and (math.isfinite(result) or argument == 'norm_type')
 
 
 def state_dict_variants():
@@ -381,14 +377,11 @@ def test_generate_checks_its_options(argument, value):
     model = sharp_gpt()
     prompt = mt.tensor([[1, 2, 3]])
     options = dict(max_new_tokens=2, seed=0)
-    try:
-        out = generate(model, prompt, **{**options, argument: value})
-    except (ValueError, TypeError) as error:
-        assert not GENERATE_ARGUMENTS[argument](value), f"{argument}={value!r} was refused: {error}"
-        too_long = argument == 'max_new_tokens' and is_int(value) and value > MAX_LEN - 2
-        assert_clear_error(error, 'generate', 'max_len' if too_long else argument)
+    too_long = argument == 'max_new_tokens' and is_int(value) and value > MAX_LEN - 2
+    accepted, out = follows_rule(lambda: generate(model, prompt, **{**options, argument: value}), 'generate', argument,
+                                 value, GENERATE_ARGUMENTS[argument], named='max_len' if too_long else None)
+    if not accepted:
         return
-    assert GENERATE_ARGUMENTS[argument](value), f"{argument}={value!r} was accepted"
     if is_int(value) or isinstance(value, np.floating):  # numpy numbers act as the Python numbers they equal
         again = generate(model, prompt, **{**options, argument: plain(value)})
         assert out.tolist() == again.tolist()
