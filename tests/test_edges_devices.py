@@ -17,6 +17,7 @@ from hypothesis import given, strategies as st
 
 import microtensor as mt
 from microtensor import backend
+from microtensor.ops.attention import masked_softmax
 
 
 # ---------------------------------------------------------------------------- devices of array parameters
@@ -27,8 +28,6 @@ class _FakeGpuArray(np.ndarray):
 
 
 @pytest.fixture
-
-
 def fake_gpu(monkeypatch):
     real_device_of = backend.device_of
     monkeypatch.setattr(backend, 'device_of', lambda a: 'cuda' if isinstance(a, _FakeGpuArray) else real_device_of(a))
@@ -45,6 +44,7 @@ PARAMETER_ARRAYS = {  # op on a (fake) GPU tensor x, given a host array a
     'copy_': ('copy_', 'source', lambda x, a: x.copy_(a)),
     'where': ('where', 'condition', lambda x, a: mt.where(a > 0, x, 0.0)),
     'masked_fill': ('masked_fill', 'mask', lambda x, a: x.masked_fill(a > 0, 0.0)),
+    'masked_softmax': ('masked_softmax', 'mask', lambda x, a: masked_softmax(x, a > 0)),
     'cross_entropy': ('cross_entropy', 'targets', lambda x, a: mt.cross_entropy(x, a.astype(int) % 2)),
     'x * array': ('mul', 'operand', lambda x, a: x * a),
     'backward(grad)': ('backward', 'grad', lambda x, a: x.reshape(4).backward(a.reshape(4))),
