@@ -185,6 +185,8 @@ def broadcasts_to(shape, target):
 def scatter_add(target, index, values):
     """target[index] += values, adding repeated indices (add.at: numpy's, and cupy's since
     cupy 13, where cupyx.scatter_add is deprecated)."""
+    if isinstance(index, tuple) and len(index) == 1:  # x[ids] arrives as (ids,) from ops/index.py
+        index = index[0]
     if array_module(target) is numpy and isinstance(index, numpy.ndarray) and index.dtype.kind in 'iu' \
             and target.flags.c_contiguous:
         # rows picked by one integer array (an embedding's ids): numpy's add.at is ~5x faster

@@ -118,6 +118,22 @@ def test_scatter_add_is_add_at_on_every_backend():
     assert target.tolist() == [4.0, 0.0, 2.0]
 
 
+@given(st.integers(1, 6), st.integers(0, 3), st.data())
+def test_scatter_adds_rows_fast_path_gives_add_ats_bits(n_rows, width, data):
+    """An embedding's backward (rows picked by one integer array, bare or as GetItem's (ids,))
+    takes the flat-index path: the same sums, bit for bit, as numpy's add.at on the rows."""
+    ids = np.array(data.draw(st.lists(st.integers(-n_rows, n_rows - 1), max_size=12)), dtype=np.int64)
+    shape = (n_rows,) + (width,) * (width > 0)
+    values = np.random.default_rng(len(ids)).standard_normal(ids.shape + shape[1:]).astype(np.float32)
+    start = np.random.default_rng(width).standard_normal(shape).astype(np.float32)
+    expected = start.copy()
+    np.add.at(expected, ids, values)
+    for index in (ids, (ids,)):
+        target = start.copy()
+        assert backend.scatter_add(target, index, values) is target
+        np.testing.assert_array_equal(target, expected)
+
+
 def test_clip_without_bounds_never_calls_the_backends_clip_without_bounds(monkeypatch):
     """cupy 13's clip raises "must set either max or min"; the op handles that case itself."""
     real_clip = np.clip
