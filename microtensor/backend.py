@@ -199,6 +199,13 @@ def scatter_add(target, index, values):
     return target
 
 
+def sum_rows(x):
+    """x.sum(axis=0) for a C-contiguous matrix (n, m) -> (m,), as the vector-matrix product
+    ones(n) @ x: BLAS's GEMV is 2-6x faster than numpy's sum over the first axis (a batch's
+    rows summed into a bias's gradient)."""
+    return array_module(x).ones(len(x), dtype=x.dtype) @ x
+
+
 def quiet_float_errors(array):
     """Silence numpy's divide/invalid/overflow warnings where inf/nan is the documented result."""
     if array_module(array) is numpy:

@@ -77,7 +77,7 @@ class Linear(Function):
         gw = x.reshape(-1, x.shape[-1]).T @ g_rows if self.needs_grad(1) else None
         if len(self.inputs) == 2:
             return gx, gw
-        return gx, gw, (g_rows.sum(axis=0) if self.needs_grad(2) else None)
+        return gx, gw, (g_rows.sum_to(self.inputs[2].shape) if self.needs_grad(2) else None)
 
 
 def linear(x, weight, bias=None):
