@@ -94,6 +94,17 @@ def test_gelu(device, approximate, composed, data):
     assert_same_function(lambda t: mt.gelu(t, approximate=approximate), composed, [x], device)
 
 
+
+@pytest.mark.parametrize('approximate', ['tanh', 'none'])
+@pytest.mark.parametrize('dtype', [np.int8, np.int64, np.float16, np.float32])
+def test_gelu_of_any_dtype_follows_numpys_promotion(approximate, dtype):
+    """Ints give float64 (as numpy's tanh and erf do); floats keep their dtype."""
+    x = np.array([-3, 0, 2], dtype=dtype)
+    y = mt.gelu(mt.tensor(x), approximate=approximate)
+    assert y.dtype == np.result_type(dtype, 1.0)
+    np.testing.assert_allclose(y.numpy(), mt.gelu(mt.tensor(x.astype(np.float64)), approximate=approximate).numpy(),
+                               rtol=0, atol=10 * np.finfo(y.dtype).eps)
+
 @devices
 @given(data=st.data(), eps=st.sampled_from([1e-5, 0.1]))
 def test_layer_norm(device, data, eps):

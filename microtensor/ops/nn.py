@@ -255,18 +255,32 @@ class GeluTanhSlope(Function):
 
 
 def _gelu_tanh(x):
-    """(y, h) on arrays: GELU's output and its gate (y = -0 for x < -_FAR, where h is exactly 0)."""
+    """(y, h) on arrays: GELU's output and its gate (y = -0 for x < -_FAR, where h is exactly 0).
+    In place on one new array: each numpy call is one pass over it (and x is clipped with
+    clip, not maximum: numpy's clip is ~1.5x faster)."""
     xp = backend.array_module(x)
-    u = _SQRT_2_OVER_PI * x * (1 + _A * x * x)  # = sqrt(2/pi) (x + 0.044715 x^3), in four multiplications
-    h = 0.5 * (1 + xp.tanh(u))
-    return xp.maximum(x, -_FAR) * h, h
+    dtype = xp.result_type(x.dtype, 1.0)  # ints give floats, as numpy's tanh does
+    h = xp.multiply(x, x, out=xp.empty(x.shape, dtype), dtype=dtype)  # (an array even for a 0-d x)
+    h *= _SQRT_2_OVER_PI * _A
+    h += _SQRT_2_OVER_PI
+    h *= x  # u = sqrt(2/pi) (x + 0.044715 x^3)
+    xp.tanh(h, out=h)
+    h += 1
+    h *= 0.5
+    return xp.clip(x, -_FAR, math.inf) * h, h
 
 
 def _gelu_tanh_slope(x, h):
     """gelu'(x) = h + 2 u' y (1 - h) on arrays, with x clipped to [-_FAR, _FAR] (see above)."""
     x = backend.array_module(x).clip(x, -_FAR, _FAR)
-    du_twice = (2 * _SQRT_2_OVER_PI) * (1 + 3 * _A * x * x)
-    return h + du_twice * (x * h) * (1 - h)
+    s = x * x
+    s *= 3 * _A * 2 * _SQRT_2_OVER_PI
+    s += 2 * _SQRT_2_OVER_PI  # 2 u'
+    x *= h  # y (x is the clipped copy)
+    s *= x
+    s *= 1 - h
+    s += h
+    return s
 
 
 def _gelu_tanh_curvature(x):
