@@ -206,6 +206,23 @@ def sum_rows(x):
     return array_module(x).ones(len(x), dtype=x.dtype) @ x
 
 
+def max_along(x, axis):
+    """x.max(axis, keepdims=True), as the element at argmax: numpy's argmax is vectorised and
+    its max over short rows is not (1.5-2.5x faster for rows of 16 to 256 floats).  The same
+    value, NaN included (argmax picks the first NaN)."""
+    if x.shape[axis] == 0:
+        return x.max(axis=axis, keepdims=True)  # numpy's own error for an empty axis
+    return array_module(x).take_along_axis(x, x.argmax(axis=axis, keepdims=True), axis=axis)
+
+
+def sum_along(x, axis):
+    """x.sum(axis, keepdims=True); along the last axis as an einsum, 2-3x faster than numpy's
+    sum over short rows, and each row summed on its own (the same bits in any block of rows)."""
+    if axis not in (-1, x.ndim - 1):
+        return x.sum(axis=axis, keepdims=True)
+    return array_module(x).einsum('...i->...', x)[..., None]
+
+
 def quiet_float_errors(array):
     """Silence numpy's divide/invalid/overflow warnings where inf/nan is the documented result."""
     if array_module(array) is numpy:

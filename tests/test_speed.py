@@ -7,6 +7,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
+from hypothesis.extra import numpy as hnp
 
 import microtensor as mt
 from microtensor import optim
@@ -143,6 +145,28 @@ def test_row_blocks_give_the_same_numbers_bit_for_bit(monkeypatch):
     monkeypatch.setattr(mt.backend, 'BLOCK', 64)
     for a, b in zip(whole, fused_ops_on(x, gamma, beta, scores, mask)):
         np.testing.assert_array_equal(a, b)
+
+
+# ---------------------------------------------------------------------------- faster spellings
+SPECIAL = st.sampled_from([np.nan, np.inf, -np.inf, -0.0, 0.0])
+
+
+@given(hnp.arrays(np.float32, hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=70),
+                  elements=st.floats(width=32) | SPECIAL), st.data())
+def test_max_along_and_sum_along_are_max_and_sum(x, data):
+    """The softmaxes' argmax-based max: numpy's max (NaN and inf included; of -0 and 0 either),
+    the same error for an empty axis; the einsum row sum: numpy's sum to float32 rounding."""
+    axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
+    if x.shape[axis] == 0:
+        with pytest.raises(ValueError):
+            mt.backend.max_along(x, axis)
+    else:
+        np.testing.assert_array_equal(mt.backend.max_along(x, axis), x.max(axis=axis, keepdims=True))
+    finite = np.nan_to_num(x, posinf=0, neginf=0) / 4  # no overflow in either sum
+    with np.errstate(all='ignore'):
+        expected = finite.astype(np.float64).sum(axis=axis, keepdims=True)
+    np.testing.assert_allclose(mt.backend.sum_along(finite, axis), expected,
+                               rtol=1e-5, atol=1e-6 * np.abs(finite).sum(axis=axis, keepdims=True).max(initial=1))
 
 
 def test_vs_torch_benchmark_runs_without_torch(tmp_path):

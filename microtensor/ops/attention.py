@@ -30,9 +30,9 @@ class MaskedSoftmax(Function):
         xp = backend.array_module(s)
 
         def softmax(p):  # in place, a block of rows at a time (backend.by_rows)
-            p -= p.max(axis=-1, keepdims=True)  # exp(x - max): no overflow
+            p -= backend.max_along(p, -1)  # exp(x - max): no overflow
             xp.exp(p, out=p)
-            p /= p.sum(axis=-1, keepdims=True)
+            p /= backend.sum_along(p, -1)
             return p
 
         p = s.copy() if mask is None else xp.where(mask, s, -math.inf)  # the op's one new array
