@@ -195,6 +195,25 @@ def test_state_dict_round_trip_continues_identically(make):
     assert p1.numpy().tobytes() == p2.numpy().tobytes()
 
 
+@pytest.mark.parametrize('make', [lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9), lambda ps: optim.AdamW(ps, lr=0.01)])
+def test_a_state_dict_is_a_snapshot_that_later_steps_leave_alone(make):
+    """The optimizers update their moment buffers in place; the state handed out is a copy."""
+    p = nn.Parameter(mt.ones(3, 4))
+    opt = make([p])
+    first, *rest = hand_made_gradients(steps=4)
+    p.grad = mt.tensor(first, dtype='float32')
+    opt.step()
+    saved = opt.state_dict()['state'][0]
+    buffers = {name: value.numpy().copy() for name, value in saved.items() if name != 'step'}
+    for g in rest:
+        p.grad = mt.tensor(g, dtype='float32')
+        opt.step()
+    now = opt.state_dict()['state'][0]
+    for name, value in buffers.items():
+        assert np.array_equal(saved[name].numpy(), value)  # the snapshot did not move
+        assert not np.array_equal(now[name].numpy(), value)  # while the optimizer's buffers did
+
+
 def test_load_state_dict_rejects_a_different_model():
     opt = optim.Adam([nn.Parameter(mt.ones(2)), nn.Parameter(mt.ones(3))])
     for p in opt.param_groups[0]['params']:

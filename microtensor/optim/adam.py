@@ -33,18 +33,27 @@ class Adam(Optimizer):
     def update(self, p, g, state, group):
         xp = backend.array_module(p)
         lr, (beta1, beta2), eps, weight_decay = group['lr'], group['betas'], group['eps'], group['weight_decay']
-        if weight_decay and self.decoupled:
-            p = p * (1 - lr * weight_decay)
-        elif weight_decay:
+        if weight_decay and not self.decoupled:
             g = g + weight_decay * p
         if 'exp_avg' not in state:
             state['exp_avg'], state['exp_avg_sq'] = xp.zeros_like(p), xp.zeros_like(p)
-        m = state['exp_avg'] = beta1 * state['exp_avg'] + (1 - beta1) * g
-        v = state['exp_avg_sq'] = beta2 * state['exp_avg_sq'] + (1 - beta2) * (g * g)
-        t = state['step']
-        m_hat = m / (1 - beta1 ** t)
-        v_hat = v / (1 - beta2 ** t)
-        return p - lr * m_hat / (xp.sqrt(v_hat) + eps)
+        # The moments are the optimizer's own arrays: updated in place (state_dict() hands out copies).
+        m, v, t = state['exp_avg'], state['exp_avg_sq'], state['step']
+        m *= beta1
+        m += (1 - beta1) * g
+        v *= beta2
+        v += (1 - beta2) * (g * g)
+        # lr * m_hat / (sqrt(v_hat) + eps), with the bias corrections folded into two numbers (as PyTorch)
+        denominator = xp.sqrt(v)
+        denominator /= (1 - beta2 ** t) ** 0.5
+        denominator += eps
+        step = m / denominator
+        step *= lr / (1 - beta1 ** t)
+        if weight_decay and self.decoupled:
+            p = p * (1 - lr * weight_decay)
+            p -= step
+            return p
+        return p - step
 
 
 class AdamW(Adam):

@@ -121,7 +121,8 @@ class Optimizer:
 
     def state_dict(self):
         """{'optimizer': class name, 'state': {index: {'step': n, name: Tensor}},
-        'param_groups': [hyper-parameters, 'params': indices]}.
+        'param_groups': [hyper-parameters, 'params': indices]}.  The Tensors are copies: the
+        optimizer updates its own arrays in place, and a saved state must not move with them.
 
         Parameters are named by their position (0, 1, ...) across the groups, so the state
         loads into a fresh optimizer of the same class built over the same model.
@@ -129,7 +130,7 @@ class Optimizer:
         state = {}
         for i, p in enumerate(self._parameters()):
             if id(p) in self.state:
-                state[i] = {name: Tensor._wrap(value) if backend.is_array(value) else value
+                state[i] = {name: Tensor._wrap(value.copy()) if backend.is_array(value) else value
                             for name, value in self.state[id(p)].items()}
         groups, start = [], 0
         for group in self.param_groups:
