@@ -389,36 +389,24 @@ malloc_tuned = _tune_malloc()
 BLOCK = 2**16
 
 
-def by_rows(fn, *arrays, out=None):
+def by_rows(fn, *arrays):
     """fn(*arrays), computed block of rows by block of rows on the CPU.
 
-    arrays: one leading shape, each (..., n) or (..., 1) (a per-row statistic, as
-    keepdims=True gives).  fn gets 2-D blocks of rows, (rows, n) or (rows, 1), and returns
-    an array or a tuple of arrays of such blocks.  It must treat rows independently:
+    arrays: fn's inputs and the outputs it fills, all with one leading shape, each (..., n)
+    or (..., 1) (a per-row statistic, as keepdims=True gives).  fn gets 2-D blocks of rows,
+    (rows, n) or (rows, 1), and writes its results into the blocks of its output arrays
+    (numpy's out=, or in place), so no result is copied.  fn must treat rows independently:
     elementwise math and reductions over the last axis only; constants (gamma, a Python
-    number) come from the closure.  Results have the inputs' leading shape.
-    out=arrays[0], a C-contiguous array the op has just made: fn overwrites its first
-    block in place, and that array is the result (no new array, no copy).
-    On the GPU, and for arrays of at most two blocks, this is fn(*arrays).
+    number) come from the closure.
+    On the GPU, for arrays of at most two blocks, and when an array is not C-contiguous
+    (its blocks would be copies, not views), this is fn(*arrays).
     """
     first = arrays[0]
     if (array_module(first) is not numpy or first.size <= 2 * BLOCK or first.ndim == 0
-            or (out is not None and not out.flags.c_contiguous)):
-        return fn(*arrays)
-    rows = [a.reshape(-1, a.shape[-1]) for a in arrays]  # out's is a view: out is C-contiguous
+            or not all(a.flags.c_contiguous for a in arrays)):
+        fn(*arrays)
+        return
+    rows = [a.reshape(-1, a.shape[-1]) for a in arrays]  # views: every array is C-contiguous
     step = max(1, BLOCK // first.shape[-1])
-    outs = None
     for start in range(0, len(rows[0]), step):
-        results = fn(*[r[start:start + step] for r in rows])
-        if out is not None:  # fn has written its block in place
-            continue
-        single = not isinstance(results, tuple)
-        results = (results,) if single else results
-        if outs is None:
-            outs = [numpy.empty((len(rows[0]),) + r.shape[1:], dtype=r.dtype) for r in results]
-        for target, result in zip(outs, results):
-            target[start:start + step] = result  # while the block is still in the cache
-    if out is not None:
-        return out
-    outs = [target.reshape(first.shape[:-1] + target.shape[1:]) for target in outs]
-    return outs[0] if single else tuple(outs)
+        fn(*[r[start:start + step] for r in rows])

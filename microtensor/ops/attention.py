@@ -33,10 +33,10 @@ class MaskedSoftmax(Function):
             p -= backend.max_along(p, -1)  # exp(x - max): no overflow
             xp.exp(p, out=p)
             p /= backend.sum_along(p, -1)
-            return p
 
         p = s.copy() if mask is None else xp.where(mask, s, -math.inf)  # the op's one new array
-        return backend.by_rows(softmax, p, out=p)
+        backend.by_rows(softmax, p)
+        return p
 
     def backward(self, g):
         return (SoftmaxGrad.apply(self.output, g),)
@@ -52,7 +52,14 @@ class SoftmaxGrad(Function):
 
     def forward(self, p, g):
         xp = backend.array_module(p)
-        return backend.by_rows(lambda p, g: p * (g - xp.einsum('...k,...k->...', g, p)[..., None]), p, g)
+        d = xp.empty(p.shape, xp.result_type(p, g))
+
+        def softmax_grad(p, g, d):  # a block of rows at a time (backend.by_rows), into d
+            xp.subtract(g, xp.einsum('...k,...k->...', g, p)[..., None], out=d)
+            d *= p
+
+        backend.by_rows(softmax_grad, p, g, d)
+        return d
 
     def backward(self, e):
         p, g = self.inputs

@@ -122,19 +122,28 @@ class LayerNorm(Function):
 
     def forward(self, x, gamma, beta, eps):
         self.eps = eps
+        xp = backend.array_module(x)
+        y = xp.empty(x.shape, xp.result_type(x, gamma, beta))
+        self.x_hat, self.inv_std = xp.empty(x.shape, x.dtype), xp.empty(x.shape[:-1] + (1,), x.dtype)  # for backward
 
-        def layer_norm(x):
-            x_hat, inv_std = _normalise(x, eps)
-            return x_hat * gamma + beta, x_hat, inv_std
+        def layer_norm(x, y, x_hat_out, inv_std_out):  # a block of rows (backend.by_rows), into the outputs
+            x_hat_out[...], inv_std_out[...] = _normalise(x, eps)
+            xp.multiply(x_hat_out, gamma, out=y)
+            y += beta
 
-        y, self.x_hat, self.inv_std = backend.by_rows(layer_norm, x)  # x_hat, 1/std: kept for backward
+        backend.by_rows(layer_norm, x, y, self.x_hat, self.inv_std)
         return y
 
     def backward(self, g):
         x, gamma, _ = self.inputs
         if not is_grad_enabled():  # the usual case: arrays, with the forward's x_hat and 1/std
-            dx = backend.by_rows(lambda g, x_hat, inv_std: _layer_norm_dx(g * gamma.data, x_hat, inv_std),
-                                 g.data, self.x_hat, self.inv_std)
+            xp = backend.array_module(g.data)
+            dx = xp.empty(x.shape, xp.result_type(g.data, gamma.data, x.data))
+
+            def layer_norm_dx(g, x_hat, inv_std, dx):
+                dx[...] = _layer_norm_dx(g * gamma.data, x_hat, inv_std)
+
+            backend.by_rows(layer_norm_dx, g.data, self.x_hat, self.inv_std, dx)
             return Tensor._wrap(dx), g * Tensor._wrap(self.x_hat), g
         x_hat, inv_std = _normalise(x, self.eps)  # create_graph=True: as tensors, so this backward is differentiable
         return _layer_norm_dx(g * gamma, x_hat, inv_std), g * x_hat, g
@@ -202,7 +211,7 @@ def dropout(x, p=0.5, training=True):
 # Far from 0, GELU is x (x > 0) or 0 (x < 0) to every float's precision: beyond |x| = _FAR
 # tanh(u) and erf(x / sqrt 2) are exactly +-1.  So the slopes are computed at x clipped
 # to [-_FAR, _FAR] (exactly 1 or 0 beyond, where x^3 or x^2 would overflow and give
-# 0 * inf = nan); the forward's factor x is max(x, -_FAR), so gelu(-inf) is 0, not
+# 0 * inf = nan); the forward's factor x is clipped to [-_FAR, inf], so gelu(-inf) is 0, not
 # -inf * 0 = nan.  (For x beyond ~1e12 in float32, x^3 in the forward overflows to inf: numpy
 # warns, and the answer is still right: tanh(inf) = 1, y = x.)
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
@@ -217,7 +226,9 @@ class GeluTanh(Function):
     """
 
     def forward(self, x):
-        y, self.h = backend.by_rows(_gelu_tanh, x)
+        xp = backend.array_module(x)
+        y, self.h = xp.empty(x.shape, _float_type(x)), xp.empty(x.shape, _float_type(x))
+        backend.by_rows(_gelu_tanh, x, y, self.h)
         return y
 
     def backward(self, g):
@@ -230,7 +241,15 @@ class GeluTanhGrad(Function):
     """
 
     def forward(self, x, g, h):
-        return backend.by_rows(lambda x, g, h: g * _gelu_tanh_slope(x, h), x, g, h)
+        xp = backend.array_module(x)
+        dx = xp.empty(x.shape, xp.result_type(_float_type(x), g))
+
+        def gelu_tanh_grad(x, g, h, dx):
+            _gelu_tanh_slope(x, h, dx)
+            dx *= g
+
+        backend.by_rows(gelu_tanh_grad, x, g, h, dx)
+        return dx
 
     def backward(self, e):
         x, g = self.inputs
@@ -246,39 +265,60 @@ class GeluTanhSlope(Function):
     """
 
     def forward(self, x):
-        return backend.by_rows(lambda x: _gelu_tanh_slope(x, _gelu_tanh(x)[1]), x)
+        xp = backend.array_module(x)
+        s = xp.empty(x.shape, _float_type(x))
+
+        def gelu_tanh_slope(x, s):
+            h = xp.empty_like(s)
+            _gelu_gate(x, h)
+            _gelu_tanh_slope(x, h, s)
+
+        backend.by_rows(gelu_tanh_slope, x, s)
+        return s
 
     def backward(self, g):
         return (g * _gelu_tanh_curvature(self.inputs[0]),)
 
 
-def _gelu_tanh(x):
-    """(y, h) on arrays: GELU's output and its gate (y = -0 for x < -_FAR, where h is exactly 0).
-    In place on one new array: each numpy call is one pass over it (and x is clipped with
-    clip, not maximum: numpy's clip is ~1.5x faster)."""
+def _float_type(x):
+    """GELU's result type for x: ints give floats, as numpy's tanh does."""
+    return backend.array_module(x).result_type(x.dtype, 1.0)
+
+
+# The forms below write into arrays the op made (backend.by_rows): in place, each numpy call
+# is one pass and no temporary is left to copy.
+def _gelu_gate(x, h):
+    """h = 0.5 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), into h."""
     xp = backend.array_module(x)
-    dtype = xp.result_type(x.dtype, 1.0)  # ints give floats, as numpy's tanh does
-    h = xp.multiply(x, x, out=xp.empty(x.shape, dtype), dtype=dtype)  # (an array even for a 0-d x)
+    xp.multiply(x, x, out=h, dtype=h.dtype)
     h *= _SQRT_2_OVER_PI * _A
     h += _SQRT_2_OVER_PI
-    h *= x  # u = sqrt(2/pi) (x + 0.044715 x^3)
+    h *= x  # u
     xp.tanh(h, out=h)
     h += 1
     h *= 0.5
-    return xp.clip(x, -_FAR, math.inf) * h, h
 
 
-def _gelu_tanh_slope(x, h):
-    """gelu'(x) = h + 2 u' y (1 - h) on arrays, with x clipped to [-_FAR, _FAR] (see above)."""
-    x = backend.array_module(x).clip(x, -_FAR, _FAR)
-    s = x * x
+def _gelu_tanh(x, y, h):
+    """GELU's output y = x h and its gate h, into y and h (y = -0 for x < -_FAR, where h is
+    exactly 0; x is clipped with clip, not maximum: numpy's clip is ~1.5x faster)."""
+    _gelu_gate(x, h)
+    backend.array_module(x).clip(x, -_FAR, math.inf, out=y)
+    y *= h
+
+
+def _gelu_tanh_slope(x, h, s):
+    """gelu'(x) = h + 2 u' y (1 - h) into s, with x clipped to [-_FAR, _FAR] (see above)."""
+    xp = backend.array_module(x)
+    x = xp.clip(x, -_FAR, _FAR, out=xp.empty_like(s))  # ours to overwrite (an array even when 0-d)
+    xp.multiply(x, x, out=s)
     s *= 3 * _A * 2 * _SQRT_2_OVER_PI
     s += 2 * _SQRT_2_OVER_PI  # 2 u'
-    x *= h  # y (x is the clipped copy)
+    x *= h  # y
     s *= x
-    s *= 1 - h
+    xp.subtract(1, h, out=x)
+    s *= x
     s += h
-    return s
 
 
 def _gelu_tanh_curvature(x):
