@@ -6,6 +6,7 @@
     python benchmarks/vs_torch.py --rss 2000                              # microtensor's RSS over a long run
     python benchmarks/vs_torch.py --profile                               # cProfile of microtensor's step
     python benchmarks/vs_torch.py --compare /tmp/old-checkout             # also time another version, same rounds
+    python benchmarks/vs_torch.py --gemm                                  # only the step's matrix products (gemms.py)
 
 The model (both systems): a decoder-only GPT, pre-LN, learned positions, 2 layers, 4 heads,
 d_ff = 4 d_model, GELU (tanh form), separate W_Q/W_K/W_V/W_O with biases, an untied head
@@ -41,7 +42,8 @@ import sys
 import tempfile
 import time
 
-import torch_gpt  # stdlib only at import: safe in the microtensor worker too
+import gemms  # stdlib only at import, as torch_gpt: safe in the microtensor worker too
+import torch_gpt
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..')
@@ -117,9 +119,13 @@ def torch_step(d_model, init_path, attention):
 def worker(args):
     """Serve commands on stdin: 'first' (one step, its loss), 'run N' (N timed steps), 'quit'."""
     threads = args.threads
-    if args.worker == 'torch':
+    if args.worker.startswith('torch'):
         import torch
         torch.set_num_threads(threads)
+    if args.worker.endswith('-gemm'):  # numpy-gemm, torch-gemm: the step's products alone
+        shape = {k: CONFIG[k] for k in ('vocab', 'n_layers', 'n_heads', 'context', 'batch')}
+        step = gemms.products(args.worker[:-len('-gemm')], args.d_model, **shape)
+    elif args.worker == 'torch':
         step = torch_step(args.d_model, args.init, args.torch_attention)
     else:
         step = microtensor_step(args.d_model, args.init, args.root)
@@ -198,11 +204,13 @@ def compare(d_model, threads, args, use_torch):
     """
     with tempfile.TemporaryDirectory() as tmp:
         init_path = os.path.join(tmp, 'init.npz')
-        workers = [Worker('microtensor', 'microtensor', sys.executable, d_model, threads, init_path)]
+        suffix = '-gemm' if args.gemm else ''
+        workers = [Worker('numpy' + suffix if args.gemm else 'microtensor', 'microtensor', sys.executable,
+                          d_model, threads, init_path)]
         workers += [Worker('microtensor', root, sys.executable, d_model, threads, '', root=root)
                     for root in args.compare]  # same seed, same model: they need no weights file
         if use_torch:
-            workers.append(Worker('torch', 'torch', args.torch_python, d_model, threads, init_path,
+            workers.append(Worker('torch' + suffix, 'torch', args.torch_python, d_model, threads, init_path,
                                   torch_attention=args.torch_attention))
         try:
             first = {w.label: w.ask('first')['loss'] for w in workers}
@@ -270,7 +278,9 @@ def main():
                         help='other microtensor checkouts (directories) to time in the same rounds')
     parser.add_argument('--rss', type=int, metavar='STEPS', help="only trace microtensor's RSS over STEPS steps")
     parser.add_argument('--profile', action='store_true', help="only profile microtensor's step (in this process)")
-    parser.add_argument('--worker', choices=['microtensor', 'torch'], help=argparse.SUPPRESS)
+    parser.add_argument('--gemm', action='store_true',
+                        help="only the step's matrix products: numpy's BLAS vs PyTorch's (gemms.py)")
+    parser.add_argument('--worker', choices=['microtensor', 'torch', 'numpy-gemm', 'torch-gemm'], help=argparse.SUPPRESS)
     parser.add_argument('--d-model', type=int, help=argparse.SUPPRESS)
     parser.add_argument('--init', help=argparse.SUPPRESS)
     parser.add_argument('--root', default=ROOT, help=argparse.SUPPRESS)
@@ -286,6 +296,8 @@ def main():
         return long_run_rss(args)
 
     use_torch = torch_available(args.torch_python)
+    if args.gemm:
+        return gemm_table(args, use_torch)
     c = CONFIG
     print(f"tiny GPT training step (forward + backward + AdamW), float32: {c['n_layers']} layers, "
           f"{c['n_heads']} heads, "
@@ -319,6 +331,23 @@ def main():
         for d_model, threads, label, o, m in others:
             print(f"| {d_model} | {threads} | {label} | {o['ms']:.1f} | {o['cpu_ms']:.1f} | {m['ms'] / o['ms']:.2f} "
                   f"| {m['cpu_ms'] / o['cpu_ms']:.2f} | {o['rss']:.0f} |")
+
+
+def gemm_table(args, use_torch):
+    """The 51 matrix products of one step (gemms.py) in numpy and in PyTorch, alternating rounds."""
+    if not use_torch:
+        raise SystemExit(f"--gemm compares with PyTorch, which {args.torch_python} does not have (see --torch-python)")
+    args.compare = []
+    print(f"the matrix products of one training step (gemms.py), float32; median of {args.rounds} alternating "
+          f"rounds x {args.steps} repetitions\n")
+    print("| d_model | threads | numpy ms | PyTorch ms | ratio | CPU ms numpy | CPU ms PyTorch | CPU ratio |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for d_model in args.d_models:
+        for threads in args.threads:
+            r = compare(d_model, threads, args, use_torch)
+            m, t = r['microtensor'], r['torch']
+            print(f"| {d_model} | {threads} | {m['ms']:.1f} | {t['ms']:.1f} | {m['ms'] / t['ms']:.2f} "
+                  f"| {m['cpu_ms']:.1f} | {t['cpu_ms']:.1f} | {m['cpu_ms'] / t['cpu_ms']:.2f} |", flush=True)
 
 
 if __name__ == '__main__':

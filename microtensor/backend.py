@@ -383,9 +383,9 @@ malloc_tuned = _tune_malloc()
 # on blocks of rows of about BLOCK elements, whose temporaries stay in the CPU's cache
 # (GELU: ~1.3x faster at d_ff = 256, ~1.8x at 1024).  Each block is computed exactly as the
 # whole array would be (rows are independent), so the result is the same, bit for bit,
-# whatever the block size.  (Threads over the blocks were tried: with the GIL handed back
-# and forth between numpy calls on two cores they gained ~15% on GELU alone and nothing
-# measurable on a training step; see benchmarks/README.md.)
+# whatever the block size.  (Threads over the blocks were tried twice: two threads make GELU
+# alone 1.35-1.6x faster, but a training step no faster, because OpenBLAS's own second thread
+# spins on the other core between matrix products; see benchmarks/README.md, "Threads".)
 BLOCK = 2**16
 
 

@@ -178,3 +178,31 @@ def test_vs_torch_benchmark_runs_without_torch(tmp_path):
     assert 'microtensor only' in out
     row = out.strip().splitlines()[-1].split('|')
     assert row[1].strip() == '64' and float(row[3]) > 0 and abs(float(row[6]) - np.log(65)) < 0.1  # loss ~ ln(vocab)
+
+
+def test_the_gemm_benchmark_times_the_products_a_gpt_step_computes(monkeypatch):
+    """benchmarks/gemms.py (vs_torch.py --gemm) lists the same products, by shape, as a real step."""
+    sys.path.insert(0, os.path.join(ROOT, 'benchmarks'))
+    import gemms
+    from microtensor.ops.linalg import Linear, MatMul
+    seen = []
+
+    def recording(op):
+        real = op.forward
+
+        def forward(self, a, b, *rest):
+            if op is Linear or (b.ndim == 2 and a.ndim > 2):  # both run as one 2-D product
+                seen.append(((int(np.prod(a.shape[:-1])), a.shape[-1]), b.shape))
+            else:
+                seen.append((a.shape, b.shape))
+            return real(self, a, b, *rest)
+        monkeypatch.setattr(op, 'forward', forward)
+
+    recording(Linear)
+    recording(MatMul)
+    sizes = dict(d_model=8, vocab=5, n_layers=2, n_heads=2, context=4, batch=3)
+    model = GPT(sizes['vocab'], d_model=8, n_layers=2, n_heads=2, max_len=4)
+    ids = mt.randint(0, sizes['vocab'], (sizes['batch'], sizes['context']))
+    next_token_loss(model(ids), ids).backward()
+    listed = [(tuple(a.shape), tuple(b.shape)) for a, b in gemms.operands('numpy', **sizes)]
+    assert len(listed) == 51 and sorted(listed) == sorted((tuple(a), tuple(b)) for a, b in seen)
