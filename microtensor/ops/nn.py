@@ -227,7 +227,8 @@ class GeluTanh(Function):
 
     def forward(self, x):
         xp = backend.array_module(x)
-        y, self.h = xp.empty(x.shape, _float_type(x)), xp.empty(x.shape, _float_type(x))
+        dtype = _float_type(x)
+        y, self.h = xp.empty(x.shape, dtype), xp.empty(x.shape, dtype)
         backend.by_rows(_gelu_tanh, x, y, self.h)
         return y
 
