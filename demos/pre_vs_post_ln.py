@@ -82,7 +82,7 @@ def train_copy(norm_place, warmup, n_layers=4, steps=80, lr=1e-2, half=6, d_mode
     model = xavier_init(GPT(VOCAB, d_model=d_model, n_layers=n_layers, n_heads=n_heads, max_len=2 * half,
                             norm=norm_place, init_std=0.1)).to(device)
     opt = optim.Adam(model.parameters(), lr=lr)
-    schedule = optim.LRScheduler(opt, lambda t: optim.linear_warmup(t, warmup, lr))
+    schedule = optim.LRScheduler(opt, lambda t: optim.linear_warmup(t, warmup, 1.0))  # a factor of lr
     losses = []
     for _ in range(steps):
         ids = copy_batch(rng, B, half, device)

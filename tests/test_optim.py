@@ -307,11 +307,11 @@ def test_scheduler_sets_the_optimizers_lr_each_step_and_resumes():
     resumed_opt = optim.SGD([nn.Parameter(mt.ones(1))], lr=0.5)
     resumed = optim.WarmupCosine(resumed_opt, warmup_steps=2, total_steps=6)
     resumed.load_state_dict({'last_step': 3})
-    assert resumed_opt.lr == expected[3] and resumed.lr == expected[3] and resumed.base_lr == 0.5
-    custom = optim.LRScheduler(opt, lambda t: 0.1 * 0.5 ** t)
+    assert resumed_opt.lr == expected[3] and resumed.lr == expected[3] and resumed.base_lrs == [0.5]
+    custom = optim.LRScheduler(opt, lambda t: 0.1 * 0.5 ** t)  # a factor of the group's base lr, 0.5
     custom.step()
     custom.step()
-    assert opt.lr == pytest.approx(0.025) and custom.state_dict() == {'last_step': 2}
+    assert opt.lr == pytest.approx(0.0125) and custom.state_dict() == {'last_step': 2}
 
 
 # ---------------------------------------------------------------------- a step is an in-place change

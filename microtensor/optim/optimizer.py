@@ -68,12 +68,15 @@ class Optimizer:
         """`group` with its hyper-parameters checked and made plain Python numbers; returned.
         Each optimizer checks its own; every one has a learning rate."""
         group['lr'] = argcheck.number(group['lr'], type(self).__name__, 'lr', min=0)
+        if 'initial_lr' in group:  # the base lr a schedule scales (optim/schedules.py)
+            group['initial_lr'] = argcheck.number(group['initial_lr'], type(self).__name__, 'initial_lr', min=0)
         return group
 
     # ------------------------------------------------------------------ the learning rate
     @property
     def lr(self):
-        """The learning rate (of the first group); schedules set it before each step."""
+        """The learning rate of the first group; setting it sets every group's (a schedule sets
+        each group's own, see schedules.py)."""
         return self.param_groups[0]['lr']
 
     @lr.setter
@@ -176,8 +179,10 @@ class Optimizer:
                 raise ValueError(f"{where}: a saved group holds parameters {list(saved['params'])}, "
                                  f"expected {expected}")
             hyper = {k: list(v) if isinstance(v, tuple) else v for k, v in saved.items() if k != 'params'}
-            own = sorted(k for k in group if k != 'params')
-            if sorted(hyper) != own:
+            if 'initial_lr' in group:  # a scheduler's base lr stays when the saved group has none
+                hyper.setdefault('initial_lr', group['initial_lr'])
+            own = sorted(k for k in group if k not in ('params', 'initial_lr'))
+            if sorted(k for k in hyper if k != 'initial_lr') != own:
                 raise ValueError(f"{where}: the saved hyper-parameters are {sorted(hyper)}, "
                                  f"{type(self).__name__}'s are {own}")
             try:
