@@ -338,8 +338,12 @@ def _initial_grad(y, g, op='backward'):
             raise RuntimeError(f"{op}: the output has shape {y.shape}, not a scalar; "
                                "pass grad= (a tensor of the same shape) or reduce it first (e.g. .sum())")
         return Tensor._wrap(backend.array_module(y.data).ones_like(y.data))
+    array = g.data if isinstance(g, Tensor) else param_array(g, y, op, 'grad')
+    if array.dtype == bool:  # True/False is a mask, not a rate of change (numpy cannot even negate it)
+        raise TypeError(f"{op}: grad has dtype bool, but a gradient holds numbers: pass a {y.dtype} tensor "
+                        f"(for a mask m: (y * m).sum().backward(), or grad=m.to(mt.{y.dtype}))")
     if not isinstance(g, Tensor):  # an array (on y's device) or a list of numbers: a private copy in y's dtype
-        g = Tensor._wrap(param_array(g, y, op, 'grad').astype(y.dtype))
+        g = Tensor._wrap(array.astype(y.dtype))
     elif type(g.data) is not type(y.data):
         raise RuntimeError(f"{op}: grad is on '{g.device}' but the output is on '{y.device}'")
     if g.shape != y.shape:

@@ -188,7 +188,7 @@ def scatter_add(target, index, values):
     if isinstance(index, tuple) and len(index) == 1:  # x[ids] arrives as (ids,) from ops/index.py
         index = index[0]
     if array_module(target) is numpy and isinstance(index, numpy.ndarray) and index.dtype.kind in 'iu' \
-            and target.flags.c_contiguous:
+            and target.flags.c_contiguous and len(target):  # (a table with no rows has no target[0])
         # rows picked by one integer array (an embedding's ids): numpy's add.at is ~5x faster
         # on flat indices into a 1-D array, so address every element of those rows directly
         row = target[0].size

@@ -26,7 +26,7 @@ at log(1/sqrt(d_k)).  Multi-head Latent Attention (low-rank K, V) is in mla.py.
 import math
 
 import microtensor as mt
-from microtensor import nn
+from microtensor import argcheck, nn
 from microtensor.ops.attention import masked_softmax
 
 from . import checks
@@ -114,6 +114,22 @@ class KVCache:
         """How many positions the cache holds."""
         return 0 if self.K is None else self.K.shape[-2]
 
+    @staticmethod
+    def check(cache, B, where):
+        """An attention's `cache` argument: None, or a KVCache for a batch of B sequences."""
+        if cache is not None:
+            if not isinstance(cache, KVCache):
+                raise TypeError(f"{where}: cache must be a KVCache, not {argcheck.describe(cache)}")
+            cache.check_batch(B, where)
+
+    def check_batch(self, B, where, name='cache (a KVCache)'):
+        """A cache holds the keys of one batch of B sequences: refuse another batch size (`name`
+        says which cache, e.g. 'cache[1]' for layer 1's)."""
+        if self.K is not None and self.K.shape[0] != B:
+            raise ValueError(f"{where}: {name} holds the keys of a batch of {self.K.shape[0]}, but this input is a "
+                             f"batch of {B}; a cache serves the batch it was filled with: make a new one "
+                             "(model.new_cache(), or KVCache()) for another batch size")
+
     def update(self, K, V):
         """Append K, V along the time axis; return the full K, V."""
         if self.K is not None:
@@ -174,6 +190,7 @@ class MultiHeadAttention(nn.Module):
                              f"(B, T, {self.d_model}), got {x.shape}")
         B, T_q, _ = x.shape
         self_attention = context is None
+        KVCache.check(cache, B, 'MultiHeadAttention')
         offset = cache.length if cache is not None and self_attention else 0  # position of x's first row
 
         Q = split_heads(self.W_Q(x), self.n_heads)                     # (B, h, T_q, d_k)

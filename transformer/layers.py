@@ -14,7 +14,9 @@ through a Norm. `residual=False` drops the "x +" (for the vanishing-gradient les
 `alpha` scales the branch: x + alpha * F(x) (the articles' "scaled residual"); gate=True
 gives every sub-layer a learned gate (layer.gate_self_attn, gate_cross_attn, gate_ffn):
 x + g * F(x), g = ResidualGate(what F reads) (the "gated residual").  relative=True gives
-the self-attention T5's learned relative position bias.
+the self-attention T5's learned relative position bias, shared_qk=True one projection for
+its queries and keys (W_K = W_Q; the cross-attention keeps two: its Q and K read different
+sequences).
 
 EncoderLayer:  x = Sub(x, self-attention(., mask))            -> norm1
                x = Sub(x, FFN)                                 -> norm2
@@ -88,13 +90,14 @@ class EncoderLayer(_Layer):
 
     def __init__(self, d_model, n_heads, d_ff=None, dropout=0.0, norm='pre', residual=True, alpha=1.0,
                  activation='gelu', n_kv_heads=None, rope=False, alibi=False, norm_type='layer', relative=False,
-                 gate=False):
+                 gate=False, shared_qk=False):
         checks.heads('EncoderLayer', d_model, n_heads, n_kv_heads)
-        checks.arguments('EncoderLayer', d_ff=d_ff, rope=rope, alibi=alibi, relative=relative, gate=gate)
+        checks.arguments('EncoderLayer', d_ff=d_ff, rope=rope, alibi=alibi, relative=relative, gate=gate,
+                         shared_qk=shared_qk)
         argcheck.choice(activation, 'EncoderLayer', 'activation', sorted(ACTIVATIONS))
         super().__init__(d_model, dropout, norm, residual, alpha, norm_type, gate)
         self.self_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv_heads, dropout=dropout,
-                                            rope=rope, alibi=alibi, relative=relative)
+                                            rope=rope, alibi=alibi, relative=relative, shared_qk=shared_qk)
         self.ffn = FeedForward(d_model, d_ff, activation=activation, dropout=dropout)
         self.norm1 = self._new_norm()
         self.norm2 = self._new_norm()
@@ -118,14 +121,14 @@ class DecoderLayer(_Layer):
 
     def __init__(self, d_model, n_heads, d_ff=None, dropout=0.0, norm='pre', residual=True, alpha=1.0,
                  activation='gelu', n_kv_heads=None, rope=False, alibi=False, norm_type='layer',
-                 cross_attention=True, relative=False, gate=False):
+                 cross_attention=True, relative=False, gate=False, shared_qk=False):
         checks.heads('DecoderLayer', d_model, n_heads, n_kv_heads)
         checks.arguments('DecoderLayer', d_ff=d_ff, rope=rope, alibi=alibi, cross_attention=cross_attention,
-                         relative=relative, gate=gate)
+                         relative=relative, gate=gate, shared_qk=shared_qk)
         argcheck.choice(activation, 'DecoderLayer', 'activation', sorted(ACTIVATIONS))
         super().__init__(d_model, dropout, norm, residual, alpha, norm_type, gate)
         self.self_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv_heads, dropout=dropout,
-                                            rope=rope, alibi=alibi, relative=relative)
+                                            rope=rope, alibi=alibi, relative=relative, shared_qk=shared_qk)
         # positions of two different sequences: no RoPE/ALiBi in the cross-attention
         self.cross_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads=n_kv_heads,
                                              dropout=dropout) if cross_attention else None

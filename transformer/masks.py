@@ -34,8 +34,14 @@ def padding_mask(ids, pad_id):
 
     ids: (B, T_k) integer token ids (a Tensor or a nested list).
     """
-    ids = ids if isinstance(ids, mt.Tensor) else mt.tensor(ids)
+    try:
+        ids = ids if isinstance(ids, mt.Tensor) else mt.tensor(ids)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"padding_mask: ids must be integer token ids (a Tensor or nested lists of ints), "
+                        f"not {argcheck.describe(ids)} ({error})") from None
     pad_id = argcheck.integer(pad_id, 'padding_mask', 'pad_id')
+    if ids.dtype.kind not in 'iu':
+        raise TypeError(f"padding_mask: ids must be integer token ids, not {ids.dtype}")
     if ids.ndim != 2:
         raise ValueError(f"padding_mask: ids must have shape (B, T), got {ids.shape}")
     B, T_k = ids.shape

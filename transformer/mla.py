@@ -33,7 +33,7 @@ import microtensor as mt
 from microtensor import nn
 
 from . import checks
-from .attention import attend, merge_heads, split_heads
+from .attention import KVCache, attend, merge_heads, split_heads
 from .positional import RotaryEmbedding
 
 
@@ -80,6 +80,7 @@ class MultiHeadLatentAttention(nn.Module):
             raise ValueError(f"MultiHeadLatentAttention(d_model={self.d_model}): expected x of shape "
                              f"(B, T, {self.d_model}), got {x.shape}")
         B, T, _ = x.shape
+        KVCache.check(cache, B, 'MultiHeadLatentAttention')
         offset = 0 if cache is None else cache.length        # position of x's first row
 
         c_Q = x if self.W_DQ is None else self.W_DQ(x)

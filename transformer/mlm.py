@@ -18,6 +18,7 @@ Only ~15% of the positions give a training signal, against every position in a c
 LM (the architecture article's point on why CLM trains more efficiently).
 """
 import microtensor as mt
+from microtensor import argcheck
 
 IGNORE = -100  # the label of a position that is not scored (as PyTorch's ignore_index)
 
@@ -35,12 +36,14 @@ def mlm_mask(ids, mask_id, vocab_size, p=0.15, mask_share=0.8, random_share=0.1,
     if not isinstance(ids, mt.Tensor) or ids.dtype.kind not in 'iu' or ids.ndim != 2:
         raise TypeError(f"mlm_mask: ids must be a (B, T) integer Tensor, got "
                         f"{getattr(ids, 'dtype', type(ids).__name__)} of shape {getattr(ids, 'shape', None)}")
-    if not (0 <= p <= 1 and 0 <= mask_share and 0 <= random_share and mask_share + random_share <= 1):
-        raise ValueError(f"mlm_mask: need 0 <= p <= 1 and mask_share + random_share <= 1 (both >= 0), got "
-                         f"p={p}, mask_share={mask_share}, random_share={random_share}")
-    if vocab_size < 1:
-        raise ValueError(f"mlm_mask: vocab_size (the range random replacements come from) must be >= 1, "
-                         f"not {vocab_size}")
+    mask_id = argcheck.integer(mask_id, 'mlm_mask', 'mask_id', min=0)
+    vocab_size = argcheck.integer(vocab_size, 'mlm_mask', 'vocab_size', min=1)  # random replacements: 0 .. vocab_size - 1
+    pad_id = argcheck.integer(pad_id, 'mlm_mask', 'pad_id', allow_none=True)
+    p, mask_share, random_share = (argcheck.number(value, 'mlm_mask', name, min=0, max=1) for name, value in
+                                   (('p', p), ('mask_share', mask_share), ('random_share', random_share)))
+    if mask_share + random_share > 1:
+        raise ValueError(f"mlm_mask: need mask_share + random_share <= 1 (the rest is left unchanged), got "
+                         f"mask_share={mask_share}, random_share={random_share}")
     shape, device = ids.shape, ids.device
     chosen = mt.rand(*shape, device=device) < p
     if pad_id is not None:

@@ -30,6 +30,7 @@ the tests use init_std=0.1 with d_model=32.
 Extra keyword arguments of the models (residual=False, alpha=0.5, activation='relu',
 norm_type='rms', n_kv_heads=2, ...) go to every layer (see layers.py).
 """
+import inspect
 import math
 
 import microtensor as mt
@@ -45,9 +46,22 @@ from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 POSITIONAL = ('sinusoidal', 'learned', 'rope', 'alibi', 'none')
 
 
-def _check_stack(where, d_model, n_heads, n_kv_heads, d_ff, dropout, norm, positional, layer_options):
+# what a model sets in its layers itself: never one of its extra keyword arguments
+SET_BY_THE_MODEL = ('self', 'd_model', 'n_heads', 'd_ff', 'dropout', 'norm', 'cross_attention', 'rope', 'alibi')
+
+
+def _check_stack(where, d_model, n_heads, n_kv_heads, d_ff, dropout, norm, positional, layer_options,
+                 layer_types=(EncoderLayer, DecoderLayer)):
     """What a model's arguments must satisfy before its embedding and layers are built, checked
-    here so that the error names the model (the layers check the options that have no rule here)."""
+    here so that the error names the model (the layers check the options that have no rule here).
+    layer_options must be keywords that every one of layer_types takes."""
+    accepted = set.intersection(*(set(inspect.signature(t).parameters) for t in layer_types)) - set(SET_BY_THE_MODEL)
+    for name in layer_options:
+        if name in ('rope', 'alibi'):
+            raise TypeError(f"{where}: {name} is chosen by positional={name!r}, not by a keyword {name}=")
+        if name not in accepted:
+            raise TypeError(f"{where}: unexpected keyword argument {name!r}; the extra keywords a model passes "
+                            f"to its layers are {', '.join(sorted(accepted))}")
     d_model, n_heads, _ = checks.heads(where, d_model, n_heads, n_kv_heads)
     checks.arguments(where, d_ff=d_ff, dropout=dropout,
                      **{name: value for name, value in layer_options.items() if name in checks.RULES})
@@ -58,6 +72,18 @@ def _check_stack(where, d_model, n_heads, n_kv_heads, d_ff, dropout, norm, posit
     if positional == 'rope' and (d_model // n_heads) % 2:
         raise ValueError(f"{where}: positional='rope' needs an even d_k = d_model / n_heads (it rotates pairs), "
                          f"got {d_model} / {n_heads} = {d_model // n_heads}")
+
+
+def _check_parameters(where, sizes, attentions, ffns, d_model, d_ff=None, table_rows=0):
+    """Refuse a model whose parameters cannot fit in memory, before any is made.  A lower bound
+    (so a model that fits is never refused): 2 d_model^2 per attention (W_Q and W_O; with GQA
+    W_K and W_V are smaller), 2 d_model d_ff per FFN (d_ff = 4 d_model by default) and d_model
+    per row of its embedding and output tables.  sizes: {option: value}, for the message."""
+    d_model = int(d_model)
+    d_ff = 4 * d_model if d_ff is None else int(d_ff)
+    n = attentions * 2 * d_model ** 2 + ffns * 2 * d_model * d_ff + table_rows * d_model
+    checks.memory(where, n, 'parameters', ', '.join(f"{name}={value}" for name, value in sizes.items()
+                                                    if value is not None))
 
 
 class Embed(nn.Module):
@@ -110,7 +136,10 @@ class Encoder(nn.Module):
                  **layer_options):
         super().__init__()
         n_layers = checks.arguments('Encoder', n_layers=n_layers)
-        checks.heads('Encoder', d_model, n_heads, layer_options.get('n_kv_heads'))
+        d_model, _, _ = checks.heads('Encoder', d_model, n_heads, layer_options.get('n_kv_heads'))
+        d_ff = checks.arguments('Encoder', d_ff=d_ff)
+        _check_parameters('Encoder', dict(n_layers=n_layers, d_model=d_model, d_ff=d_ff), n_layers, n_layers, d_model,
+                          d_ff)
         self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, norm=norm, norm_type=norm_type,
                                                  **layer_options) for _ in range(n_layers))
         self.final_norm = NORM_TYPES[norm_type](d_model) if norm == 'pre' else None
@@ -133,7 +162,10 @@ class Decoder(nn.Module):
                  cross_attention=True, **layer_options):
         super().__init__()
         n_layers = checks.arguments('Decoder', n_layers=n_layers)
-        checks.heads('Decoder', d_model, n_heads, layer_options.get('n_kv_heads'))
+        d_model, _, _ = checks.heads('Decoder', d_model, n_heads, layer_options.get('n_kv_heads'))
+        d_ff = checks.arguments('Decoder', d_ff=d_ff)
+        _check_parameters('Decoder', dict(n_layers=n_layers, d_model=d_model, d_ff=d_ff),
+                          n_layers * (2 if cross_attention is True else 1), n_layers, d_model, d_ff)
         self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff, dropout, norm=norm, norm_type=norm_type,
                                                  cross_attention=cross_attention, **layer_options)
                                     for _ in range(n_layers))
@@ -144,7 +176,7 @@ class Decoder(nn.Module):
         return [KVCache() for _ in self.layers]
 
     def forward(self, x, memory=None, self_mask=None, memory_mask=None, cache=None):
-        check_cache(cache, 'Decoder', len(self.layers))
+        check_cache(cache, 'Decoder', len(self.layers), x.shape[0] if x.ndim else None)
         for i, layer in enumerate(self.layers):
             x = layer(x, memory, self_mask=self_mask, memory_mask=memory_mask,
                       cache=None if cache is None else cache[i])
@@ -156,8 +188,9 @@ def cache_length(cache):
     return 0 if cache is None else cache[0].length
 
 
-def check_cache(cache, where, n_layers):
-    """None, or the list of n_layers KVCaches that new_cache() makes."""
+def check_cache(cache, where, n_layers, B=None):
+    """None, or the list of n_layers KVCaches that new_cache() makes (and, given B, filled by a batch of B
+    sequences if at all)."""
     if cache is None:
         return
     if not isinstance(cache, (list, tuple)) or not all(isinstance(c, KVCache) for c in cache):
@@ -166,11 +199,15 @@ def check_cache(cache, where, n_layers):
     if len(cache) != n_layers:
         raise ValueError(f"{where}: cache has {len(cache)} entries but there are {n_layers} layers "
                          "(make it with new_cache())")
+    for i, layer_cache in enumerate(cache if B is not None else ()):
+        layer_cache.check_batch(B, where, f"cache[{i}] (layer {i}'s KVCache)")
 
 
 def gpt2_init(model, n_layers, std=0.02):
     """GPT-2's initialisation, in place (see the module docstring); returns the model.
     With another `std`, the residual projections get std / sqrt(2 * n_layers)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"gpt2_init: model must be a Module, not {argcheck.describe(model)}")
     n_layers = checks.arguments('gpt2_init', n_layers=n_layers)
     std = argcheck.number(std, 'gpt2_init', 'std', min=0)
     residual_std = std / math.sqrt(2 * n_layers)
@@ -206,7 +243,11 @@ class GPT(nn.Module):
         vocab_size, max_len, n_layers, init_std, tie_weights = checks.arguments(
             'GPT', vocab_size=vocab_size, max_len=max_len, n_layers=n_layers, init_std=init_std,
             tie_weights=tie_weights)
-        _check_stack('GPT', d_model, n_heads, n_kv_heads, d_ff, dropout, norm, positional, layer_options)
+        _check_stack('GPT', d_model, n_heads, n_kv_heads, d_ff, dropout, norm, positional, layer_options,
+                     (DecoderLayer,))
+        _check_parameters('GPT', dict(vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, d_ff=d_ff,
+                                      max_len=max_len), n_layers, n_layers, d_model, d_ff,
+                          vocab_size * (1 if tie_weights else 2) + (max_len if positional == 'learned' else 0))
         self.vocab_size, self.max_len = vocab_size, max_len
         self.embed = Embed(vocab_size, d_model, max_len, positional, dropout)
         self.decoder = Decoder(n_layers, d_model, n_heads, d_ff, dropout, norm, cross_attention=False,
@@ -227,6 +268,7 @@ class GPT(nn.Module):
         check_cache(cache, 'GPT', len(self.layers))
         offset = cache_length(cache)
         ids = self.embed.check(ids, 'GPT', offset)  # a clear error before any arithmetic
+        check_cache(cache, 'GPT', len(self.layers), ids.shape[0])
         T = ids.shape[1]
         h = self.decoder(self.embed(ids, offset), self_mask=causal_mask(T, offset + T, offset, device=ids.device),
                          cache=cache)
@@ -252,6 +294,10 @@ class Transformer(nn.Module):
             init_std=init_std)
         _check_stack('Transformer', d_model, n_heads, layer_options.get('n_kv_heads'), d_ff, dropout, norm, positional,
                      layer_options)
+        _check_parameters('Transformer', dict(src_vocab=src_vocab, tgt_vocab=tgt_vocab, d_model=d_model,
+                                              n_layers=n_layers, d_ff=d_ff, max_len=max_len),
+                          3 * n_layers, 2 * n_layers, d_model, d_ff,
+                          src_vocab + 2 * tgt_vocab + (2 * max_len if positional == 'learned' else 0))
         pad_id = checks.token_id(pad_id, 'Transformer', 'pad_id', min(src_vocab, tgt_vocab))
         bos_id = checks.token_id(bos_id, 'Transformer', 'bos_id', tgt_vocab)
         self.src_vocab, self.tgt_vocab, self.max_len = src_vocab, tgt_vocab, max_len
@@ -284,6 +330,7 @@ class Transformer(nn.Module):
         check_cache(cache, 'Transformer.decode', len(self.decoder.layers))
         offset = cache_length(cache)
         tgt = self.tgt_embed.check(tgt, 'Transformer.decode', offset)
+        check_cache(cache, 'Transformer.decode', len(self.decoder.layers), tgt.shape[0])
         T = tgt.shape[1]
         h = self.decoder(self.tgt_embed(tgt, offset), memory,
                          self_mask=causal_mask(T, offset + T, offset, device=tgt.device),
@@ -311,7 +358,10 @@ class EncoderOnly(nn.Module):
             'EncoderOnly', vocab_size=vocab_size, max_len=max_len, n_layers=n_layers, init_std=init_std,
             n_classes=n_classes)
         _check_stack('EncoderOnly', d_model, n_heads, layer_options.get('n_kv_heads'), d_ff, dropout, norm,
-                     positional, layer_options)
+                     positional, layer_options, (EncoderLayer,))
+        _check_parameters('EncoderOnly', dict(vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, d_ff=d_ff,
+                                              max_len=max_len), n_layers, n_layers, d_model, d_ff,
+                          2 * vocab_size + (max_len if positional == 'learned' else 0))
         pad_id = checks.token_id(pad_id, 'EncoderOnly', 'pad_id', vocab_size)
         self.vocab_size, self.max_len, self.pad_id, self.n_classes = vocab_size, max_len, pad_id, n_classes
         self.embed = Embed(vocab_size, d_model, max_len, positional, dropout)

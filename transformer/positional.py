@@ -168,6 +168,8 @@ def alibi_bias(n_heads, T_q, T_k, offset=0, dtype=None, device=None):
     """(h, T_q, T_k) bias -m_h |i - j| added to the attention scores, for query i at
     position offset + i and key j.  (With a causal mask only j <= i remains, where this
     is ALiBi's -m (i - j); without one it is the symmetric, bidirectional variant.)"""
+    n_heads = checks.arguments('alibi_bias', n_heads=n_heads)
+    T_q, T_k, offset = _check_lengths('alibi_bias', T_q, T_k, offset)
     i = mt.arange(offset, offset + T_q, device=device).reshape(1, T_q, 1)
     j = mt.arange(T_k, device=device).reshape(1, 1, T_k)
     distance = (i - j).abs().to(dtype=dtype or mt.float32)
@@ -182,6 +184,9 @@ def relative_position_bucket(n, bidirectional=True, num_buckets=32, max_distance
     the first max_exact = half / 2 buckets hold the distances 0 .. max_exact - 1 one by one; the
     rest cover max_exact .. max_distance on a log scale, and farther distances share the last.
     """
+    n = argcheck.integer(n, 'relative_position_bucket', 'n')
+    num_buckets, max_distance, bidirectional = _check_buckets('relative_position_bucket', num_buckets, max_distance,
+                                                              bidirectional)
     bucket = 0
     if bidirectional:
         num_buckets //= 2
@@ -208,16 +213,16 @@ class RelativePositionBias(nn.Module):
 
     def __init__(self, n_heads, num_buckets=32, max_distance=128, bidirectional=True):
         super().__init__()
-        if num_buckets < (4 if bidirectional else 2) or max_distance <= num_buckets // (4 if bidirectional else 2):
-            raise ValueError(f"RelativePositionBias: need num_buckets >= {4 if bidirectional else 2} and "
-                             f"max_distance beyond the exact buckets, got num_buckets={num_buckets}, "
-                             f"max_distance={max_distance}")
+        n_heads = checks.arguments('RelativePositionBias', n_heads=n_heads)
+        num_buckets, max_distance, bidirectional = _check_buckets('RelativePositionBias', num_buckets, max_distance,
+                                                                  bidirectional)
         self.n_heads, self.num_buckets, self.max_distance = n_heads, num_buckets, max_distance
         self.bidirectional = bidirectional
         self.weight = nn.Parameter(mt.zeros(num_buckets, n_heads))
 
     def buckets(self, T_q, T_k, offset=0):
         """(T_q, T_k) integer Tensor: the bucket of each (query, key) pair."""
+        T_q, T_k, offset = _check_lengths(type(self).__name__, T_q, T_k, offset)
         first = -(offset + T_q - 1)                      # the smallest offset j - i
         per_offset = mt.tensor([relative_position_bucket(n, self.bidirectional, self.num_buckets, self.max_distance)
                                 for n in range(first, T_k)], device=self.weight.device)
@@ -231,6 +236,26 @@ class RelativePositionBias(nn.Module):
     def extra_repr(self):
         return (f"n_heads={self.n_heads}, num_buckets={self.num_buckets}, max_distance={self.max_distance}, "
                 f"bidirectional={self.bidirectional}")
+
+
+def _check_buckets(where, num_buckets, max_distance, bidirectional):
+    """T5's bucket options: each half of num_buckets (one half when not bidirectional) holds
+    max_exact >= 1 exact distances, and max_distance lies beyond them (the log-spaced rest)."""
+    bidirectional = argcheck.boolean(bidirectional, where, 'bidirectional')
+    smallest = 4 if bidirectional else 2
+    num_buckets = argcheck.integer(num_buckets, where, 'num_buckets', min=smallest)
+    max_exact = num_buckets // smallest
+    max_distance = argcheck.integer(max_distance, where, 'max_distance', min=1)
+    if max_distance <= max_exact:
+        raise ValueError(f"{where}: max_distance must be beyond the {max_exact} exact distances of "
+                         f"num_buckets={num_buckets}{'' if bidirectional else ' (causal)'}, not {max_distance}")
+    return num_buckets, max_distance, bidirectional
+
+
+def _check_lengths(where, T_q, T_k, offset):
+    """(T_q, T_k, offset) of a bias over queries at offset .. offset + T_q - 1 and keys 0 .. T_k - 1."""
+    return (argcheck.integer(T_q, where, 'T_q', min=0), argcheck.integer(T_k, where, 'T_k', min=0),
+            argcheck.integer(offset, where, 'offset', min=0))
 
 
 def _check_offset(module, offset):

@@ -25,6 +25,8 @@ from microtensor import nn
 from microtensor.autograd import Function
 from microtensor.inspect.modules import label_op, scope_of
 
+from . import checks
+
 
 class ResidualAdd(Function):
     """y = x + alpha * fx          (x: the residual stream, fx = F(x): the sub-layer's output)
@@ -61,6 +63,7 @@ class ResidualGate(nn.Module):
 
     def __init__(self, d_model):
         super().__init__()
+        d_model = checks.arguments('ResidualGate', d_model=d_model)
         self.W_g = nn.Linear(d_model, d_model)
 
     def forward(self, h):

@@ -3,6 +3,7 @@
 Children are registered under the names '0', '1', ..., so their parameters get
 dotted names like '0.weight' and '2.bias' in state_dict().
 """
+from .. import argcheck
 from .module import Module
 
 
@@ -25,6 +26,9 @@ class ModuleList(Module):
         return self
 
     def extend(self, modules):
+        if isinstance(modules, Module) or not hasattr(modules, '__iter__'):
+            raise TypeError(f"{type(self).__name__}: modules must be an iterable of Modules (a list, a generator), "
+                            f"not {argcheck.describe(modules)}")
         for module in modules:
             self.append(module)
         return self
@@ -32,6 +36,7 @@ class ModuleList(Module):
     def __getitem__(self, index):
         if isinstance(index, slice):
             return type(self)().extend(list(self._modules.values())[index])
+        index = argcheck.integer(index, type(self).__name__, 'index')  # a list's rule: 0.5, '0' and True are refused
         if not -len(self) <= index < len(self):
             raise IndexError(f"{type(self).__name__}: index {index} out of range for {len(self)} modules")
         return self._modules[str(index % len(self))]

@@ -1,4 +1,5 @@
 """nn.Dropout: mt.dropout as a module, so that model.eval() turns it off."""
+from .. import argcheck
 from ..ops.nn import dropout
 from .module import Module
 
@@ -9,9 +10,7 @@ class Dropout(Module):
 
     def __init__(self, p=0.5):
         super().__init__()
-        if not 0 <= p <= 1:
-            raise ValueError(f"Dropout: p must be in [0, 1], not {p}")
-        self.p = p
+        self.p = argcheck.number(p, 'Dropout', 'p', min=0, max=1)
 
     def forward(self, x):
         return dropout(x, self.p, self.training)

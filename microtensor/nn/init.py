@@ -29,7 +29,7 @@ def calculate_gain(nonlinearity='linear', negative_slope=0.01):
     if nonlinearity == 'leaky_relu':
         negative_slope = argcheck.number(negative_slope, 'calculate_gain', 'negative_slope')
         return math.sqrt(2.0 / (1 + negative_slope ** 2))
-    if nonlinearity not in _GAINS:
+    if not isinstance(nonlinearity, str) or nonlinearity not in _GAINS:
         raise ValueError(f"calculate_gain: unknown nonlinearity {nonlinearity!r}; "
                          f"use one of {sorted(_GAINS) + ['leaky_relu']}")
     return _GAINS[nonlinearity]

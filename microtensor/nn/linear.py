@@ -1,7 +1,7 @@
 """nn.Linear: y = x @ W + b, in the articles' notation (Q = X @ W_Q)."""
 import math
 
-from .. import argcheck, creation
+from .. import argcheck, backend, convert, creation
 from ..ops.linalg import linear
 from . import init
 from .module import Module
@@ -21,6 +21,10 @@ class Linear(Module):
         in_features = argcheck.integer(in_features, 'Linear', 'in_features', min=1)
         out_features = argcheck.integer(out_features, 'Linear', 'out_features', min=1)
         bias = argcheck.boolean(bias, 'Linear', 'bias')
+        if dtype is not None and not backend.float_dtype(convert.check_dtype(dtype, 'Linear')):
+            raise TypeError(f"Linear: dtype must be a floating-point dtype (its weights are trained), not {dtype}")
+        if device is not None:
+            backend.check_device(device, 'Linear')
         self.in_features, self.out_features = in_features, out_features
         bound = 1 / math.sqrt(in_features)
         self.weight = Parameter(init.uniform_(creation.zeros(in_features, out_features, dtype=dtype, device=device),

@@ -13,7 +13,7 @@ optimizer all see the same deterministic order, with dotted names ('fc1.weight')
 """
 from collections import namedtuple
 
-from .. import argcheck, backend
+from .. import argcheck, backend, convert
 from ..tensor import Tensor
 from .parameter import Parameter
 
@@ -161,12 +161,13 @@ class Module:
         """Move every parameter and buffer to `device` and/or cast the floating-point ones to `dtype`,
         in place: the parameters stay the same objects, so an optimizer keeps its references
         (and moves its own state to the new device at its next step)."""
-        device = None if device is None else backend.check_device(device)
-        dtype = None if dtype is None else backend.dtype(dtype)
+        where = f"{type(self).__name__}.to"
+        device = None if device is None else backend.check_device(device, where)
+        dtype = None if dtype is None else convert.check_dtype(dtype, where)
         if dtype is not None and not backend.float_dtype(dtype):
             raise TypeError(f"{type(self).__name__}.to: dtype must be a floating-point type, not {dtype}")
 
-        def convert(array):
+        def moved(array):
             if device is not None:
                 array = backend.to_device(array, device)
             if dtype is not None and backend.float_dtype(array.dtype) and array.dtype != dtype:
@@ -174,12 +175,12 @@ class Module:
             return array
 
         for t in self.parameters() + self.buffers():
-            new = convert(t.data)
+            new = moved(t.data)
             if new is not t.data:
                 t.data = new
                 t._version[0] += 1  # a graph recorded before the move holds the old values
             if t.grad is not None:
-                t.grad = Tensor._wrap(convert(t.grad.data))
+                t.grad = Tensor._wrap(moved(t.grad.data))
         return self
 
     def cpu(self):
