@@ -28,6 +28,7 @@ import math
 import microtensor as mt
 from transformer import article_data as article
 
+from . import budget
 from .report import command_line, options_of, run_lesson, save_plot, table
 
 
@@ -200,7 +201,14 @@ def plot_love(A):
 
 def main(argv=None):
     options = options_of(run, samples='random (q, k) pairs per d_k for the std of q . k', seed='random seed')
-    return run_lesson(run, command_line('attention_by_hand', __doc__, options, argv))
+    return run_lesson(run, command_line('attention_by_hand', __doc__, options, argv, check=_budget))
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    d_ks = list(article.DOT_PRODUCT_STD)   # q, k (samples, d_k) for each d_k the article prints
+    cost = budget.dense(3 * args.samples * max(d_ks), args.samples * sum(d_ks), steps=len(d_ks))
+    return budget.refuse({'--samples': args.samples}, cost, args.device)
 
 
 if __name__ == '__main__':

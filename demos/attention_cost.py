@@ -33,6 +33,7 @@ import microtensor as mt
 from microtensor.autograd import topological_order
 from transformer import RNN, MultiHeadAttention
 
+from . import budget
 from .report import command_line, median_seconds, options_of, run_lesson, save_lines, table
 
 
@@ -129,11 +130,23 @@ def main(argv=None):
     options = options_of(run, max_n=('the longest sequence n (n = 64, 128, ... up to it)', 256),
                          d='width d of both layers', repeats='timed runs per size (the median is shown)',
                          full='n up to 2048, 5 repeats')
-    return run_lesson(run, command_line('attention_cost', __doc__, options, argv, check=_heads_divide))
+    return run_lesson(run, command_line('attention_cost', __doc__, options, argv,
+                                        check=lambda args: _heads_divide(args) or _budget(args)))
 
 
 def _heads_divide(args):
     return f"--d must be a multiple of 4 (the attention layer has 4 heads), got {args.d}" if args.d % 4 else None
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    max_n, repeats = (2048, 5) if args.full else (args.max_n, args.repeats)
+    cost, n = budget.Cost(0, 0, 0), 64
+    while n <= max_n:  # n = 64, 128, ... : attention (heads 4) and an RNN over n steps, timed repeats + 1 times
+        cost = cost + (repeats + 3) * (budget.transformer(1, n, args.d, n_layers=1)
+                                       + budget.dense(2 * n * args.d, 3 * n * args.d ** 2, steps=n))
+        n *= 2
+    return budget.refuse({'--max-n': max_n, '--d': args.d, '--repeats': repeats}, cost, args.device)
 
 
 if __name__ == '__main__':

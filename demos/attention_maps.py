@@ -24,7 +24,7 @@ import random
 import microtensor as mt
 from transformer import shift_right
 
-from . import train_gpt, train_reverse
+from . import budget, train_gpt, train_reverse
 from .report import RUNS, command_line, options_of, run_lesson, save_plot, table
 
 
@@ -69,8 +69,11 @@ def gpt_maps(steps=150, line='Twinkle, twinkle, little star,', seed=0, device='c
     return {'weights': weights, 'heads': heads, 'line': line, 'final_loss': sum(result['losses'][-10:]) / 10}
 
 
+FULL = dict(steps=600, gpt_steps=1000)  # --full
+
+
 def run(steps=150, gpt_steps=150, seed=0, full=False, device='cpu'):
-    steps, gpt_steps = (600, 1000) if full else (steps, gpt_steps)
+    steps, gpt_steps = (FULL['steps'], FULL['gpt_steps']) if full else (steps, gpt_steps)
     rev = reverse_maps(steps, seed=seed, device=device)
     L = len(rev['argmax'][0])
     print(f"1. Reversing {L} digits ({steps} training steps, token accuracy {100 * rev['token_accuracy']:.0f}% "
@@ -124,7 +127,15 @@ def plot_heads(name, maps, xlabel, ylabel, title, labels=None):
 def main(argv=None):
     options = options_of(run, steps='training steps of the reversal model', gpt_steps='training steps of the char GPT',
                          seed='random seed', full='train longer (600 and 1000 steps)')
-    return run_lesson(run, command_line('attention_maps', __doc__, options, argv))
+    return run_lesson(run, command_line('attention_maps', __doc__, options, argv, check=_budget))
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    a = budget.effective(args, FULL)
+    cost = (train_reverse.cost(steps=a['steps'], n_test=64)
+            + train_gpt.cost(**{**train_gpt.PRESETS['tiny'], 'steps': a['gpt_steps'], 'eval_every': a['gpt_steps']}))
+    return budget.refuse({'--steps': a['steps'], '--gpt-steps': a['gpt_steps']}, cost, args.device)
 
 
 if __name__ == '__main__':

@@ -23,6 +23,7 @@ from microtensor import optim
 from transformer import EncoderOnly
 from transformer.mlm import IGNORE, masked_accuracy, mlm_loss, mlm_mask
 
+from . import budget
 from .copy_task import copy_batch
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
 
@@ -111,7 +112,15 @@ def run(steps=300, batch_size=32, n_test=500, seed=0, device='cpu'):
 def main(argv=None):
     options = options_of(run, steps='Adam steps', batch_size='sequences per batch',
                          n_test=('test sequences (16 digits each) the accuracy is measured on', 10), seed='random seed')
-    return run_lesson(run, command_line('encoder_only_mlm', __doc__, options, argv))
+    return run_lesson(run, command_line('encoder_only_mlm', __doc__, options, argv, check=_budget))
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    sizes = dict(T=2 * HALF, d_model=32, n_layers=2, vocab=DIGITS + 1)
+    cost = budget.transformer(args.batch_size, steps=args.steps, **sizes) + budget.transformer(args.n_test, **sizes)
+    return budget.refuse({'--steps': args.steps, '--batch-size': args.batch_size, '--n-test': args.n_test}, cost,
+                         args.device)
 
 
 if __name__ == '__main__':

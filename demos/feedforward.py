@@ -28,9 +28,11 @@ import microtensor as mt
 from microtensor import nn, optim
 from transformer import GPT, EncoderLayer, FeedForward, MultiHeadAttention
 
+from . import budget
 from .copy_task import VOCAB, copy_batch, copy_loss
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table
 
+FULL = dict(steps=1000, copy_steps=400, seeds=3)  # --full
 TARGETS = {'|x|': lambda x: x.abs(), 'sin(2x)': lambda x: (2 * x).sin()}
 
 
@@ -109,7 +111,7 @@ def _tail(losses, n=20):
 
 def run(steps=300, copy_steps=150, seeds=1, full=False, device='cpu'):
     if full:
-        steps, copy_steps, seeds = 1000, 400, 3
+        steps, copy_steps, seeds = FULL['steps'], FULL['copy_steps'], FULL['seeds']
     c = collapse(device=device)
     print("1. A FeedForward(8, 32) without its activation vs one Linear(8, 8) with W = W_1 W_2, "
           "b = b_1 W_2 + b_2 (float64):")
@@ -176,7 +178,16 @@ def _sin_plateau():
 def main(argv=None):
     options = options_of(run, steps='Adam steps of each FFN fit (parts 2-3)', copy_steps='Adam steps of each GPT',
                          seeds='seeds averaged per comparison', full='1000 / 400 steps, 3 seeds')
-    return run_lesson(run, command_line('feedforward', __doc__, options, argv))
+    return run_lesson(run, command_line('feedforward', __doc__, options, argv, check=_budget))
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    a = budget.effective(args, FULL)
+    fits = len(TARGETS) * 3 * budget.dense(256 * 32 * 4, 3 * 256 * 2 * 8 * 32 * a['steps'], a['steps'])  # B 256, 8 -> 32 -> 8
+    copies = 2 * budget.transformer(16, 12, d_model=32, n_layers=2, vocab=VOCAB, steps=a['copy_steps'])
+    return budget.refuse({'--steps': a['steps'], '--copy-steps': a['copy_steps'], '--seeds': a['seeds']},
+                         a['seeds'] * (fits + copies), args.device)
 
 
 if __name__ == '__main__':

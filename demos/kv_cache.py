@@ -36,6 +36,7 @@ from transformer import GPT, KVCache, MultiHeadAttention, causal_mask, use_laten
 from transformer import article_data as article
 from transformer.mla import MultiHeadLatentAttention
 
+from . import budget
 from .report import command_line, options_of, run_lesson, save_plot, table
 
 BF16 = 2  # bytes per cached number as served
@@ -51,11 +52,14 @@ def cache_bytes(caches):
 
 
 # ---------------------------------------------------------------------------- small: a whole GPT
+MAX_LEN, PROMPT = 64, 8  # the small GPTs' positions, and the prompt they continue
+
+
 def small_gpt(kind, vocab=16, d_model=64, n_layers=4, n_heads=8, seed=0, device='cpu'):
     """A GPT whose attention is 'MHA', 'GQA' (2 K/V heads), 'MQA' or 'MLA' (d_c = 4 d_h, d_rope = d_h / 2)."""
     mt.manual_seed(seed)
     n_kv = {'MHA': None, 'GQA': 2, 'MQA': 1, 'MLA': None}[kind]
-    model = GPT(vocab, d_model=d_model, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv, max_len=64)
+    model = GPT(vocab, d_model=d_model, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv, max_len=MAX_LEN)
     d_head = d_model // n_heads
     model = use_latent_attention(model, d_c=4 * d_head, d_rope=d_head // 2) if kind == 'MLA' else model
     return model.to(device)
@@ -106,7 +110,7 @@ SHAPES = {'LLaMA-2-7B width': article.LLAMA2_7B, 'DeepSeek 67B': article.DEEPSEE
           'DeepSeek-V2': article.DEEPSEEK_V2}
 
 
-def measure(small=True, large=SHAPES, prompt=8, new_tokens=24, device='cpu'):
+def measure(small=True, large=SHAPES, prompt=PROMPT, new_tokens=24, device='cpu'):
     """Rows {'config', 'kind', 'layers', 'per_layer' (numbers / token / layer), 'bytes_fp32' (per token,
     all layers, measured), 'context', 'params' (of one attention layer), 'device' (of the cache)}.
     large: the names of the large configurations to measure (SHAPES' keys)."""
@@ -229,7 +233,16 @@ def plot(rows):
 def main(argv=None):
     options = options_of(run, small='only the small GPT (skips the 4096-8192 wide layers)',
                          new_tokens='tokens the small GPTs generate (the cache then holds 8 + new-tokens - 1)')
-    return run_lesson(run, command_line('kv_cache', __doc__, options, argv))
+    return run_lesson(run, command_line('kv_cache', __doc__, options, argv, check=_budget))
+
+
+def _budget(args):
+    """--new-tokens within the small GPTs' MAX_LEN positions (a usage error, before any work, beyond)."""
+    most = MAX_LEN - PROMPT + 1   # the last new token is computed at position MAX_LEN - 1
+    if args.new_tokens > most:
+        return (f"--new-tokens {args.new_tokens}: the small GPTs have {MAX_LEN} positions and start from a "
+                f"{PROMPT}-token prompt, so at most {most} new tokens")
+    return None
 
 
 if __name__ == '__main__':

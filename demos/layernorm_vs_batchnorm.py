@@ -25,6 +25,7 @@ import microtensor as mt
 from transformer import BatchNorm1d, LayerNorm
 from transformer import article_data as article
 
+from . import budget
 from .report import command_line, options_of, run_lesson, save_lines, table
 
 BATCH_SIZES = (2, 4, 8, 16, 32, 64)
@@ -140,7 +141,16 @@ def main(argv=None):
     options = options_of(run, d_model='features per token (d)', companions='other tokens in the first two batches',
                          batch_sizes=('batch sizes of the sweep (BatchNorm needs 2 or more in training)', 2),
                          seed='random seed')
-    return run_lesson(run, command_line('layernorm_vs_batchnorm', __doc__, options, argv))
+    return run_lesson(run, command_line('layernorm_vs_batchnorm', __doc__, options, argv, check=_budget))
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    rows = max(args.batch_sizes) + 2 * args.companions + 5          # the largest batch, or x with its companions
+    cost = budget.dense(4 * rows * args.d_model, 4 * (sum(args.batch_sizes) + 4 * args.companions) * args.d_model,
+                        steps=2 * len(args.batch_sizes))
+    return budget.refuse({'--d-model': args.d_model, '--companions': args.companions,
+                          '--batch-sizes': ' '.join(map(str, args.batch_sizes))}, cost, args.device)
 
 
 if __name__ == '__main__':

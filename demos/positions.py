@@ -31,10 +31,12 @@ from microtensor import optim
 from transformer import GPT, MultiHeadAttention, RotaryEmbedding, SinusoidalPositionalEncoding
 from transformer.positional import relative_position_bucket
 
+from . import budget
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table
 
 KINDS = ('none', 'sinusoidal', 'learned', 'rope', 'alibi', 'relative')
 N_KEYS, VOCAB = 6, 16  # tokens 0-5 are keys, 6-15 fillers
+FULL = dict(steps=400, batch_size=32, seeds=3)  # --full
 
 
 # ---------------------------------------------------------------------------- 1. permutation equivariance
@@ -172,7 +174,7 @@ def _pct(value):
 
 def run(train_len=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu'):
     if full:
-        steps, batch_size, seeds = 400, 32, 3
+        steps, batch_size, seeds = FULL['steps'], FULL['batch_size'], FULL['seeds']
     N = train_len
     gaps = equivariance_gaps(device=device)
     print("1. Permutations of 3 input rows X (猫吃鱼 -> 鱼吃猫, 吃猫鱼); max |f(P X) - P f(X)| for one "
@@ -235,7 +237,17 @@ def main(argv=None):
     options = options_of(run, train_len=('training length N (tested at N, 2N and 4N)', 2),
                          steps='Adam steps per model', batch_size='sequences per batch',
                          seeds='seeds per kind of position', full='400 steps, batch 32, 3 seeds (about a minute)')
-    return run_lesson(run, command_line('positions', __doc__, options, argv))
+    return run_lesson(run, command_line('positions', __doc__, options, argv, check=_budget))
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    a = budget.effective(args, FULL)
+    N, steps, B = a['train_len'], a['steps'], a['batch_size']
+    one = (budget.transformer(B, N, d_model=32, n_layers=1, vocab=VOCAB, steps=steps)     # training at N
+           + budget.transformer(64, 4 * N, d_model=32, n_layers=1, vocab=VOCAB))          # tested up to 4N
+    return budget.refuse({'--train-len': N, '--steps': steps, '--batch-size': B, '--seeds': a['seeds']},
+                         len(KINDS) * a['seeds'] * one, args.device)
 
 
 if __name__ == '__main__':

@@ -32,10 +32,12 @@ from microtensor import nn, optim
 from microtensor.inspect import norm
 from transformer import GPT, Encoder
 
+from . import budget
 from .copy_task import VOCAB, copy_batch, copy_loss
 from .report import command_line, options_of, run_lesson, save_lines, table
 
 DEPTHS = (3, 6, 12, 24)
+FULL = dict(n_layers=6, steps=200, warmup=50, seeds=3, grad_seeds=10)  # --full
 
 
 def xavier_init(model):
@@ -105,7 +107,8 @@ def verdict(final):
 
 def run(n_layers=4, steps=80, warmup=30, lr=1e-2, seeds=1, depths=DEPTHS, grad_seeds=3, full=False, device='cpu'):
     if full:
-        n_layers, steps, warmup, seeds, grad_seeds = 6, 200, 50, 3, 10
+        n_layers, steps, warmup, seeds, grad_seeds = (FULL[k] for k in ('n_layers', 'steps', 'warmup', 'seeds',
+                                                                          'grad_seeds'))
     depths = tuple(depths)
     grads = gradient_table(depths, grad_seeds, device)
     print(f"1. At initialisation: |dL/dW| of the last layer's FFN (mean of {grad_seeds} seeds), Xavier init")
@@ -162,7 +165,20 @@ def main(argv=None):
                          seeds='training seeds per configuration', depths='depths L of part 1',
                          grad_seeds='seeds averaged per depth in part 1',
                          full='6 layers, 200 steps, warm-up 50, 3 seeds; 10 seeds in part 1 (about a minute)')
-    return run_lesson(run, command_line('pre_vs_post_ln', __doc__, options, argv))
+    return run_lesson(run, command_line('pre_vs_post_ln', __doc__, options, argv, check=_budget))
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    a = budget.effective(args, FULL)
+    gradients = budget.Cost(0, 0, 0)
+    for L in a['depths']:   # part 1: one backward pass per depth, norm and seed (B 8, T 16)
+        gradients = gradients + 2 * a['grad_seeds'] * budget.transformer(8, 16, d_model=32, n_layers=L, vocab=16)
+    training = 4 * a['seeds'] * budget.transformer(16, 12, d_model=32, n_layers=a['n_layers'], vocab=VOCAB,
+                                                   steps=a['steps'])
+    return budget.refuse({'--n-layers': a['n_layers'], '--steps': a['steps'], '--seeds': a['seeds'],
+                          '--depths': ' '.join(map(str, a['depths'])), '--grad-seeds': a['grad_seeds']},
+                         gradients + training, args.device)
 
 
 if __name__ == '__main__':

@@ -29,6 +29,7 @@ from microtensor.inspect import norm
 from transformer import Encoder
 from transformer.probes import ResidualProbe, rank_collapse, token_uniformity
 
+from . import budget
 from .report import command_line, options_of, run_lesson, save_lines, save_viewer, table
 
 CONFIGS = [('pre', True), ('post', True), ('pre', False), ('post', False)]
@@ -114,13 +115,22 @@ def main(argv=None):
                          n_heads='attention heads (must divide d_model)', batch_size='sequences in the batch',
                          seq_len='tokens per sequence', seed='random seed',
                          html='also write the Pre-LN backward passes as step-by-step viewer pages (runs/*.html)')
-    return run_lesson(run, command_line('residual_highway', __doc__, options, argv, check=_heads_divide))
+    return run_lesson(run, command_line('residual_highway', __doc__, options, argv,
+                                        check=lambda args: _heads_divide(args) or _budget(args)))
 
 
 def _heads_divide(args):
     if args.d_model % args.n_heads:
         return f"--n-heads {args.n_heads} must divide --d-model {args.d_model} (each head gets d_model / n_heads)"
     return None
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    one = budget.transformer(args.batch_size, args.seq_len, args.d_model, args.n_layers, heads=args.n_heads)
+    return budget.refuse({'--n-layers': args.n_layers, '--d-model': args.d_model, '--n-heads': args.n_heads,
+                          '--batch-size': args.batch_size, '--seq-len': args.seq_len},
+                         len(CONFIGS) * one, args.device)
 
 
 if __name__ == '__main__':

@@ -29,6 +29,7 @@ from transformer import GPT, Encoder
 from transformer.probes import ResidualProbe
 from transformer.residual import ResidualGate
 
+from . import budget
 from .copy_task import VOCAB, copy_batch, copy_loss
 from .report import check_loss, command_line, options_of, run_lesson, save_plot, table
 
@@ -159,7 +160,14 @@ def run(steps=150, n_layers=6, seed=0, device='cpu'):
 def main(argv=None):
     options = options_of(run, steps='Adam steps of the gated GPT (part 2)', n_layers='EncoderLayers in part 1',
                          seed='random seed')
-    return run_lesson(run, command_line('residual_variants', __doc__, options, argv))
+    return run_lesson(run, command_line('residual_variants', __doc__, options, argv, check=_budget))
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    shares = 2 * budget.transformer(4, 8, d_model=16, n_layers=args.n_layers, heads=2)   # part 1, two stacks
+    training = budget.transformer(16, 12, d_model=32, n_layers=2, vocab=VOCAB, steps=args.steps)
+    return budget.refuse({'--steps': args.steps, '--n-layers': args.n_layers}, shares + training, args.device)
 
 
 if __name__ == '__main__':

@@ -24,6 +24,7 @@ import microtensor as mt
 from microtensor.inspect import norm
 from transformer import RNN, MultiHeadAttention
 
+from . import budget
 from .report import command_line, options_of, run_lesson, save_lines, table
 
 
@@ -72,11 +73,20 @@ def main(argv=None):
     options = options_of(run, seq_len=('sequence length T (distances 0 .. T-1)', 3),
                          d_model='width d of the inputs, the RNN state and the attention (even: 2 heads)',
                          batch_size='random sequences averaged over', seed='random seed')
-    return run_lesson(run, command_line('rnn_vs_attention', __doc__, options, argv, check=_even_width))
+    return run_lesson(run, command_line('rnn_vs_attention', __doc__, options, argv,
+                                        check=lambda args: _even_width(args) or _budget(args)))
 
 
 def _even_width(args):
     return f"--d-model must be even (2 attention heads), got {args.d_model}" if args.d_model % 2 else None
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    T, d, B = args.seq_len, args.d_model, args.batch_size
+    attention = budget.transformer(B, T, d, n_layers=1, heads=2)
+    rnn = budget.dense(2 * B * T * d, 3 * B * T * d * d, steps=T)      # T steps, one after another
+    return budget.refuse({'--seq-len': T, '--d-model': d, '--batch-size': B}, attention + rnn, args.device)
 
 
 if __name__ == '__main__':

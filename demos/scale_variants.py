@@ -30,6 +30,7 @@ import math
 import microtensor as mt
 from transformer.attention import attend
 
+from . import budget
 from .report import command_line, options_of, run_lesson, save_lines, table, window_means
 from .why_separate_qk import train_copy_previous
 
@@ -100,7 +101,19 @@ def main(argv=None):
     options = options_of(run, steps='Adam steps of each training', d_model='width of the trained head (its d_k)',
                          d_ks='the key widths d_k of part 1', seed='random seed',
                          full='1000 steps; also d_k = 4096 in part 1')
-    return run_lesson(run, command_line('scale_variants', __doc__, options, argv))
+    return run_lesson(run, command_line('scale_variants', __doc__, options, argv, check=_budget))
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    d_ks = tuple(args.d_ks) + ((4096,) if args.full else ())
+    steps = 1000 if args.full else args.steps
+    statistics = budget.Cost(0, 0, 0)
+    for d_k in d_ks:  # part 1: q, k, v (32, 16, d_k) for each of the scales
+        statistics = statistics + len(SCALES) * budget.dense(3 * 32 * 16 * d_k + 2 * 32 * 16 * 16, 2 * 32 * 16 * 16 * d_k)
+    training = 4 * budget.transformer(32, 8, args.d_model, n_layers=1, vocab=10, heads=1, steps=steps)
+    return budget.refuse({'--steps': steps, '--d-model': args.d_model, '--d-ks': ' '.join(map(str, d_ks))},
+                         statistics + training, args.device)
 
 
 if __name__ == '__main__':

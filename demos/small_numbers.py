@@ -25,6 +25,7 @@ import microtensor as mt
 from transformer import RNN, BatchNorm1d, LayerNorm, MultiHeadAttention
 from transformer import article_data as article
 
+from . import budget
 from .report import command_line, median_seconds, options_of, run_lesson, table
 from .residual_highway import label, layer_gradients
 
@@ -139,7 +140,17 @@ def main(argv=None):
     options = options_of(run, seq_len='positions T of the attention vs RNN timing',
                          n_layers=('EncoderLayers whose per-layer gradient factor is measured', 2),
                          repeats='timed runs (the median is shown)', seed='random seed')
-    return run_lesson(run, command_line('small_numbers', __doc__, options, argv))
+    return run_lesson(run, command_line('small_numbers', __doc__, options, argv, check=_budget))
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    T = args.seq_len
+    factors = 4 * budget.transformer(4, 8, d_model=16, n_layers=args.n_layers, heads=2)   # four stacks
+    timing = (args.repeats + 1) * (budget.transformer(1, T, d_model=64, n_layers=1)
+                                   + budget.dense(2 * T * 64, 3 * T * 64 * 64, steps=T))   # attention, then the RNN
+    return budget.refuse({'--seq-len': T, '--n-layers': args.n_layers, '--repeats': args.repeats},
+                         factors + timing, args.device)
 
 
 if __name__ == '__main__':

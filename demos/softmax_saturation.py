@@ -39,6 +39,7 @@ from transformer import scaled_dot_product_attention
 from transformer.attention import attend  # scaled_dot_product_attention that also returns the scores
 from transformer.probes import saturation_stats
 
+from . import budget
 from .report import command_line, options_of, run_lesson, save_lines, save_viewer, table, window_means
 
 D_KS = (4, 16, 64, 256, 1024)
@@ -166,7 +167,20 @@ def main(argv=None):
                          train_steps='SGD steps of that training', train_d_k='d_k of that training',
                          seed='random seed',
                          html='also write the largest d_k\'s backward pass, scaled and not, as viewer pages')
-    return run_lesson(run, command_line('softmax_saturation', __doc__, options, argv))
+    return run_lesson(run, command_line('softmax_saturation', __doc__, options, argv, check=_budget))
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    n, T = args.batch_size, args.seq_len
+    sweep = budget.Cost(0, 0, 0)
+    for d_k in args.d_ks:  # q, k, v (n, T, d_k), their gradients, scores and weights (n, T, T); scaled and not
+        sweep = sweep + 2 * budget.dense(6 * n * T * d_k + 6 * n * T * T, 6 * n * T * T * d_k)
+    training = (budget.transformer(32, 8, args.train_d_k, n_layers=1, heads=1, steps=args.train_steps)
+                if args.train else budget.Cost(0, 0, 0))
+    return budget.refuse({'--d-ks': ' '.join(map(str, args.d_ks)), '--batch-size': n, '--seq-len': T,
+                          '--train-steps': args.train_steps, '--train-d-k': args.train_d_k},
+                         sweep + 2 * training, args.device)
 
 
 if __name__ == '__main__':

@@ -49,6 +49,7 @@ import microtensor as mt
 from microtensor import optim
 from transformer import GPT, generate, next_token_loss
 
+from . import budget
 from . import corpus as texts
 from .report import (RUNS, Diverged, Option, check_loss, command_line, run_lesson, save_plot, table, window_means,
                      wrote)
@@ -418,10 +419,26 @@ def _preset(argv):
     return preset if preset in PRESETS else 'tiny'
 
 
+def cost(steps, batch_size, context, d_model, n_layers, n_heads, eval_every, eval_batches, sample_length=0, **_):
+    """The budget.Cost of train() (its validation passes included) and of the samples: a lower bound,
+    the vocabulary (unknown before the text is read) counted as empty."""
+    sizes = dict(d_model=d_model, n_layers=n_layers, heads=n_heads)
+    return (budget.transformer(batch_size, context, steps=steps, **sizes)
+            + (steps // eval_every) * eval_batches * budget.transformer(batch_size, context, **sizes)
+            + len(TEMPERATURES) * budget.transformer(1, context, steps=sample_length, **sizes))
+
+
 def _check(args):
     """What the options cannot do together, found before training starts."""
     if args.d_model % args.n_heads:
         return f"--n-heads {args.n_heads} must divide --d-model {args.d_model}"
+    sizes = {**vars(args), 'steps': min(args.steps, args.stop_after or args.steps)}
+    too_much = budget.refuse({f"--{name.replace('_', '-')}": getattr(args, name) for name in
+                              ('steps', 'batch_size', 'context', 'd_model', 'n_layers', 'n_heads', 'eval_batches',
+                               'sample_length')},
+                             cost(**sizes), args.device)
+    if too_much:
+        return too_much
     if args.stop_after is not None and args.stop_after < 1:
         return f"argument --stop-after: must be an integer >= 1, got {args.stop_after}"
     if args.val_fraction >= 1:

@@ -26,6 +26,7 @@ import microtensor as mt
 from microtensor import nn, optim
 from transformer import Transformer, generate, seq2seq_loss, shift_right
 
+from . import budget
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
 
 DIGITS, BOS = 10, 10  # tokens 0-9 are digits; the decoder's start token is 10
@@ -125,6 +126,13 @@ def run(steps=300, length=6, n_test=200, batch_size=32, d_model=64, n_heads=4, n
             'test': test, 'seen': seen, 'device': device}
 
 
+def cost(steps=300, length=6, batch_size=32, d_model=64, n_heads=4, n_layers=1, n_test=200):
+    """The budget.Cost of train() and evaluate(): the encoder and the decoder (with its cross-attention)
+    over length + 1 positions, trained `steps` times; then n_test sequences decoded one token at a time."""
+    sizes = dict(T=length + 1, d_model=d_model, n_layers=3 * n_layers, vocab=DIGITS + 1, heads=n_heads)
+    return budget.transformer(batch_size, steps=steps, **sizes) + budget.transformer(n_test, steps=length, **sizes)
+
+
 def _too_many(n_test, length):
     return (f"--n-test {n_test} is too many for --length {length}: there are {DIGITS ** length:,} digit sequences "
             f"of that length and at most half ({max_test_sequences(length):,}) are held out for testing, so that "
@@ -140,7 +148,12 @@ def main(argv=None):
     def check(args):
         if args.d_model % args.n_heads:
             return f"--n-heads {args.n_heads} must divide --d-model {args.d_model}"
-        return _too_many(args.n_test, args.length) if args.n_test > max_test_sequences(args.length) else None
+        sizes = {name: getattr(args, name) for name in ('steps', 'length', 'batch_size', 'd_model', 'n_heads',
+                                                        'n_layers', 'n_test')}
+        too_much = budget.refuse({'--' + name.replace('_', '-'): value for name, value in sizes.items()},
+                                 cost(**sizes), args.device)   # first: 10 ** length is slow to compute for a huge length
+        return too_much or (_too_many(args.n_test, args.length) if args.n_test > max_test_sequences(args.length)
+                            else None)
     return run_lesson(run, command_line('train_reverse', __doc__, options, argv, check=check))
 
 

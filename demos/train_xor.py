@@ -8,6 +8,7 @@ Plain gradient descent, written out: p.data -= lr * p.grad.data for every parame
 """
 import microtensor as mt
 
+from . import budget
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
 
 
@@ -46,7 +47,14 @@ def run(steps=300, lr=0.5, hidden=8, seed=0, device='cpu', verbose=True):
 def main(argv=None):
     options = options_of(run, steps='gradient-descent steps', lr='learning rate', hidden='hidden units',
                          seed='random seed for the initial weights')
-    return run_lesson(run, command_line('train_xor', __doc__, options, argv))
+    return run_lesson(run, command_line('train_xor', __doc__, options, argv, check=_budget))
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    per_step = 4 * 3 * args.hidden * 3                    # 4 points, 2 -> hidden -> 1, forward and backward
+    return budget.refuse({'--steps': args.steps, '--hidden': args.hidden},
+                         budget.dense(12 * args.hidden, per_step * args.steps, args.steps), args.device)
 
 
 if __name__ == '__main__':

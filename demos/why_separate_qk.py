@@ -36,6 +36,7 @@ import microtensor as mt
 from microtensor import nn, optim
 from transformer import Embed, MultiHeadAttention
 
+from . import budget
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
 
 
@@ -162,7 +163,19 @@ def main(argv=None):
     options = options_of(run, steps='Adam steps of each training', seq_len=('tokens per sequence T', 3),
                          d_model='model width d_model (one head: d_k = d_model)', batch_size='sequences per batch',
                          seed='random seed', full='train 1000 steps, and also with 4 x seq-len tokens')
-    return run_lesson(run, command_line('why_separate_qk', __doc__, options, argv))
+    return run_lesson(run, command_line('why_separate_qk', __doc__, options, argv, check=_budget))
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    steps = 1000 if args.full else args.steps
+    lengths = (args.seq_len, 4 * args.seq_len) if args.full else (args.seq_len,)
+    cost = budget.Cost(0, 0, 0)
+    for T in lengths:  # one head (d_k = d_model), shared and separate projections
+        cost = cost + 2 * budget.transformer(args.batch_size, T, args.d_model, n_layers=1, vocab=10, heads=1,
+                                             steps=steps)
+    return budget.refuse({'--steps': steps, '--seq-len': args.seq_len, '--d-model': args.d_model,
+                          '--batch-size': args.batch_size}, cost, args.device)
 
 
 if __name__ == '__main__':

@@ -136,7 +136,7 @@ def test_train_eval_reach_every_submodule_and_drive_dropout():
     dropped = y == 0
     assert 0.3 < dropped.mean() < 0.7  # about half zeroed; the rest scaled by 1/(1-p)
     np.testing.assert_allclose(y[~dropped], 2 * clean[~dropped], rtol=1e-6)
-    with pytest.raises(ValueError, match='p must be in'):
+    with pytest.raises(ValueError, match=r'Dropout: p must be a finite number in \[0, 1\], not 1.5'):
         nn.Dropout(1.5)
 
 

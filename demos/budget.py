@@ -1,0 +1,82 @@
+"""What a lesson's sizes cost, estimated before it starts: memory, and steps x size.
+
+A lesson given --batch-size 1000000000000 would otherwise start, and fill the memory or loop
+for hours.  Each lesson's option check describes its run in a few numbers, and refuse()
+turns a run this machine cannot do into a usage error that names the options and the limit:
+
+    def _budget(args):                                  # in the lesson: check=_budget
+        cost = budget.transformer(args.batch_size, args.seq_len, d_model=32, n_layers=2, steps=args.steps)
+        return budget.refuse({'--batch-size': args.batch_size, '--seq-len': args.seq_len, '--steps': args.steps},
+                             cost, args.device)
+
+The estimates are lower bounds (every product counted once, optimistic speeds), so a run
+that fits is never refused; what is refused cannot fit in this machine's memory, or would
+take more than a day even at those speeds.
+"""
+import collections
+import os
+
+from transformer.checks import gib, machine_memory
+
+BYTES = 4                                         # float32
+PER_CORE = 1e10                                   # multiply-adds per second and CPU core (optimistic)
+GPU = 5e13                                        # multiply-adds per second on a GPU (optimistic)
+STEP_SECONDS = 1e-4                               # the least a training step costs (a tiny MLP takes ~3x more)
+LIMIT_SECONDS = 24 * 3600                         # a lesson that needs more than a day cannot be run here
+
+
+class Cost(collections.namedtuple('Cost', 'numbers work steps')):
+    """numbers: float32 numbers held at once; work: multiply-adds; steps: optimizer steps (or other
+    rounds of many small ops, e.g. an RNN's time steps).  a + b: one run after the other (the memory
+    is reused); n * a: a, n times."""
+
+    def __add__(self, other):
+        return Cost(max(self.numbers, other.numbers), self.work + other.work, self.steps + other.steps)
+
+    def __rmul__(self, n):
+        return Cost(self.numbers, n * self.work, n * self.steps)
+
+
+def transformer(B, T, d_model, n_layers, vocab=0, heads=4, d_ff=None, T_k=None, steps=1):
+    """Cost of `steps` training steps (forward and backward) of n_layers Transformer layers over B
+    sequences of T tokens (keys: T_k, default T), with a vocab-sized embedding and output head.
+    Held at once: the weights with their gradients and Adam's moments, each layer's activations
+    and its (B, heads, T, T_k) attention maps."""
+    T_k = T if T_k is None else T_k
+    d_ff = 4 * d_model if d_ff is None else d_ff
+    weights = n_layers * (4 * d_model ** 2 + 2 * d_model * d_ff)
+    per_token = weights + vocab * d_model                                              # the matrix products
+    attention = n_layers * 2 * B * T * T_k * d_model                                   # Q K^T and A V
+    activations = n_layers * (B * T * (6 * d_model + 2 * d_ff) + 2 * B * heads * T * T_k) + 2 * B * T * vocab
+    step = 3 * (B * T * per_token + attention)                                         # backward: about 2x forward
+    return Cost(4 * (weights + 2 * vocab * d_model) + activations, steps * step, steps)
+
+
+def dense(numbers, work=None, steps=1):
+    """Cost of plain array work: `numbers` held at once, `work` multiply-adds (default: numbers), `steps` rounds."""
+    return Cost(numbers, numbers if work is None else work, steps)
+
+
+def effective(args, full):
+    """{name: value} of args, with the values of `full` when args.full (the lesson's --full)."""
+    values = vars(args)
+    return {**values, **full} if values.get('full') else values
+
+
+def refuse(options, cost, device='cpu'):
+    """The usage error for a run of this Cost when this machine cannot do it; None when it can.
+    options: {'--flag': value} of the options that set those sizes, named in the message."""
+    named = ', '.join(f"{flag} {value}" for flag, value in options.items())
+    have, need = machine_memory(), cost.numbers * BYTES
+    if have is not None and need > have:
+        return (f"{named}: the run would hold at least {gib(need)} at once, more than this machine's {gib(have)} "
+                f"of memory; choose smaller values")
+    cores = os.cpu_count() or 1
+    rate = GPU if device == 'cuda' else PER_CORE * cores
+    seconds = cost.work / rate + cost.steps * STEP_SECONDS
+    if seconds > LIMIT_SECONDS:
+        where = 'the GPU' if device == 'cuda' else f"this machine's {cores} CPU core{'s' * (cores != 1)}"
+        return (f"{named}: the run would take at least {seconds / 3600:.3g} hours on {where} "
+                f"({cost.work:.3g} multiply-adds in {cost.steps:.3g} steps; the limit is {LIMIT_SECONDS // 3600} "
+                "hours); choose smaller values")
+    return None
