@@ -19,8 +19,9 @@ import microtensor as mt
 from microtensor import nn, optim
 from transformer import (GPT, RNN, BatchNorm1d, Decoder, DecoderLayer, Encoder, EncoderLayer, EncoderOnly, FeedForward,
                          LayerNorm, LearnedPositionalEmbedding, MultiHeadAttention, MultiHeadLatentAttention, RMSNorm,
-                         RNNCell, RotaryEmbedding, SinusoidalPositionalEncoding, TokenEmbedding, Transformer, generate,
-                         pick_next, top_k_filter)
+                         RelativePositionBias, ResidualGate, RNNCell, RotaryEmbedding, SinusoidalPositionalEncoding,
+                         TokenEmbedding, Transformer, alibi_bias, generate, mlm_mask, pick_next,
+                         relative_position_bucket, top_k_filter)
 
 WORDS = ['pre', 'post', 'layer', 'rms', 'batch', 'gelu', 'relu', 'learned', 'sinusoidal', 'rope', 'alibi', 'none',
          'fan_in', '', '4']
@@ -140,6 +141,18 @@ CONSTRUCTORS = [
     (RNN, dict(d_in=2, d_hidden=3), 'd_in', size, 'cell.d_in'),
     (nn.Linear, dict(in_features=2, out_features=3), 'in_features', size, 'in_features'),
     (nn.Linear, dict(in_features=2, out_features=3), 'bias', flag, None),
+    (nn.Dropout, {}, 'p', probability, 'p'),
+    (GPT, dict(vocab_size=7, **TINY), 'shared_qk', flag, None),                          # a layer option
+    (EncoderOnly, dict(vocab_size=7, **TINY), 'shared_qk', flag, None),
+    (EncoderLayer, dict(d_model=8, n_heads=2), 'shared_qk', flag, None),
+    (ResidualGate, dict(d_model=4), 'd_model', size, 'W_g.in_features'),
+    (RelativePositionBias, dict(n_heads=2), 'n_heads', size, 'n_heads'),
+    (RelativePositionBias, dict(n_heads=2), 'num_buckets', lambda v: is_int(v) and v >= 4 and 128 > v // 4,
+     'num_buckets'),
+    (RelativePositionBias, dict(n_heads=2), 'max_distance', lambda v: is_int(v) and v > 32 // 4, 'max_distance'),
+    (RelativePositionBias, dict(n_heads=2, bidirectional=False), 'num_buckets',
+     lambda v: is_int(v) and v >= 2 and 128 > v // 2, 'num_buckets'),
+    (RelativePositionBias, dict(n_heads=2), 'bidirectional', flag, 'bidirectional'),
 ]
 
 
@@ -230,6 +243,19 @@ SCHEDULE_CALLS = [
     (optim.cosine_decay, dict(step=3, total_steps=10, base_lr=0.1), 'min_lr', non_negative),
     (optim.warmup_cosine, dict(step=3, warmup_steps=2, total_steps=10, base_lr=0.1), 'warmup_steps',
      lambda v: is_int(v) and 0 <= v < 10),
+    (relative_position_bucket, dict(n=-5), 'n', is_int),
+    (relative_position_bucket, dict(n=-5), 'num_buckets', lambda v: is_int(v) and v >= 4 and 128 > v // 4),
+    (relative_position_bucket, dict(n=-5), 'max_distance', lambda v: is_int(v) and v > 32 // 4),
+    (alibi_bias, dict(n_heads=2, T_q=3, T_k=4), 'n_heads', size),
+    (alibi_bias, dict(n_heads=2, T_q=3, T_k=4), 'T_q', lambda v: is_int(v) and v >= 0),
+    (alibi_bias, dict(n_heads=2, T_q=3, T_k=4), 'T_k', lambda v: is_int(v) and v >= 0),
+    (alibi_bias, dict(n_heads=2, T_q=3, T_k=4), 'offset', lambda v: is_int(v) and v >= 0),
+    (mlm_mask, dict(ids=mt.tensor([[1, 2, 3]]), mask_id=9, vocab_size=8), 'p', probability),
+    (mlm_mask, dict(ids=mt.tensor([[1, 2, 3]]), mask_id=9, vocab_size=8), 'mask_share',
+     lambda v: probability(v) and v <= 0.9),                                                  # random_share is 0.1
+    (mlm_mask, dict(ids=mt.tensor([[1, 2, 3]]), mask_id=9, vocab_size=8), 'vocab_size', size),
+    (mlm_mask, dict(ids=mt.tensor([[1, 2, 3]]), mask_id=9, vocab_size=8), 'mask_id', lambda v: is_int(v) and v >= 0),
+    (mlm_mask, dict(ids=mt.tensor([[1, 2, 3]]), mask_id=9, vocab_size=8), 'pad_id', lambda v: v is None or is_int(v)),
     (nn.utils.clip_grad_norm_, dict(parameters=None, max_norm=1.0), 'max_norm',
      lambda v: is_number(v) and v >= 0 or v == math.inf),
     (nn.utils.clip_grad_norm_, dict(parameters=None, max_norm=1.0), 'norm_type',
@@ -240,12 +266,12 @@ SCHEDULE_CALLS = [
 @pytest.mark.parametrize('function, kwargs, argument, rule', SCHEDULE_CALLS,
                          ids=[f"{c[0].__name__}-{c[2]}" for c in SCHEDULE_CALLS])
 @given(value=ANY_VALUE)
-def test_schedules_and_clipping_check_their_arguments(function, kwargs, argument, rule, value):
+def test_schedules_clipping_and_helpers_check_their_arguments(function, kwargs, argument, rule, value):
     if 'parameters' in kwargs:
         kwargs = {**kwargs, 'parameters': [parameter()]}
     accepted, result = follows_rule(lambda: function(**{**kwargs, argument: value}), function.__name__, argument,
                                     value, rule)
-    if accepted:
+    if accepted and function in (optim.linear_warmup, optim.cosine_decay, optim.warmup_cosine, nn.utils.clip_grad_norm_):
         assert isinstance(result, float) and (math.isfinite(result) or argument == 'norm_type')
 
 

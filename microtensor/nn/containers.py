@@ -4,6 +4,7 @@ Children are registered under the names '0', '1', ..., so their parameters get
 dotted names like '0.weight' and '2.bias' in state_dict().
 """
 from .. import argcheck
+from ..tensor import Tensor
 from .module import Module
 
 
@@ -26,9 +27,14 @@ class ModuleList(Module):
         return self
 
     def extend(self, modules):
-        if isinstance(modules, Module) or not hasattr(modules, '__iter__'):
-            raise TypeError(f"{type(self).__name__}: modules must be an iterable of Modules (a list, a generator), "
+        where = type(self).__name__
+        if isinstance(modules, (Module, Tensor, str)) or not hasattr(modules, '__iter__'):
+            raise TypeError(f"{where}: modules must be an iterable of Modules (a list, a generator), "
                             f"not {argcheck.describe(modules)}")
+        modules = list(modules)
+        for i, module in enumerate(modules):  # all checked before any is added
+            if not isinstance(module, Module):
+                raise TypeError(f"{where}: modules[{i}] is {argcheck.describe(module)}, not a Module")
         for module in modules:
             self.append(module)
         return self

@@ -27,10 +27,10 @@ _GAINS = {'linear': 1.0, 'sigmoid': 1.0, 'tanh': 5.0 / 3, 'relu': math.sqrt(2.0)
 def calculate_gain(nonlinearity='linear', negative_slope=0.01):
     """The factor that keeps the activations' variance at 1 through `nonlinearity`."""
     if nonlinearity == 'leaky_relu':
-        negative_slope = argcheck.number(negative_slope, 'calculate_gain', 'negative_slope')
+        negative_slope = argcheck.number(negative_slope, 'nn.init.calculate_gain', 'negative_slope')
         return math.sqrt(2.0 / (1 + negative_slope ** 2))
     if not isinstance(nonlinearity, str) or nonlinearity not in _GAINS:
-        raise ValueError(f"calculate_gain: unknown nonlinearity {nonlinearity!r}; "
+        raise ValueError(f"nn.init.calculate_gain: unknown nonlinearity {nonlinearity!r}; "
                          f"use one of {sorted(_GAINS) + ['leaky_relu']}")
     return _GAINS[nonlinearity]
 
