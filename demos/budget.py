@@ -16,7 +16,7 @@ take more than a day even at those speeds.
 import collections
 import os
 
-from transformer.checks import gib, machine_memory
+from microtensor.argcheck import gib, machine_memory
 
 BYTES = 4                                         # float32
 PER_CORE = 1e10                                   # multiply-adds per second and CPU core (optimistic)

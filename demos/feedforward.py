@@ -184,7 +184,8 @@ def main(argv=None):
 def _budget(args):
     """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
     a = budget.effective(args, FULL)
-    fits = len(TARGETS) * 3 * budget.dense(256 * 32 * 4, 3 * 256 * 2 * 8 * 32 * a['steps'], a['steps'])  # B 256, 8 -> 32 -> 8
+    fit = budget.dense(256 * 32 * 4, 3 * 256 * 2 * 8 * 32 * a['steps'], a['steps'])  # B 256, 8 -> 32 -> 8, trained
+    fits = len(TARGETS) * 3 * fit
     copies = 2 * budget.transformer(16, 12, d_model=32, n_layers=2, vocab=VOCAB, steps=a['copy_steps'])
     return budget.refuse({'--steps': a['steps'], '--copy-steps': a['copy_steps'], '--seeds': a['seeds']},
                          a['seeds'] * (fits + copies), args.device)

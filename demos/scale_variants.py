@@ -110,7 +110,8 @@ def _budget(args):
     steps = 1000 if args.full else args.steps
     statistics = budget.Cost(0, 0, 0)
     for d_k in d_ks:  # part 1: q, k, v (32, 16, d_k) for each of the scales
-        statistics = statistics + len(SCALES) * budget.dense(3 * 32 * 16 * d_k + 2 * 32 * 16 * 16, 2 * 32 * 16 * 16 * d_k)
+        statistics = statistics + len(SCALES) * budget.dense(3 * 32 * 16 * d_k + 2 * 32 * 16 * 16,
+                                                             2 * 32 * 16 * 16 * d_k)
     training = 4 * budget.transformer(32, 8, args.d_model, n_layers=1, vocab=10, heads=1, steps=steps)
     return budget.refuse({'--steps': steps, '--d-model': args.d_model, '--d-ks': ' '.join(map(str, d_ks))},
                          statistics + training, args.device)

@@ -151,7 +151,7 @@ def main(argv=None):
         sizes = {name: getattr(args, name) for name in ('steps', 'length', 'batch_size', 'd_model', 'n_heads',
                                                         'n_layers', 'n_test')}
         too_much = budget.refuse({'--' + name.replace('_', '-'): value for name, value in sizes.items()},
-                                 cost(**sizes), args.device)   # first: 10 ** length is slow to compute for a huge length
+                                 cost(**sizes), args.device)   # first: 10 ** length takes long for a huge length
         return too_much or (_too_many(args.n_test, args.length) if args.n_test > max_test_sequences(args.length)
                             else None)
     return run_lesson(run, command_line('train_reverse', __doc__, options, argv, check=check))

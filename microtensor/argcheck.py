@@ -16,10 +16,12 @@ and the rule:
 numpy integers count as integers and numpy floats as numbers (they come out of arrays and
 configs); the checks return plain Python values, so a model stores `d_model` as an int.
 `where` is None inside an op's forward: Function.apply adds the op's name and shapes itself.
+memory() refuses sizes whose numbers cannot fit in this machine's memory, before any is allocated.
 """
 import math
 import numbers
 import operator
+import os
 
 
 def fail(error, where, message):
@@ -108,3 +110,27 @@ def short(value, limit=40):
 def describe(value):
     """What a bad value was, short: "float 2.5", "str '3'", "None"."""
     return 'None' if value is None else f"{type(value).__name__} {short(value)}"
+
+
+def machine_memory():
+    """This machine's memory in bytes (None where the system does not say)."""
+    try:
+        return os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def gib(n_bytes):
+    """n_bytes in GiB, for messages: '23.4 GiB', '3.6e+03 GiB'."""
+    return f"{n_bytes / 2 ** 30:.3g} GiB"
+
+
+def memory(where, n_numbers, what, sizes, itemsize=4):
+    """Refuse, before anything is allocated, n_numbers `what` (e.g. 'parameters') of itemsize bytes
+    each (float32: 4) that cannot fit in this machine's memory; `sizes` names the options that set
+    them (e.g. "d_model=100000, n_layers=2").  numpy alone would either refuse the first huge array
+    or, with the memory promised lazily, fill it until the system stops the process."""
+    have, need = machine_memory(), n_numbers * itemsize
+    if have is not None and need > have:
+        raise ValueError(f"{where}: {sizes} make at least {n_numbers:.3g} {what} ({gib(need)} at {itemsize} bytes "
+                         f"each), more than this machine's {gib(have)} of memory; choose smaller sizes")

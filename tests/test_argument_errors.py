@@ -21,7 +21,7 @@ from transformer import GPT, KVCache, MultiHeadAttention, Transformer, generate
 from transformer.mla import use_latent_attention
 
 TINY = dict(d_model=8, n_heads=2, n_layers=1, max_len=8)
-# a valid call of every public callable: {callable: (keyword arguments, what the message starts with)}
+# a valid call of every public callable: {callable: its keyword arguments}
 VALID = {
     nn.Linear: dict(in_features=2, out_features=3), nn.Dropout: {}, nn.GELU: {}, nn.ModuleList: {},
     transformer.TokenEmbedding: dict(vocab_size=5, d_model=4), transformer.FeedForward: dict(d_model=4),
@@ -32,7 +32,8 @@ VALID = {
     transformer.MultiHeadAttention: dict(d_model=8, n_heads=2),
     transformer.MultiHeadLatentAttention: dict(d_model=8, n_heads=2, d_c=4),
     transformer.EncoderLayer: dict(d_model=8, n_heads=2), transformer.DecoderLayer: dict(d_model=8, n_heads=2),
-    transformer.Encoder: dict(n_layers=1, d_model=8, n_heads=2), transformer.Decoder: dict(n_layers=1, d_model=8, n_heads=2),
+    transformer.Encoder: dict(n_layers=1, d_model=8, n_heads=2),
+    transformer.Decoder: dict(n_layers=1, d_model=8, n_heads=2),
     transformer.GPT: dict(vocab_size=7, **TINY), transformer.EncoderOnly: dict(vocab_size=7, **TINY),
     transformer.Transformer: dict(src_vocab=5, tgt_vocab=6, **TINY),
     transformer.Embed: dict(vocab_size=5, d_model=4, max_len=4, positional='learned'),
@@ -108,7 +109,8 @@ def test_module_list_indices_follow_a_lists_rule():
         nn.ModuleList(None)
 
 
-@pytest.mark.parametrize('p, error', [('0.5', TypeError), (None, TypeError), (1.5, ValueError), (float('nan'), ValueError)])
+@pytest.mark.parametrize('p, error', [('0.5', TypeError), (None, TypeError), (1.5, ValueError),
+                                      (float('nan'), ValueError)])
 def test_dropout_names_p(p, error):
     with pytest.raises(error, match=r"Dropout: p must be a finite number in \[0, 1\], not"):
         nn.Dropout(p)
@@ -157,7 +159,8 @@ def test_a_kv_cache_serves_one_batch_size():
     memory, mask = seq2seq.encode(mt.tensor([[1, 2]]))
     cache = seq2seq.new_cache()
     seq2seq.decode(mt.tensor([[0]]), memory, mask, cache=cache)
-    with pytest.raises(ValueError, match=r"Transformer.decode: cache\[0\] .* a batch of 1, but this input is a batch of 2"):
+    with pytest.raises(ValueError, match=r"Transformer.decode: cache\[0\] .* a batch of 1, but this input is a "
+                                         r"batch of 2"):
         seq2seq.decode(mt.tensor([[0], [1]]), memory, mask, cache=cache)
     latent = use_latent_attention(GPT(10, **TINY), d_c=4)
     cache = latent.new_cache()
@@ -233,9 +236,14 @@ def test_models_name_a_keyword_their_layers_do_not_take(options, message):
     (lambda: Transformer(5, 6, d_model=8, n_heads=2, d_ff=10 ** 12), 'Transformer: '),
     (lambda: transformer.Encoder(10 ** 10, 8, 2), 'Encoder: n_layers=10000000000'),
     (lambda: transformer.Decoder(10 ** 10, 8, 2), 'Decoder: n_layers=10000000000'),
+    (lambda: nn.Linear(10 ** 6, 10 ** 6), 'Linear: in_features=1000000, out_features=1000000'),
+    (lambda: MultiHeadAttention(10 ** 6, 2), 'Linear: in_features=1000000'),
+    (lambda: transformer.TokenEmbedding(10 ** 10, 8), 'TokenEmbedding: vocab_size=10000000000, d_model=8'),
+    (lambda: transformer.LearnedPositionalEmbedding(10 ** 10, 8), 'LearnedPositionalEmbedding: max_len=10000000000'),
 ])
 def test_a_model_too_large_for_memory_is_refused_before_anything_is_made(make, where):
-    with pytest.raises(ValueError, match=where + r".*parameters \(.* GiB as float32\), more than this machine's .* GiB"):
+    with pytest.raises(ValueError, match=where + r".*parameters \(.* GiB at 4 bytes each\), more than this machine's "
+                                                 r".* GiB of memory"):
         make()
 
 

@@ -271,7 +271,8 @@ def test_schedules_clipping_and_helpers_check_their_arguments(function, kwargs, 
         kwargs = {**kwargs, 'parameters': [parameter()]}
     accepted, result = follows_rule(lambda: function(**{**kwargs, argument: value}), function.__name__, argument,
                                     value, rule)
-    if accepted and function in (optim.linear_warmup, optim.cosine_decay, optim.warmup_cosine, nn.utils.clip_grad_norm_):
+    schedules = (optim.linear_warmup, optim.cosine_decay, optim.warmup_cosine, nn.utils.clip_grad_norm_)
+    if accepted and function in schedules:
         assert isinstance(result, float) and (math.isfinite(result) or argument == 'norm_type')
 
 

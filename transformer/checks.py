@@ -7,8 +7,6 @@ Each argument name has one rule (n_layers: an integer >= 1; dropout: a number in
 "GPT: n_layers must be an integer >= 1, not 0".  Token ids are checked by token_ids
 before any arithmetic (see microtensor/argcheck.py for the message format).
 """
-import os
-
 import microtensor as mt
 from microtensor import argcheck
 
@@ -100,26 +98,3 @@ def token_ids(ids, where, vocab_size, device, ndims=None, name='ids'):
                          "(is vocab_size too small?)")
     return ids
 
-
-def machine_memory():
-    """This machine's memory in bytes (None where the system does not say)."""
-    try:
-        return os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
-    except (AttributeError, OSError, ValueError):
-        return None
-
-
-def gib(n_bytes):
-    """n_bytes in GiB, for messages: '23.4 GiB', '3.6e+03 GiB'."""
-    return f"{n_bytes / 2 ** 30:.3g} GiB"
-
-
-def memory(where, n_numbers, what, sizes, itemsize=4):
-    """Refuse, before anything is allocated, n_numbers `what` (e.g. 'parameters') of itemsize bytes
-    each (float32: 4) that cannot fit in this machine's memory; `sizes` names the options that set
-    them (e.g. "d_model=100000, n_layers=2").  numpy alone would either refuse the first huge array
-    or, with the memory promised lazily, fill it until the system stops the process."""
-    have, need = machine_memory(), n_numbers * itemsize
-    if have is not None and need > have:
-        raise ValueError(f"{where}: {sizes} make at least {n_numbers:.3g} {what} ({gib(need)} as float32), more "
-                         f"than this machine's {gib(have)} of memory; choose smaller sizes")

@@ -21,6 +21,8 @@ class TokenEmbedding(nn.Module):
         vocab_size, d_model = checks.arguments('TokenEmbedding', vocab_size=vocab_size, d_model=d_model)
         scale = argcheck.boolean(scale, 'TokenEmbedding', 'scale')
         self.vocab_size, self.d_model, self.scale = vocab_size, d_model, scale
+        argcheck.memory('TokenEmbedding', vocab_size * d_model, 'parameters',
+                        f"vocab_size={vocab_size}, d_model={d_model}")
         self.weight = nn.Parameter(mt.randn(vocab_size, d_model))  # N(0, 1), as torch.nn.Embedding
 
     def forward(self, ids):

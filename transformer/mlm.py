@@ -37,7 +37,7 @@ def mlm_mask(ids, mask_id, vocab_size, p=0.15, mask_share=0.8, random_share=0.1,
         raise TypeError(f"mlm_mask: ids must be a (B, T) integer Tensor, got "
                         f"{getattr(ids, 'dtype', type(ids).__name__)} of shape {getattr(ids, 'shape', None)}")
     mask_id = argcheck.integer(mask_id, 'mlm_mask', 'mask_id', min=0)
-    vocab_size = argcheck.integer(vocab_size, 'mlm_mask', 'vocab_size', min=1)  # random replacements: 0 .. vocab_size - 1
+    vocab_size = argcheck.integer(vocab_size, 'mlm_mask', 'vocab_size', min=1)  # replacements: 0 .. vocab_size - 1
     pad_id = argcheck.integer(pad_id, 'mlm_mask', 'pad_id', allow_none=True)
     p, mask_share, random_share = (argcheck.number(value, 'mlm_mask', name, min=0, max=1) for name, value in
                                    (('p', p), ('mask_share', mask_share), ('random_share', random_share)))

@@ -82,8 +82,8 @@ def _check_parameters(where, sizes, attentions, ffns, d_model, d_ff=None, table_
     d_model = int(d_model)
     d_ff = 4 * d_model if d_ff is None else int(d_ff)
     n = attentions * 2 * d_model ** 2 + ffns * 2 * d_model * d_ff + table_rows * d_model
-    checks.memory(where, n, 'parameters', ', '.join(f"{name}={value}" for name, value in sizes.items()
-                                                    if value is not None))
+    argcheck.memory(where, n, 'parameters', ', '.join(f"{name}={value}" for name, value in sizes.items()
+                                                      if value is not None))
 
 
 class Embed(nn.Module):

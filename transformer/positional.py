@@ -93,6 +93,8 @@ class LearnedPositionalEmbedding(nn.Module):
         super().__init__()
         max_len, d_model = checks.arguments('LearnedPositionalEmbedding', max_len=max_len, d_model=d_model)
         self.max_len, self.d_model = max_len, d_model
+        argcheck.memory('LearnedPositionalEmbedding', max_len * d_model, 'parameters',
+                        f"max_len={max_len}, d_model={d_model}")
         self.weight = nn.Parameter(mt.randn(max_len, d_model))  # N(0, 1), as torch.nn.Embedding
 
     def check_positions(self, offset, T, where='LearnedPositionalEmbedding'):

@@ -21,11 +21,9 @@ as probe(layer, name, x, fx, y) with name 'self_attn', 'cross_attn' or 'ffn'.
 Probes only read; when none is set this costs one attribute lookup.
 """
 import microtensor as mt
-from microtensor import nn
+from microtensor import argcheck, nn
 from microtensor.autograd import Function
 from microtensor.inspect.modules import label_op, scope_of
-
-from . import checks
 
 
 class ResidualAdd(Function):
@@ -63,7 +61,7 @@ class ResidualGate(nn.Module):
 
     def __init__(self, d_model):
         super().__init__()
-        d_model = checks.arguments('ResidualGate', d_model=d_model)
+        d_model = argcheck.integer(d_model, 'ResidualGate', 'd_model', min=1)
         self.W_g = nn.Linear(d_model, d_model)
 
     def forward(self, h):

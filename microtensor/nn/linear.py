@@ -2,6 +2,7 @@
 import math
 
 from .. import argcheck, backend, convert, creation
+from ..tensor import DEFAULT_FLOAT
 from ..ops.linalg import linear
 from . import init
 from .module import Module
@@ -25,6 +26,9 @@ class Linear(Module):
             raise TypeError(f"Linear: dtype must be a floating-point dtype (its weights are trained), not {dtype}")
         if device is not None:
             backend.check_device(device, 'Linear')
+        argcheck.memory('Linear', in_features * out_features + out_features, 'parameters',
+                        f"in_features={in_features}, out_features={out_features}",
+                        backend.dtype(DEFAULT_FLOAT if dtype is None else dtype).itemsize)
         self.in_features, self.out_features = in_features, out_features
         bound = 1 / math.sqrt(in_features)
         self.weight = Parameter(init.uniform_(creation.zeros(in_features, out_features, dtype=dtype, device=device),
