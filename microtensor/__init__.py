@@ -26,8 +26,12 @@ from . import inspect  # noqa: E402
 from .inspect import Trace, backward_steps, draw_graph, gradient_flow, record_modules, trace  # noqa: E402
 from .inspect import BackpropViewer  # noqa: E402
 
+float16 = backend.dtype('float16')
 float32 = backend.dtype('float32')
 float64 = backend.dtype('float64')
+uint8 = backend.dtype('uint8')
+int8 = backend.dtype('int8')
+int16 = backend.dtype('int16')
 int32 = backend.dtype('int32')
 int64 = backend.dtype('int64')
 bool_ = backend.dtype('bool')

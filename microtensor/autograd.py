@@ -17,39 +17,46 @@ recorded and second derivatives come for free).
 import contextlib
 import os
 import sys
+import threading
 import weakref
 
 from . import backend
 
-_grad_enabled = True
 _anomaly_mode = False
 
 
 # ----------------------------------------------------------------------------
-# grad mode
+# grad mode: one switch per thread, as in PyTorch (no_grad in a data-loading or evaluation
+# thread leaves the training thread recording)
+class _GradMode(threading.local):
+    enabled = True  # each new thread starts with recording on
+
+
+_grad_mode = _GradMode()
+
+
 @contextlib.contextmanager
+def _set_grad_enabled(enabled):
+    previous, _grad_mode.enabled = _grad_mode.enabled, enabled
+    try:
+        yield
+    finally:
+        _grad_mode.enabled = previous
+
+
 def no_grad():
-    """Ops inside record no graph: for evaluation and for parameter updates."""
-    global _grad_enabled
-    previous, _grad_enabled = _grad_enabled, False
-    try:
-        yield
-    finally:
-        _grad_enabled = previous
+    """Ops inside record no graph (in this thread): for evaluation and for parameter updates."""
+    return _set_grad_enabled(False)
 
 
-@contextlib.contextmanager
 def enable_grad():
-    global _grad_enabled
-    previous, _grad_enabled = _grad_enabled, True
-    try:
-        yield
-    finally:
-        _grad_enabled = previous
+    """Ops inside record the graph again (in this thread), e.g. within a no_grad block."""
+    return _set_grad_enabled(True)
 
 
 def is_grad_enabled():
-    return _grad_enabled
+    """Whether ops in this thread record the graph."""
+    return _grad_mode.enabled
 
 
 @contextlib.contextmanager
@@ -113,7 +120,7 @@ class Function:
         if out.data.base is not None:  # a view (reshape, slice, transpose...): an in-place change of
             _share_version(out, inputs)  # either tensor changes both, so both count it
         # (lists, not generators: this runs for every op, and a generator costs ~1 us more)
-        if _grad_enabled and any([t.requires_grad for t in inputs]):
+        if _grad_mode.enabled and any([t.requires_grad for t in inputs]):
             fn.inputs = inputs
             fn.input_versions = [t._version[0] for t in inputs]
             fn._output = weakref.ref(out)
@@ -271,7 +278,7 @@ def _accumulate(grads, t, g, owned):
         previous.data += g.data
     else:
         grads[key] = previous + g
-        if not _grad_enabled:
+        if not _grad_mode.enabled:
             owned.add(key)
 
 

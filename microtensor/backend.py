@@ -154,12 +154,20 @@ def to_numpy(array):
     return cupy.asnumpy(array) if device_of(array) == 'cuda' else numpy.asarray(array)
 
 
+INDEX = numpy.dtype(numpy.intp)  # the platform's index type (int64 on 64-bit systems): what offsets are computed in
+
+
 def float_dtype(dtype):
     return numpy.dtype(dtype).kind == 'f'
 
 
 def dtype(name):
     return numpy.dtype(name)
+
+
+def promote_types(a, b):
+    """numpy's common dtype of two dtypes (int8 and uint8: int16)."""
+    return numpy.promote_types(a, b)
 
 
 def unravel_index(flat, shape):

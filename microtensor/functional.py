@@ -3,11 +3,13 @@
 Each one names the op in microtensor/ops/ that does the work.  As in PyTorch's
 functional API, the tensor argument must be a Tensor (a list or an array is refused
 with a message that says to use mt.tensor); the other operand of a binary op may be a
-number or an array, made a constant like the Tensor (mt.add(x, 1), mt.mul(2, x)).
+number or an array, made a constant like the Tensor (mt.add(x, 1), mt.mul(2, x)), and both
+meet in the dtype PyTorch's promotion gives (microtensor/promotion.py).
 """
 from .ops import elementwise, linalg, nn, select, shape
-from .convert import as_tensor, tensor_arg
-from .tensor import Tensor
+from .convert import tensor_arg
+from .promotion import floating
+from .tensor import Tensor, binary
 
 
 def _binary(op):
@@ -18,7 +20,7 @@ def _binary(op):
         if not isinstance(like, Tensor):
             raise TypeError(f"{name}: needs a Tensor as a or b, got {type(a).__name__} and {type(b).__name__} "
                             "(make one with mt.tensor(...))")
-        return op.apply(as_tensor(a, like, name), as_tensor(b, like, name))
+        return binary(op, a, b, name)
     apply.__name__ = name
     apply.__doc__ = op.__doc__
     return apply
@@ -48,7 +50,7 @@ def cos(x): return tensor_arg(x, 'cos').cos()
 def sigmoid(x): return tensor_arg(x, 'sigmoid').sigmoid()
 def relu(x): return tensor_arg(x, 'relu').relu()
 def abs(x): return tensor_arg(x, 'abs').abs()
-def erf(x): return elementwise.Erf.apply(tensor_arg(x, 'erf'))
+def erf(x): return elementwise.Erf.apply(floating(tensor_arg(x, 'erf')))
 def clip(x, min=None, max=None): return tensor_arg(x, 'clip').clip(min, max)
 def sum(x, axis=None, keepdims=False): return tensor_arg(x, 'sum').sum(axis, keepdims)
 def mean(x, axis=None, keepdims=False): return tensor_arg(x, 'mean').mean(axis, keepdims)

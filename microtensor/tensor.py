@@ -155,8 +155,13 @@ class Tensor:
         self._grad = value
 
     def requires_grad_(self, requires_grad=True):
-        """Set requires_grad in place (floating-point tensors only); returns self."""
+        """Set requires_grad in place (floating-point leaves only; a tensor an op made always
+        requires grad: use detach() to cut it off); returns self."""
         requires_grad = argcheck.boolean(requires_grad, 'requires_grad_', 'requires_grad')
+        if not requires_grad and not self.is_leaf:
+            raise RuntimeError(f"requires_grad_(False): this tensor of shape {self.shape} was computed by "
+                               f"{type(self.creator).__name__}, and only a leaf's flag can change (as in PyTorch); "
+                               "to use its value without a graph, take h.detach()")
         if requires_grad and not backend.float_dtype(self.dtype):
             raise TypeError(f"requires_grad_: only floating-point tensors can require grad, not {self.dtype} "
                             "(integer tensors hold indices and have no gradient)")
@@ -328,44 +333,44 @@ class Tensor:
 
     # ------------------------------------------------------------------ arithmetic
     def __add__(self, other):
-        """self + other, broadcasting as numpy."""
-        return _ew.Add.apply(self, as_tensor(other, self, 'add'))
+        """self + other, broadcasting as numpy, in the dtype PyTorch's promotion gives (promotion.py)."""
+        return binary(_ew.Add, self, other, 'add')
 
     def __radd__(self, other):
         """other + self."""
-        return _ew.Add.apply(as_tensor(other, self, 'add'), self)
+        return binary(_ew.Add, other, self, 'add')
 
     def __sub__(self, other):
         """self - other, broadcasting as numpy."""
-        return _ew.Sub.apply(self, as_tensor(other, self, 'sub'))
+        return binary(_ew.Sub, self, other, 'sub')
 
     def __rsub__(self, other):
         """other - self."""
-        return _ew.Sub.apply(as_tensor(other, self, 'sub'), self)
+        return binary(_ew.Sub, other, self, 'sub')
 
     def __mul__(self, other):
         """self * other, elementwise, broadcasting as numpy."""
-        return _ew.Mul.apply(self, as_tensor(other, self, 'mul'))
+        return binary(_ew.Mul, self, other, 'mul')
 
     def __rmul__(self, other):
         """other * self."""
-        return _ew.Mul.apply(as_tensor(other, self, 'mul'), self)
+        return binary(_ew.Mul, other, self, 'mul')
 
     def __truediv__(self, other):
-        """self / other, elementwise, broadcasting as numpy."""
-        return _ew.Div.apply(self, as_tensor(other, self, 'div'))
+        """self / other, elementwise, broadcasting as numpy: true division, so integers give floats."""
+        return binary(_ew.Div, self, other, 'div')
 
     def __rtruediv__(self, other):
         """other / self."""
-        return _ew.Div.apply(as_tensor(other, self, 'div'), self)
+        return binary(_ew.Div, other, self, 'div')
 
     def __pow__(self, other):
         """self ** other, elementwise."""
-        return _ew.Pow.apply(self, as_tensor(other, self, 'pow'))
+        return binary(_ew.Pow, self, other, 'pow')
 
     def __rpow__(self, other):
         """other ** self."""
-        return _ew.Pow.apply(as_tensor(other, self, 'pow'), self)
+        return binary(_ew.Pow, other, self, 'pow')
 
     def __neg__(self):
         """-self."""
@@ -446,33 +451,34 @@ class Tensor:
         return bool(self.data.all())
 
     # ------------------------------------------------------------------ elementwise functions
+    # (the functions only floats have take integers and bools as float32, as in PyTorch: exp(ids))
     def exp(self):
         """e ** x, elementwise."""
-        return _ew.Exp.apply(self)
+        return _ew.Exp.apply(floating(self))
 
     def log(self):
         """The natural logarithm, elementwise."""
-        return _ew.Log.apply(self)
+        return _ew.Log.apply(floating(self))
 
     def sqrt(self):
         """The square root, elementwise."""
-        return _ew.Sqrt.apply(self)
+        return _ew.Sqrt.apply(floating(self))
 
     def tanh(self):
         """The hyperbolic tangent, elementwise."""
-        return _ew.Tanh.apply(self)
+        return _ew.Tanh.apply(floating(self))
 
     def sin(self):
         """The sine, elementwise."""
-        return _ew.Sin.apply(self)
+        return _ew.Sin.apply(floating(self))
 
     def cos(self):
         """The cosine, elementwise."""
-        return _ew.Cos.apply(self)
+        return _ew.Cos.apply(floating(self))
 
     def sigmoid(self):
         """1 / (1 + exp(-x)), elementwise."""
-        return _ew.Sigmoid.apply(self)
+        return _ew.Sigmoid.apply(floating(self))
 
     def relu(self):
         """max(x, 0), elementwise."""
@@ -599,6 +605,21 @@ class Tensor:
         return _nn.LogSoftmax.apply(self, axis=axis)
 
 
+def binary(fn, a, b, op):
+    """The op fn (Add, Mul, ...) on a and b, one of them a Tensor, in their common dtype
+    (microtensor/promotion.py: PyTorch's rules); Div computes in floats, as true division.
+    Two Tensors of one dtype, or a Python number with a float tensor, are already there."""
+    x, other = (a, b) if isinstance(a, Tensor) else (b, a)
+    if (type(other) is float or type(other) is int) and x.dtype.kind == 'f' or \
+            isinstance(other, Tensor) and other.dtype == x.dtype:
+        a, b = as_tensor(a, x, op), as_tensor(b, x, op)
+    else:
+        a, b = promotion.operands(op, a, b)
+    if fn is _ew.Div and a.dtype.kind != 'f':
+        a, b = floating(a), floating(b)
+    return fn.apply(a, b)
+
+
 class _HookHandle:
     """Returned by register_hook; handle.remove() takes the hook off again."""
 
@@ -614,6 +635,8 @@ class _HookHandle:
 from . import autograd  # noqa: E402
 from .convert import (ONE_HOLDER, as_tensor, backend_call, check_cast, check_dtype,  # noqa: E402
                       counter_holders, new_array, param_array, share_counter)
+from . import promotion  # noqa: E402
+from .promotion import floating  # noqa: E402
 from .ops import args as _args  # noqa: E402
 from .ops import elementwise as _ew, reduce as _reduce, linalg as _linalg  # noqa: E402
 from .ops import shape as _shape, select as _select, nn as _nn, index as _index  # noqa: E402
