@@ -156,7 +156,7 @@ def share_counter(t, adopt=True):
     """Register t as the tensor over its memory; with adopt=True, first take the counter
     of a live tensor already registered for that memory."""
     owner = t.data
-    if not backend.is_array(owner):  # an optimizer may leave a numpy scalar in a 0-d parameter's .data
+    if not backend.is_array(owner):  # a numpy scalar assigned to a 0-d tensor's .data by hand
         return t
     while backend.is_array(owner.base):
         owner = owner.base

@@ -67,6 +67,8 @@ def result_type(*values):
     dims = zero = numbers_ = None
     for v in values:
         if isinstance(v, Tensor) or backend.is_array(v):
+            if not backend.numeric(v.dtype):
+                continue  # an object or str array: as_tensor says what is wrong with it
             if v.ndim:
                 dims = promote_types(dims, v.dtype)
             else:
@@ -108,6 +110,11 @@ def _as(value, like, dtype, op):
     return as_tensor(value, like, op, dtype)  # checked: numbers, on like's device, a private copy
 
 
+def floating_dtype(dtype):
+    """dtype if it is a float, else the default float dtype: what division and exp compute in."""
+    return dtype if dtype.kind == 'f' else DEFAULT_FLOAT
+
+
 def floating(x):
     """x itself if it holds floats; else x as the default float dtype (float32), as exp(ids) is in PyTorch."""
     return x if x.dtype.kind == 'f' else x.to(dtype=DEFAULT_FLOAT)
@@ -119,6 +126,6 @@ def check_in_place(op, x, dtype):
     integer one."""
     rank = {'b': 0, 'i': 1, 'u': 1, 'f': 2}
     if rank[dtype.kind] > rank[x.dtype.kind]:
-        raise TypeError(f"{op}: the result has dtype {dtype}, which cannot be written into this tensor of "
+        raise RuntimeError(f"{op}: the result has dtype {dtype}, which cannot be written into this tensor of "
                         f"dtype {x.dtype} in place; compute a new tensor (x = x + y, not x += y) or "
                         f"convert x first (x = x.to(mt.{dtype}))")

@@ -17,6 +17,13 @@ DEFAULT_FLOAT = backend.dtype('float32')
 REPR_MAX_VALUES = 100  # a bigger tensor's repr is one line: shape, dtype, device, |x|, creator
 
 
+# numpy's ufunc for `array <op> tensor`, and the tensor's method that computes it (Tensor.__array_ufunc__)
+_NUMPY_REFLECTED = {'add': '__radd__', 'subtract': '__rsub__', 'multiply': '__rmul__', 'divide': '__rtruediv__',
+                    'power': '__rpow__', 'matmul': '__rmatmul__', 'equal': '__eq__', 'not_equal': '__ne__',
+                    'less': '__gt__', 'less_equal': '__ge__', 'greater': '__lt__', 'greater_equal': '__le__',
+                    'bitwise_and': '__and__', 'bitwise_or': '__or__'}
+
+
 class Tensor:
     """An N-d array of numbers (numpy on 'cpu', cupy on 'cuda') that remembers how it was made.
 
@@ -39,7 +46,7 @@ class Tensor:
     """
     __slots__ = ('data', '_grad', 'requires_grad', 'creator', 'name',
                  '_retains_grad', '_hooks', '_version', '__weakref__')
-    __array_priority__ = 1000  # numpy_array * tensor -> Tensor.__rmul__
+    __array_priority__ = 1000  # cupy_array * tensor -> Tensor.__rmul__ (numpy asks __array_ufunc__)
 
     def __init__(self, data, dtype=None, device=None, requires_grad=False, name=None):
         """A new leaf holding a copy of `data` (a number, a list, an array or a Tensor), as
@@ -211,6 +218,32 @@ class Tensor:
             share_counter(self, adopt=False)
         return backend.to_numpy(self.data)
 
+    def __array__(self, dtype=None, copy=None):
+        """numpy's view of a CPU tensor, as PyTorch offers: numpy.asarray(t), and p.data -= lr * p.grad
+        (p.data is the array itself).  As in PyTorch, a tensor that requires grad is refused (numpy
+        would drop its graph without a word): take t.detach() first."""
+        if self.requires_grad:
+            raise RuntimeError("numpy cannot use a tensor that requires grad (its graph would be lost without a "
+                               "word): use t.detach(), or compute the update under `with mt.no_grad():`")
+        if self.device != 'cpu':
+            raise TypeError(f"numpy cannot read a tensor on '{self.device}': bring it over with .cpu() first")
+        if dtype is not None and backend.dtype(dtype) != self.dtype:
+            return self.data.astype(dtype)
+        return self.data.copy() if copy else self.data
+
+    def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        """numpy meets a tensor.  array <op> tensor is the tensor's op (array * t is t.__rmul__(array), a
+        Tensor in the graph); array <op>= tensor writes into the array, as numpy does for two arrays:
+        p.data -= lr * p.grad.  Other numpy functions of tensors are refused: use the tensor's own."""
+        if method != '__call__' or out is not None and any(isinstance(o, Tensor) for o in out):
+            return NotImplemented
+        if out is not None:
+            return ufunc(*[x.__array__() if isinstance(x, Tensor) else x for x in inputs], out=out, **kwargs)
+        name = _NUMPY_REFLECTED.get(ufunc.__name__)
+        if name and len(inputs) == 2 and not kwargs and isinstance(inputs[1], Tensor):
+            return getattr(inputs[1], name)(inputs[0])
+        return NotImplemented
+
     def tolist(self):
         """The values as nested Python lists."""
         return self.numpy().tolist()
@@ -276,10 +309,30 @@ class Tensor:
     # ------------------------------------------------------------------ in-place updates
     def _modify_in_place(self, op, new_data_fn):
         if self.requires_grad and autograd.is_grad_enabled():
-            raise RuntimeError(f"{op}: in-place change of a tensor that requires grad: wrap it in "
-                               "`with mt.no_grad():` (as optimizers do) or use an out-of-place op")
+            what = " (a leaf: a parameter, or an input made with requires_grad=True)" if self.is_leaf else ""
+            raise RuntimeError(f"{op}: in-place change of a tensor that requires grad{what}, of shape {self.shape}, while the graph is "
+                               "recorded: wrap it in `with mt.no_grad():` (as optimizers do: "
+                               "for p in model.parameters(): p -= lr * p.grad) or compute a new tensor (x = x + y)")
         new_data_fn()
         self._version[0] += 1  # a pending backward that saved this memory will notice
+        return self
+
+    def _record_in_place(self, op, before_data, compute):
+        """An in-place change of a non-leaf, recorded in the graph as PyTorch does: `before` (a tensor
+        over before_data, holding self's history and hooks) stands for self's old value; compute(before)
+        writes the new value into self.data and returns the op's output, and self becomes that output."""
+        if counter_holders(self) > ONE_HOLDER:
+            raise RuntimeError(
+                f"{op}: this tensor shares its memory with other tensors (views, slices, detach()); they would not "
+                "see the graph of this change. Compute a new tensor (x = x + y, mt.where, mt.concatenate) or change "
+                "a tensor that is not a view")
+        before = Tensor._wrap(before_data)
+        before.creator, before.requires_grad = self.creator, self.requires_grad
+        before._version[0] = self._version[0]
+        before._hooks, self._hooks = self._hooks, None  # hooks see the gradient of the value they were set on
+        out = compute(before)
+        self._version[0] += 1
+        autograd.take_output(out.creator, self)
         return self
 
     def __setitem__(self, index, value):
@@ -300,18 +353,47 @@ class Tensor:
             check_cast(value.data, self.dtype, 'setitem')
             write = self.data.__setitem__
             return self._modify_in_place('setitem', lambda: backend_call('setitem', write, index, value.data))
-        if counter_holders(self) > ONE_HOLDER:
-            raise RuntimeError(
-                "setitem: this tensor shares its memory with other tensors (views, slices, detach()); they would not "
-                "see the graph of this assignment. Write it out of place (mt.where, mt.concatenate) or assign "
-                "into a tensor that is not a view")
-        before = Tensor._wrap(self.data)  # self's value so far, with its history: it gets g with zeros at index
-        before.creator, before.requires_grad = self.creator, self.requires_grad
-        before._version[0] = self._version[0]
-        before._hooks, self._hooks = self._hooks, None  # hooks see the gradient of the value they were set on
-        out = _shape.SetItem.apply(before, value, index=index)  # writes into self.data
-        self._version[0] += 1
-        autograd.take_output(out.creator, self)
+        # SetItem writes into its input's memory: `before` is self's own array
+        self._record_in_place('setitem', self.data, lambda before: _shape.SetItem.apply(before, value, index=index))
+
+    def _arithmetic_in_place(self, fn, other, op):
+        """self op= other (+=, -=, *=, /=) as in PyTorch: the result, in the promoted dtype, is written into
+        self's memory (through to the tensor a view was taken from), and the version goes up, so a backward
+        that saved the old value refuses to run.  With the graph recorded it is differentiable (self then
+        becomes the op's output), except on a leaf that requires grad, which must change under no_grad."""
+        dtype = promotion.result_type(self, other)
+        promotion.check_in_place(op, self, promotion.floating_dtype(dtype) if fn is _ew.Div else dtype)
+        write = self.data.__setitem__
+        recording = autograd.is_grad_enabled() and not (self.is_leaf and self.requires_grad) and \
+            (self.requires_grad or isinstance(other, Tensor) and other.requires_grad)
+        if not recording:  # (a leaf that requires grad is refused here, unless under no_grad)
+            def compute():
+                with autograd.no_grad():
+                    result = binary(fn, self, other, op)
+                backend_call(op, write, Ellipsis, result.data)
+            return self._modify_in_place(op, compute)
+
+        def compute(before):
+            result = binary(fn, before, other, op)
+            backend_call(op, write, Ellipsis, result.data)
+            return result
+        return self._record_in_place(op, self.data.copy(), compute)  # a copy: the op may need the old value
+
+    def __iadd__(self, other):
+        """self += other, in place (see _arithmetic_in_place)."""
+        return self._arithmetic_in_place(_ew.Add, other, '+=')
+
+    def __isub__(self, other):
+        """self -= other, in place: with mt.no_grad(): p -= lr * p.grad."""
+        return self._arithmetic_in_place(_ew.Sub, other, '-=')
+
+    def __imul__(self, other):
+        """self *= other, in place."""
+        return self._arithmetic_in_place(_ew.Mul, other, '*=')
+
+    def __itruediv__(self, other):
+        """self /= other, in place (a float tensor: integers cannot hold the quotient, as in PyTorch)."""
+        return self._arithmetic_in_place(_ew.Div, other, '/=')
 
     def fill_(self, value):
         """Set every element to value, in place; returns self."""

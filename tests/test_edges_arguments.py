@@ -121,6 +121,11 @@ def _unary(name, np_fn):
     return Spec(name, lambda x: getattr(x, name)(), (), lambda a: np_fn(a))
 
 
+def _on_floats(f):
+    """numpy's f of an array as PyTorch computes it: integers and bools as float32 (exp(ids))."""
+    return lambda a: f(a if a.dtype.kind == 'f' else a.astype(np.float32))
+
+
 def _functional(name, np_fn):
     return Spec(f"mt.{name}", lambda x: getattr(mt, name)(x), (), lambda a: np_fn(a), aliases=(name,))
 
@@ -226,10 +231,12 @@ SPECS = [
       [('eq', lambda a, b: a == b if _numeric(b) else False), ('lt', lambda a, b: a < b), ('ge', lambda a, b: a >= b),
        ('and', lambda a, b: a & b)]],
     Spec('invert', lambda x: ~x, (), lambda a: ~a),
-    *[_unary(n, f) for n, f in [('exp', np.exp), ('log', np.log), ('sqrt', np.sqrt), ('tanh', np.tanh),
-                                ('sin', np.sin), ('abs', np.abs), ('relu', lambda a: np.maximum(a, 0)),
-                                ('sigmoid', lambda a: 1 / (1 + np.exp(-a))), ('__neg__', np.negative)]],
-    *[_functional(n, f) for n, f in [('exp', np.exp), ('neg', np.negative), ('relu', lambda a: np.maximum(a, 0))]],
+    *[_unary(n, f) for n, f in [('exp', _on_floats(np.exp)), ('log', _on_floats(np.log)),
+                                ('sqrt', _on_floats(np.sqrt)), ('tanh', _on_floats(np.tanh)),
+                                ('sin', _on_floats(np.sin)), ('abs', np.abs), ('relu', lambda a: np.maximum(a, 0)),
+                                ('sigmoid', _on_floats(lambda a: 1 / (1 + np.exp(-a)))), ('__neg__', np.negative)]],
+    *[_functional(n, f) for n, f in [('exp', _on_floats(np.exp)), ('neg', np.negative),
+                                     ('relu', lambda a: np.maximum(a, 0))]],
     Spec('mt.exp', lambda v: mt.exp(v), (NON_TENSORS,), lambda v: 1 / 0, tensors=None, aliases=('exp',)),
     Spec('clip', lambda x, lo, hi: x.clip(lo, hi), (NUMBERS + OBJECTS + [None], NUMBERS + [None, 'a']),
          lambda a, lo, hi: a.copy() if lo is None and hi is None else np.clip(a, lo, hi)),

@@ -210,7 +210,8 @@ class Module:
     def load_state_dict(self, state, strict=True):
         """Copy the values in `state` (tensors or arrays) into this module's parameters and buffers.
 
-        Each value is copied onto the parameter's device and cast to its dtype.  Everything is
+        Each value is copied into the parameter's own memory (on its device, cast to its dtype), as
+        PyTorch does: the parameters stay the same objects over the same arrays.  Everything is
         checked before anything is copied: missing or unexpected keys (unless strict=False),
         values that are not arrays of numbers and shape mismatches raise a RuntimeError that
         lists them, and leave the model untouched.  A loaded tensor counts as changed in place
@@ -248,7 +249,7 @@ class Module:
             raise RuntimeError(f"{where}: nothing was loaded because of:\n  " + '\n  '.join(problems))
         for key, array in arrays.items():
             target = own[key]
-            target.data = backend.to_device(array, target.device).astype(target.dtype, copy=True)
+            target.data[...] = backend.to_device(array, target.device)  # into its memory, as PyTorch's copy_
             target._version[0] += 1
         return LoadResult(missing, unexpected)
 
