@@ -205,6 +205,7 @@ def scatter_add(target, index, values):
         # rows picked by one integer array (an embedding's ids): numpy's add.at is ~5x faster
         # on flat indices into a 1-D array, so address every element of those rows directly
         row = target[0].size
+        index = index.astype(INDEX, copy=False)  # offsets row * width: uint8/uint16 ids would overflow
         flat = (numpy.where(index < 0, index + len(target), index).reshape(-1, 1) * row + numpy.arange(row)).ravel()
         numpy.add.at(target.reshape(-1), flat, numpy.broadcast_to(values, index.shape + target.shape[1:]).ravel())
     else:
