@@ -590,8 +590,8 @@ class Tensor:
         return _reduce.mean(self, axis, keepdims)
 
     def var(self, axis=None, keepdims=False, ddof=0):
-        """The variance over axis (ddof=0: divide by n, as numpy)."""
-        return _reduce.Var.apply(self, axis=axis, keepdims=keepdims, ddof=ddof)
+        """The variance over axis (ddof=0: divide by n, as numpy); of integers, in float32."""
+        return _reduce.Var.apply(floating(self), axis=axis, keepdims=keepdims, ddof=ddof)
 
     def max(self, axis=None, keepdims=False):
         """The maximum over axis; ties share the gradient."""
@@ -604,7 +604,7 @@ class Tensor:
     def norm(self, ord=None, axis=None, keepdims=False):
         """numpy.linalg.norm: by default sqrt(sum(x**2)) over all elements; differentiable
         (vector ords None, 2, 1, inf, -inf, 0, p; matrix ords None, 'fro', 1, -1, inf, -inf)."""
-        return _reduce.norm(self, ord, axis, keepdims)
+        return _reduce.norm(floating(self), ord, axis, keepdims)
 
     def sum_to(self, shape):
         """Sum down to a shape x was broadcast from (how backward undoes broadcasting)."""
