@@ -604,7 +604,7 @@ class Tensor:
     def norm(self, ord=None, axis=None, keepdims=False):
         """numpy.linalg.norm: by default sqrt(sum(x**2)) over all elements; differentiable
         (vector ords None, 2, 1, inf, -inf, 0, p; matrix ords None, 'fro', 1, -1, inf, -inf)."""
-        return _reduce.norm(floating(self), ord, axis, keepdims)
+        return _reduce.norm(self, ord, axis, keepdims)
 
     def sum_to(self, shape):
         """Sum down to a shape x was broadcast from (how backward undoes broadcasting)."""

@@ -348,9 +348,9 @@ def test_a_step_writes_into_the_parameters_own_memory(make):
     model = nn.Linear(3, 2)
     with mt.no_grad():
         model.weight.copy_(array)
-    shared = nn.Parameter(mt.zeros(3))  # a parameter over a numpy array's memory
-    shared.data = mt.from_numpy(np.zeros(3, dtype=np.float32)).data
-    host, weights = shared.data, model.state_dict()['weight']
+    host = np.zeros(3, dtype=np.float32)
+    shared = mt.from_numpy(host).requires_grad_()  # a leaf over a numpy array's memory
+    weights = model.state_dict()['weight']
     twin = nn.Linear(3, 2)  # the same steps, on copies: the reference values
     twin.load_state_dict(model.state_dict())
     twin_shared = nn.Parameter(mt.zeros(3))
