@@ -110,6 +110,18 @@ def _as(value, like, dtype, op):
     return as_tensor(value, like, op, dtype)  # checked: numbers, on like's device, a private copy
 
 
+def check_booleans(op, a, b, subtract):
+    """What PyTorch refuses of booleans: a subtraction with a bool operand, and a power of two."""
+    bools = [v is True or v is False or (isinstance(v, Tensor) or backend.is_array(v)) and v.dtype == BOOL
+             for v in (a, b)]
+    if subtract and any(bools):
+        raise TypeError(f"{op}: subtraction with a bool tensor is not defined, as in PyTorch; to invert a mask use "
+                        "~mask, to compare two masks use a ^ b or a != b, to count use mask.astype(mt.int64)")
+    if not subtract and all(bools):
+        raise TypeError(f"{op}: a power of two booleans is not defined, as in PyTorch; convert one first "
+                        "(x.astype(mt.int64))")
+
+
 def floating_dtype(dtype):
     """dtype if it is a float, else the default float dtype: what division and exp compute in."""
     return dtype if dtype.kind == 'f' else DEFAULT_FLOAT

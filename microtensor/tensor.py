@@ -42,7 +42,9 @@ class Tensor:
     backward sit side by side in microtensor/ops/ (e.g. Tanh in ops/elementwise.py).
 
     Operators and methods follow numpy's names and broadcasting (x @ W, x.sum(axis=0)),
-    with PyTorch's autograd habits (backward, retain_grad, register_hook, detach).
+    with PyTorch's autograd habits (backward, retain_grad, register_hook, detach), its
+    dtype promotion (int64 * 0.5 is float32: microtensor/promotion.py) and its in-place
+    arithmetic (with mt.no_grad(): p -= lr * p.grad writes into p's memory).
     """
     __slots__ = ('data', '_grad', 'requires_grad', 'creator', 'name',
                  '_retains_grad', '_hooks', '_version', '__weakref__')
@@ -692,6 +694,8 @@ def binary(fn, a, b, op):
     (microtensor/promotion.py: PyTorch's rules); Div computes in floats, as true division.
     Two Tensors of one dtype, or a Python number with a float tensor, are already there."""
     x, other = (a, b) if isinstance(a, Tensor) else (b, a)
+    if fn is _ew.Sub or fn is _ew.Pow:
+        promotion.check_booleans(op, a, b, subtract=fn is _ew.Sub)
     if (type(other) is float or type(other) is int) and x.dtype.kind == 'f' or \
             isinstance(other, Tensor) and other.dtype == x.dtype:
         a, b = as_tensor(a, x, op), as_tensor(b, x, op)

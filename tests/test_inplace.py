@@ -12,6 +12,7 @@ from hypothesis import given, strategies as st
 
 import microtensor as mt
 from microtensor import nn
+from strategies import broadcastable_shapes, tensors
 
 IN_PLACE = {'+=': (operator.iadd, operator.add), '-=': (operator.isub, operator.sub),
             '*=': (operator.imul, operator.mul), '/=': (operator.itruediv, operator.truediv)}
@@ -108,6 +109,19 @@ def test_in_place_on_a_non_leaf_is_differentiable(op, self_requires_grad, shapes
     for got, expected in zip(ours, reference):
         if expected is not None:
             np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+@given(op=st.sampled_from(sorted(IN_PLACE)), shapes=broadcastable_shapes(), data=st.data())
+def test_in_place_on_a_non_leaf_passes_a_gradient_check(op, shapes, data):
+    a = data.draw(tensors(shapes[0], low=0.5, high=2.0))
+    b = data.draw(tensors(shapes[1], low=0.5, high=2.0))  # (away from 0: b divides)
+    out_shape = np.broadcast_shapes(*shapes)
+
+    def fn(a, b):
+        h = a * mt.ones(*out_shape, dtype='float64')  # a non-leaf of the result's shape
+        h = IN_PLACE[op][0](h, b)
+        return h * h
+    assert mt.gradcheck(fn, [a, b])
 
 
 def test_in_place_on_a_view_in_the_graph_is_refused_clearly():
