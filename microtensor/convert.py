@@ -34,10 +34,11 @@ def as_tensor(value, like, op='op', dtype=None):
     if type(value) is float or type(value) is int:  # the common case first: x * 0.5, 1 - x
         if dtype is None:
             dtype = like.dtype if float_like else DEFAULT_FLOAT if type(value) is float else None
-        # (into an integer dtype by way of int64, so that uint8 ids + 300 wraps around as in PyTorch)
-        array = xp.asarray(value, dtype=dtype if dtype is not None and dtype.kind == 'f' else None)
+        if dtype is not None and dtype.kind == 'f':
+            return Tensor._wrap(xp.asarray(value, dtype=dtype))
+        array = xp.asarray(value)  # (an integer dtype by way of int64: uint8 ids + 300 wraps, as in PyTorch)
         if array.dtype.kind != 'O':  # an int too large for int64 becomes an object array
-            return Tensor._wrap(array if dtype is None else array.astype(dtype, copy=False))
+            return Tensor._wrap(array if dtype is None else array.astype(dtype))
     if backend.is_array(value):
         backend.check_on_device(value, like.device, op, 'operand')
         array = value.copy()

@@ -312,8 +312,8 @@ class Tensor:
     def _modify_in_place(self, op, new_data_fn):
         if self.requires_grad and autograd.is_grad_enabled():
             what = " (a leaf: a parameter, or an input made with requires_grad=True)" if self.is_leaf else ""
-            raise RuntimeError(f"{op}: in-place change of a tensor that requires grad{what}, of shape {self.shape}, while the graph is "
-                               "recorded: wrap it in `with mt.no_grad():` (as optimizers do: "
+            raise RuntimeError(f"{op}: in-place change of a tensor that requires grad{what}, of shape {self.shape}, "
+                               "while the graph is recorded: wrap it in `with mt.no_grad():` (as optimizers do: "
                                "for p in model.parameters(): p -= lr * p.grad) or compute a new tensor (x = x + y)")
         new_data_fn()
         self._version[0] += 1  # a pending backward that saved this memory will notice

@@ -13,9 +13,10 @@ An update writes the new values into p's own memory (p.data, in place), as PyTor
 optimizers do: the parameter and its array stay the same objects, so the model and the
 optimizer keep their references, a tensor made with mt.from_numpy keeps sharing its array,
 and model.state_dict()'s tensors (which share memory with the parameters) show the new
-values.  Gradient arrays are only read.  A step counts as an in-place change of p (its version goes up, as in PyTorch), so a
-graph recorded before the step cannot be back-propagated after it: that backward
-would mix the new weights with activations computed from the old ones.
+values.  Gradient arrays are only read.  A step counts as an in-place change of p (its
+version goes up, as in PyTorch), so a graph recorded before the step cannot be
+back-propagated after it: that backward would mix the new weights with activations
+computed from the old ones.
 State arrays are created on the parameter's device at the first step, and follow
 the parameter if model.to(device) moves it later.
 """
