@@ -107,19 +107,10 @@ def _twin(model):
         return maker(m, lambda name: build(_submodule(m, name), f"{path}.{name}" if path else name))
 
     def attention(m, child):
-        config = dict(d_model=m.d_model, n_heads=m.n_heads, n_kv_heads=m.n_kv_heads, bias=m.W_Q.bias is not None,
-                      dropout=m.dropout, rope=m.rope is not None, alibi=m.alibi,
-                      scale='learned' if m.log_scale is not None else m.scale, shared_qk=m.W_K is m.W_Q,
-                      relative=m.relative_bias is not None)
         r = m.relative_bias
         relative = None if r is None else dict(num_buckets=r.num_buckets, max_distance=r.max_distance,
                                                bidirectional=r.bidirectional)
-        return T.MultiHeadAttention(config, None if m.rope is None else m.rope.base, relative)
-
-    def latent(m, child):
-        return T.MultiHeadLatentAttention(dict(d_model=m.d_model, n_heads=m.n_heads, d_c=m.d_c, d_rope=m.d_rope,
-                                               d_head=m.d_head, d_cq=m.d_cq, bias=m.W_O.bias is not None,
-                                               dropout=m.dropout), m.rope.base)
+        return T.MultiHeadAttention(attention_config(m), None if m.rope is None else m.rope.base, relative)
 
     def layer(m, child):
         settings = dict(norm=m.norm, residual=m.residual, alpha=m.alpha, dropout=m.dropout)
@@ -139,7 +130,7 @@ def _twin(model):
         LearnedPositionalEmbedding: lambda m, child: T.LearnedPositionalEmbedding(m.max_len, m.d_model),
         Embed: lambda m, child: T.Embed(child('tok'), child('pos'), m.dropout),
         MultiHeadAttention: attention,
-        MultiHeadLatentAttention: latent,
+        MultiHeadLatentAttention: lambda m, child: T.MultiHeadLatentAttention(attention_config(m), m.rope.base),
         RotaryEmbedding: None, RelativePositionBias: None,  # built by their attention module
         FeedForward: lambda m, child: T.FeedForward(m.d_model, m.d_ff, m.activation, m.dropout.p),
         ResidualGate: lambda m, child: T.ResidualGate(m.W_g.in_features),
@@ -154,6 +145,17 @@ def _twin(model):
     }
     makers = {cls: maker for cls, maker in makers.items() if maker is not None}
     return build(model, '')
+
+
+def attention_config(m):
+    """The constructor's keyword arguments of a MultiHeadAttention or MultiHeadLatentAttention."""
+    if isinstance(m, MultiHeadLatentAttention):
+        return dict(d_model=m.d_model, n_heads=m.n_heads, d_c=m.d_c, d_rope=m.d_rope, d_head=m.d_head, d_cq=m.d_cq,
+                    bias=m.W_O.bias is not None, dropout=m.dropout)
+    return dict(d_model=m.d_model, n_heads=m.n_heads, n_kv_heads=m.n_kv_heads, bias=m.W_Q.bias is not None,
+                dropout=m.dropout, rope=m.rope is not None, alibi=m.alibi,
+                scale='learned' if m.log_scale is not None else m.scale, shared_qk=m.W_K is m.W_Q,
+                relative=m.relative_bias is not None)
 
 
 def model_config(model):
@@ -190,20 +192,28 @@ def from_torch(module):
                         "build the microtensor model and load its weights with load_torch_state_dict")
     model = kinds[type(net)](**net.config)
     attention_types = {T.MultiHeadAttention: MultiHeadAttention, T.MultiHeadLatentAttention: MultiHeadLatentAttention}
-    for name, twin in net.named_modules():
-        if type(twin) in attention_types and name.rsplit('.', 1)[-1] in ('self_attn', 'cross_attn'):
+    for name, twin in net.named_modules():   # attention modules replaced after construction (MLA, shared W_Q = W_K)
+        if type(twin) in attention_types:
             owner, attribute = name.rsplit('.', 1)
-            setattr(_submodule(model, owner), attribute, attention_types[type(twin)](**twin.config))
+            built = getattr(_submodule(model, owner), attribute)
+            if type(built) is not attention_types[type(twin)] or attention_config(built) != twin.config:
+                setattr(_submodule(model, owner), attribute, attention_types[type(twin)](**twin.config))
     model.to(dtype=str(next(net.parameters()).dtype).replace('torch.', ''))
-    expected, got = repr(_twin(model)).splitlines(), repr(net).splitlines()
+    expected, got = _structure(_twin(model)), _structure(net)
     if expected != got:
-        line = next((i for i, (a, b) in enumerate(zip(expected, got)) if a != b), min(len(expected), len(got)))
+        (path, want), (_, have) = next(((a, b) for a, b in zip(expected, got) if a != b),
+                                       (expected[len(got)] if len(expected) > len(got) else ('', '(nothing)'),
+                                        got[len(expected)] if len(got) > len(expected) else ('', '(nothing)')))
         raise ValueError(f"from_torch: the module differs from what {type(model).__name__}(**module.config) builds, "
-                         f"at line {line + 1} of repr(module): {got[line:line + 1]} where the constructor gives "
-                         f"{expected[line:line + 1]}; from_torch rebuilds models whose layers are alike "
-                         "(as the constructors make them, attention modules aside)")
+                         f"at {path or 'the top'}: {have} where the constructor gives {want}; from_torch rebuilds "
+                         "models whose layers are alike (as the constructors make them, attention modules aside)")
     model.load_state_dict(state_for_microtensor(model, net.state_dict(), 'from_torch'))
     return model.train(net.training)
+
+
+def _structure(net):
+    """[(path, 'Class(settings)')] of every module of a PyTorch module tree, one per path."""
+    return [(name, f"{type(m).__name__}({m.extra_repr()})") for name, m in net.named_modules(remove_duplicate=False)]
 
 
 def _submodule(module, dotted):
