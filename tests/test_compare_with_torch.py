@@ -1,0 +1,66 @@
+"""compare_with_torch and its lesson: one row per parameter, rounding-sized differences, a planted
+mistake caught; without torch the lesson skips with the reason."""
+import importlib.util
+import sys
+
+import pytest
+
+import microtensor as mt
+from demos import compare_with_torch as lesson
+from transformer import GPT, Transformer, compare_with_torch
+
+needs_torch = pytest.mark.skipif(importlib.util.find_spec('torch') is None,
+                                 reason="compare_with_torch needs torch (pip install 'microtensor[torch]')")
+pytestmark = pytest.mark.usefixtures('in_tmp_path')
+
+
+def tiny_gpt(**options):
+    return GPT(16, d_model=8, n_layers=1, n_heads=2, max_len=8, **dict(dict(init_std=0.1), **options))
+
+
+@needs_torch
+def test_the_lesson_prints_one_row_per_parameter_for_both_models(capsys):
+    results = lesson.main(['--d-model', '8', '--n-layers', '1', '--n-heads', '2', '--seq-len', '5'])
+    out = capsys.readouterr().out
+    model = tiny_gpt()
+    names = [name for name, _ in model.named_parameters()]
+    rows = results['tiny GPT']['rows']
+    assert [row['name'] for row in rows] == names
+    for name in names:
+        assert f"\n{name} " in out
+    assert results['tiny GPT']['largest'][2] < 1e-5 and results['variant']['largest'][2] < 1e-10
+    assert 0 < results['variant']['largest'][2] < results['tiny GPT']['largest'][2]
+    assert out.count('largest relative difference:') == 2 and 'float64' in out
+
+
+@needs_torch
+def test_a_mistake_in_the_pytorch_twin_shows_up(monkeypatch, capsys):
+    from transformer import torch_modules
+    ids = mt.randint(0, 16, (2, 6))
+    honest = compare_with_torch(tiny_gpt(), ids)
+    scaled_attend = torch_modules.attend
+    monkeypatch.setattr(torch_modules, 'attend',   # the 1/sqrt(d_k) forgotten
+                        lambda Q, K, V, mask, scale, *rest: scaled_attend(Q, K, V, mask, 1.0, *rest))
+    mt.manual_seed(0)
+    wrong = compare_with_torch(tiny_gpt(init_std=1.0), ids)
+    assert honest['largest'][2] < 1e-5 and wrong['largest'][2] > 1e-2 and wrong['outputs'][1] > 1e-3
+
+
+@needs_torch
+def test_dropout_in_training_and_a_batch_of_the_wrong_form_are_refused():
+    ids = mt.randint(0, 16, (2, 6))
+    with pytest.raises(ValueError, match=r"dropout in training mode.*model\.eval\(\)"):
+        compare_with_torch(tiny_gpt(dropout=0.1), ids)
+    assert compare_with_torch(tiny_gpt(dropout=0.1).eval(), ids)['largest'][2] < 1e-5
+    model = Transformer(16, 16, d_model=8, n_layers=1, n_heads=2, max_len=8)
+    with pytest.raises(ValueError, match=r"a Transformer takes a batch of the form \(src, tgt\), got 1 arrays"):
+        compare_with_torch(model, ids)
+
+
+def test_without_torch_the_lesson_skips_with_the_reason(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, 'torch', None)   # `import torch` now fails
+    assert lesson.main([]) is None
+    assert "skipped, it needs PyTorch, which is not installed here: pip install 'microtensor[torch]'" \
+        in capsys.readouterr().out
+    with pytest.raises(ImportError, match='needs torch'):
+        compare_with_torch(tiny_gpt(), mt.randint(0, 16, (2, 6)))
