@@ -1,6 +1,5 @@
 """compare_with_torch and its lesson: one row per parameter, rounding-sized differences, a planted
 mistake caught; without torch the lesson skips with the reason."""
-import importlib.util
 import sys
 
 import pytest
@@ -9,7 +8,7 @@ import microtensor as mt
 from demos import compare_with_torch as lesson
 from transformer import GPT, Transformer, compare_with_torch
 
-needs_torch = pytest.mark.skipif(importlib.util.find_spec('torch') is None,
+needs_torch = pytest.mark.skipif(lesson.torch_missing() is not None,
                                  reason="compare_with_torch needs torch (pip install 'microtensor[torch]')")
 pytestmark = pytest.mark.usefixtures('in_tmp_path')
 

@@ -249,3 +249,17 @@ def test_a_pytorch_state_dict_saved_as_npz_loads_into_microtensor_without_pickle
     numpy.savez(tmp_path / 'pickled.npz', **dict(arrays, extra=numpy.array([{'a': 1}], dtype=object)))
     with pytest.raises(ValueError, match='allow_pickle'):
         load_torch_state_dict(model, tmp_path / 'pickled.npz')
+
+
+def test_the_readme_section_runs_as_printed(tmp_path, monkeypatch, capsys):
+    from readme import python_blocks
+    monkeypatch.chdir(tmp_path)                           # it writes gpt.npz and net.npz
+    blocks = python_blocks('Graduating to PyTorch')
+    assert len(blocks) == 2
+    namespace = {}
+    for block in blocks:
+        exec(compile(block, 'README.md', 'exec'), namespace)
+    out = capsys.readouterr().out
+    assert 0 < float(out.split('\n')[0]) < 1e-5
+    assert 'largest relative difference' in out
+    assert isinstance(namespace['back'], GPT) and (tmp_path / 'net.npz').exists()
