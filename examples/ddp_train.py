@@ -12,9 +12,10 @@ DistributedDataParallel (DDP), one process per device.
    DDP.  Each rank draws its own batches; loss.backward() also averages the gradients of all ranks
    (an all-reduce), so every rank takes the same optimizer step and the weights stay identical,
    while the ranks together see world_size times as many sequences per step.
-3. A fixed evaluation batch, the one microtensor was measured on, is scored before and after;
-   each rank writes its weights (rank<r>.npz, PyTorch's names, no pickle) and losses (rank<r>.json)
-   under --out, and rank 0 prints the summary.
+3. A fixed evaluation batch, the one microtensor was measured on, is scored before and after
+   (and once more in microtensor, after transformer.from_torch brought the model back); each rank
+   writes its weights (rank<r>.npz, PyTorch's names, no pickle) and losses (rank<r>.json) under
+   --out, and rank 0 prints the summary.
 
 The optimizer starts afresh in PyTorch (the weights cross over, Adam's moments do not), with a
 smaller learning rate than microtensor's so that its first steps do not undo the training.
@@ -34,7 +35,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 import microtensor as mt
 from microtensor import optim
-from transformer import GPT, next_token_loss, save_torch_state_dict, to_torch
+from transformer import GPT, from_torch, next_token_loss, save_torch_state_dict, to_torch
 
 
 def counting_batch(rng, batch_size, seq_len, vocab_size):
@@ -106,10 +107,15 @@ def worker(rank, world_size, args):
         losses.append(loss.item())
     with torch.no_grad():
         eval_end = torch_loss(net, eval_ids).item()
+    back = from_torch(ddp)                         # and back to microtensor, to inspect what DDP trained
+    with mt.no_grad():
+        ids = mt.tensor(evaluation_batch(args))
+        back_loss = next_token_loss(back(ids), ids).item()
 
     save_torch_state_dict(net, os.path.join(args.out, f"rank{rank}.npz"))
     result = {'rank': rank, 'world_size': world_size, 'microtensor_eval_loss': saved['eval_loss'],
-              'eval_loss_start': eval_start, 'eval_loss_end': eval_end, 'train_losses': losses}
+              'eval_loss_start': eval_start, 'eval_loss_end': eval_end, 'back_in_microtensor': back_loss,
+              'train_losses': losses}
     with open(os.path.join(args.out, f"rank{rank}.json"), 'w') as f:
         json.dump(result, f)
     dist.barrier()
@@ -126,7 +132,7 @@ def report(out, world_size):
     first = ranks[0]
     print(f"PyTorch DDP, {world_size} processes, {len(first['train_losses'])} steps: loss on the evaluation batch "
           f"{first['microtensor_eval_loss']:.4f} (microtensor) -> {first['eval_loss_start']:.4f} (exported) -> "
-          f"{first['eval_loss_end']:.4f}")
+          f"{first['eval_loss_end']:.4f} (back in microtensor: {first['back_in_microtensor']:.4f})")
     for r in ranks:
         print(f"  rank {r['rank']}: training loss {r['train_losses'][0]:.4f} -> {r['train_losses'][-1]:.4f} "
               f"(its own batches), evaluation {r['eval_loss_end']:.4f}")

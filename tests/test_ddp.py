@@ -35,5 +35,6 @@ def test_two_gloo_ranks_end_with_identical_weights_and_a_lower_loss(tmp_path):
         assert abs(r['eval_loss_start'] - r['microtensor_eval_loss']) < 1e-5   # the export kept the weights
         assert r['eval_loss_end'] < r['eval_loss_start'] - 0.02                # and training went on from there
         assert r['train_losses'][-1] < r['train_losses'][0]
+        assert abs(r['back_in_microtensor'] - r['eval_loss_end']) < 1e-5        # from_torch brought it back
     assert ranks[0]['train_losses'] != ranks[1]['train_losses']               # each rank had its own batches
     assert ranks[0]['eval_loss_end'] == ranks[1]['eval_loss_end']

@@ -35,6 +35,8 @@ Checkpoints, never through pickle:
                                                    layout; numpy.load(path) reads it)
     load_torch_state_dict(model, 'net.npz')        such a file into a microtensor model (no torch needed)
 """
+from itertools import zip_longest
+
 import microtensor as mt
 from microtensor import nn
 from microtensor.atomic_write import write_atomically
@@ -46,8 +48,7 @@ from .layers import DecoderLayer, EncoderLayer
 from .mla import MultiHeadLatentAttention
 from .models import GPT, Decoder, Embed, Encoder, EncoderOnly, Transformer
 from .norm import BatchNorm1d, LayerNorm, RMSNorm
-from .positional import (LearnedPositionalEmbedding, RelativePositionBias, RotaryEmbedding,
-                         SinusoidalPositionalEncoding)
+from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from .residual import ResidualGate
 
 # (module class, microtensor name): (PyTorch name, transposed) -- the table in the docstring
@@ -131,7 +132,6 @@ def _twin(model):
         Embed: lambda m, child: T.Embed(child('tok'), child('pos'), m.dropout),
         MultiHeadAttention: attention,
         MultiHeadLatentAttention: lambda m, child: T.MultiHeadLatentAttention(attention_config(m), m.rope.base),
-        RotaryEmbedding: None, RelativePositionBias: None,  # built by their attention module
         FeedForward: lambda m, child: T.FeedForward(m.d_model, m.d_ff, m.activation, m.dropout.p),
         ResidualGate: lambda m, child: T.ResidualGate(m.W_g.in_features),
         EncoderLayer: layer, DecoderLayer: layer,
@@ -143,7 +143,6 @@ def _twin(model):
         Transformer: lambda m, child: T.Transformer(model_config(m), child('src_embed'), child('tgt_embed'),
                                                     child('encoder'), child('decoder'), child('generator')),
     }
-    makers = {cls: maker for cls, maker in makers.items() if maker is not None}
     return build(model, '')
 
 
@@ -199,14 +198,13 @@ def from_torch(module):
             if type(built) is not attention_types[type(twin)] or attention_config(built) != twin.config:
                 setattr(_submodule(model, owner), attribute, attention_types[type(twin)](**twin.config))
     model.to(dtype=str(next(net.parameters()).dtype).replace('torch.', ''))
-    expected, got = _structure(_twin(model)), _structure(net)
-    if expected != got:
-        (path, want), (_, have) = next(((a, b) for a, b in zip(expected, got) if a != b),
-                                       (expected[len(got)] if len(expected) > len(got) else ('', '(nothing)'),
-                                        got[len(expected)] if len(got) > len(expected) else ('', '(nothing)')))
-        raise ValueError(f"from_torch: the module differs from what {type(model).__name__}(**module.config) builds, "
-                         f"at {path or 'the top'}: {have} where the constructor gives {want}; from_torch rebuilds "
-                         "models whose layers are alike (as the constructors make them, attention modules aside)")
+    nothing = ('', 'nothing')
+    for (path, want), (other_path, have) in zip_longest(_structure(_twin(model)), _structure(net), fillvalue=nothing):
+        if (path, want) != (other_path, have):
+            raise ValueError(f"from_torch: the module differs from what {type(model).__name__}(**module.config) "
+                             f"builds, at {path or other_path or 'the top'}: {have} where the constructor gives {want}; "
+                             "from_torch rebuilds models whose layers are alike (as the constructors make them, "
+                             "attention modules aside)")
     model.load_state_dict(state_for_microtensor(model, net.state_dict(), 'from_torch'))
     return model.train(net.training)
 

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .attention import merge_heads, split_heads  # plain reshapes: they work on torch tensors too
 from .positional import alibi_slopes, relative_position_bucket
 
 
@@ -148,18 +149,6 @@ def alibi_bias(n_heads, T_q, T_k, dtype, device):
     i = torch.arange(T_q, device=device)[:, None]
     j = torch.arange(T_k, device=device)[None, :]
     return -slopes[:, None, None] * (i - j).abs().to(dtype)
-
-
-def split_heads(X, n):
-    """(B, T, n * d) -> (B, n, T, d)."""
-    B, T, width = X.shape
-    return X.reshape(B, T, n, width // n).transpose(1, 2)
-
-
-def merge_heads(heads):
-    """(B, n, T, d) -> (B, T, n * d)."""
-    B, n, T, d = heads.shape
-    return heads.transpose(1, 2).reshape(B, T, n * d)
 
 
 def attend(Q, K, V, mask, scale, bias, dropout, training):
