@@ -63,3 +63,18 @@ def test_without_torch_the_lesson_skips_with_the_reason(monkeypatch, capsys):
         in capsys.readouterr().out
     with pytest.raises(ImportError, match='needs torch'):
         compare_with_torch(tiny_gpt(), mt.randint(0, 16, (2, 6)))
+
+
+def test_ci_installs_the_cpu_build_then_the_extra_and_runs_the_pytorch_tests():
+    import os
+    import re
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, '.ci', 'run'), encoding='utf-8') as f:
+        ci = f.read()
+    pinned, extra = ci.index('pip install -q torch==2.13.0'), ci.index("pip install -q -e '.[torch]'")
+    tests = ci.index('tests/test_torch_bridge.py tests/test_compare_with_torch.py tests/test_ddp.py')
+    assert ci.index('-m pytest\n') < pinned < extra < tests     # after the README's run, where they skip
+    with open(os.path.join(root, 'pyproject.toml'), encoding='utf-8') as f:
+        extras = re.search(r"\[project\.optional-dependencies\](.*?)\n\[", f.read(), re.S).group(1)
+    assert re.search(r'^torch = \["torch>=2\.4"\]', extras, re.M)   # 2.13.0 satisfies it
+    assert 'torch' not in re.search(r"^test = (.*)$", extras, re.M).group(1)

@@ -62,7 +62,7 @@ def _loss(kind, model, batch, cross_entropy):
 def side_by_side(model, batch):
     """One forward and backward of `model` and of to_torch(model) on `batch`:
     {'loss': (microtensor, PyTorch), 'outputs': (both as host arrays), 'grads': {name: (both, microtensor's
-    layout; zeros where a parameter got no gradient)}, 'unused': names without a gradient in either}."""
+    layout; zeros where a parameter got no gradient)}, 'unused': the names microtensor's backward did not reach}."""
     torch = _torch()
     import torch.nn.functional as F
     if type(model) not in (GPT, EncoderOnly, Transformer):
