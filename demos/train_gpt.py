@@ -228,7 +228,7 @@ def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', re
         for i, value in enumerate(window):
             history['losses'].append(check_loss(value, done - len(window) + i + 1, 'train_gpt', TRIES))
         rates.append(len(window) * tokens_per_step / (time.perf_counter() - clock))
-        pending, memory = [], mt.backend.memory_pool_bytes(device)
+        pending, memory = [], mt.cuda.memory_pool_bytes(device)
         if memory is not None:
             history['memory'].append([done, memory])
         progress.log(done, sum(window) / len(window), schedule.lr, rates[-1], memory)
