@@ -12,7 +12,7 @@ mt.set_fused(True) or `with mt.fused():`), backend.py (numpy/cupy).
 from . import backend, cuda, malloc_tuning  # noqa: F401  (malloc_tuning: applied at import)
 from .autograd import Function, detect_anomaly, enable_grad, grad, is_grad_enabled, no_grad
 from .backend import manual_seed, set_default_device
-from .fused import fused, set_fused  # mt.fused() is the switch (the package: import microtensor.fused.<module>)
+from .fused import fused, is_fused, set_fused  # mt.fused() is the switch (the package: import microtensor.fused.<module>)
 from .creation import (arange, as_tensor, eye, from_numpy, full, ones, ones_like, rand, randint, randn,
                        tensor, zeros, zeros_like)
 from .functional import (abs, add, broadcast_to, clip, concatenate, cos, cross_entropy, div, dropout,

@@ -26,4 +26,4 @@ row blocks, row statistics and the sums by BLAS a further -11% (GELU's forward a
 With glibc's malloc tuning (malloc_tuning.py) the step went from 1.7-1.9x PyTorch eager's
 time on one thread to 0.9x.
 """
-from .switch import fused, set_fused  # noqa: F401  (mt.fused, mt.set_fused)
+from .switch import fused, is_fused, set_fused  # noqa: F401  (mt.fused, mt.is_fused, mt.set_fused)

@@ -30,6 +30,11 @@ def _from_environment():
 enabled = _from_environment()
 
 
+def is_fused():
+    """True while the fused layer is on."""
+    return enabled
+
+
 def set_fused(flag):
     """Turn the fused layer on (True) or off (False) for the rest of the run; returns the previous setting."""
     global enabled
