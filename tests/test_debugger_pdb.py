@@ -27,7 +27,7 @@ class EditableFinder:
                 name, os.path.join(package, '__init__.py'), submodule_search_locations=[package])
         return None
 
-sys.meta_path.append(EditableFinder)
+sys.meta_path.insert(0, EditableFinder)  # first: this checkout, even where another one is installed
 '''
 
 
@@ -126,3 +126,21 @@ def test_pdb_stops_in_residual_add_backward_and_prints_both_roads(away):
     highway, branch, g = map(float, re.search(r"\('roads', (\S+), (\S+), (\S+)\)", out).groups())
     assert highway == pytest.approx(g) and g > 0  # the "+1" road: g itself
     assert branch == pytest.approx(0.5 * g)      # the F road: alpha * g
+
+
+def test_pdb_stops_in_softmax_backward_while_a_gpt_backpropagates(away):
+    """The textbook is what a debugger meets in a model: `b microtensor.ops.nn.Softmax.backward`,
+    from a folder outside the repository, stops in attention's softmax during loss.backward(),
+    on the line of the formula p * (g - sum(g * p))."""
+    out = run_pdb(away, 'residual_gpt.py', [
+        'import microtensor',
+        'b microtensor.ops.nn.Softmax.backward',
+        'c',
+        'n',
+        'where',
+        'p "weights", tuple(p.shape), tuple(g.shape)',
+        'q'])
+    assert ('microtensor/ops/nn.py', 'backward', 'return (p * (g - (g * p).sum(axis=self.axis, keepdims=True)),)') in \
+        [(path[-len('microtensor/ops/nn.py'):], function, code) for path, function, code in stops(out)], out
+    assert re.search(r"residual_gpt\.py\(\d+\)<module>\(\)\n-> loss\.backward\(\)", out), out  # called from the script
+    assert "('weights', (1, 2, 2, 2), (1, 2, 2, 2))" in out  # (B, h, T_q, T_k): the GPT's attention weights
