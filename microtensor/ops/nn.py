@@ -210,7 +210,7 @@ class GeluTanh(Function):
         xp = backend.array_module(x)
         x = _as_float(x)
         near = xp.clip(x, -_FAR, _FAR)  # (see above)
-        u = _SQRT_2_OVER_PI * (near + _A * near ** 3)
+        u = _SQRT_2_OVER_PI * (near + _A * near * near * near)  # (x * x * x: numpy's x ** 3 calls pow, many times slower)
         return 0.5 * xp.maximum(x, -_FAR) * (1 + xp.tanh(u))
 
     def backward(self, g):
