@@ -1,15 +1,15 @@
 """Row blocks and row statistics: the fused ops' helpers (CPU speed, the same numbers).
 
 Row blocks, long elementwise chains at cache speed.  A fused op's formula is a chain of numpy
-operations (GELU's forward is nine), each making
-a temporary as large as the input.  On a (B, T, d_ff) activation every temporary is
-megabytes, so each operation streams through main memory.  by_rows runs the same formula
-on blocks of rows of about BLOCK elements, whose temporaries stay in the CPU's cache
-(GELU: ~1.3x faster at d_ff = 256, ~1.8x at 1024).  Each block is computed exactly as the
-whole array would be (rows are independent), so the result is the same, bit for bit,
-whatever the block size.  (Threads over the blocks were tried twice: two threads make GELU
-alone 1.35-1.6x faster, but a training step no faster, because OpenBLAS's own second thread
-spins on the other core between matrix products; see benchmarks/README.md, "Threads".)
+operations (GELU's forward is nine), each making a temporary as large as the input.  On a
+(B, T, d_ff) activation every temporary is megabytes, so each operation streams through main
+memory.  by_rows runs the same formula on blocks of rows of about BLOCK elements, whose
+temporaries stay in the CPU's cache (GELU: ~1.3x faster at d_ff = 256, ~1.8x at 1024).  Each
+block is computed exactly as the whole array would be (rows are independent), so the result
+is the same, bit for bit, whatever the block size.  (Threads over the blocks were tried twice:
+two threads make GELU alone 1.35-1.6x faster, but a training step no faster, because
+OpenBLAS's own second thread spins on the other core between matrix products; see
+benchmarks/README.md, "Threads".)
 
 Row statistics: numpy's max and sum over the last axis of short rows (16-256 numbers, a
 softmax's or a layer norm's) are not vectorised; max_along and sum_along are 1.5-3x faster

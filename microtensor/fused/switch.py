@@ -8,8 +8,8 @@
 
 The functional entry points (mt.linear, mt.softmax, mt.masked_softmax, mt.log_softmax,
 mt.cross_entropy, mt.gelu, mt.layer_norm, sum_to) read `enabled` on every call and pick the
-Fused... op when it is True; model code never branches.  One process-wide setting, as
-numpy's error state: set it before starting threads that build graphs.
+Fused... op when it is True; model code never branches.  One process-wide setting (a module
+variable, read once per call): set it before starting threads that build graphs.
 """
 import contextlib
 import os

@@ -4,7 +4,7 @@
     P = softmax(masked)               Softmax:  dL/dS = P * (G - sum(G * P)), 0 where masked
 
 transformer.attention.attend calls masked_softmax; with the fused layer on it is one op,
-FusedMaskedSoftmax (microtensor/fused/softmax.py), with the same weights.
+FusedMaskedSoftmax (microtensor/fused/softmax.py), with the same weights (to float32 rounding).
 """
 import math
 
