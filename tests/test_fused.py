@@ -333,3 +333,21 @@ def test_a_microtensor_fused_setting_it_cannot_read_is_refused_with_the_values_i
                           timeout=120)
     assert done.returncode != 0
     assert "MICROTENSOR_FUSED='fast': use 1 (the fused layer on) or 0 (off, the default)" in done.stderr
+
+
+@pytest.mark.parametrize('flags, fused', [([], True), (['--no-fused'], False)], ids=['default', 'no-fused'])
+def test_train_gpt_trains_with_the_fused_layer_unless_told_not_to(tmp_path, monkeypatch, capsys, flags, fused):
+    from demos import train_gpt
+    from microtensor.autograd import Function
+    used, apply = set(), Function.apply.__func__
+
+    def recording_apply(cls, *inputs, **params):
+        used.add(cls.__name__)
+        return apply(cls, *inputs, **params)
+
+    monkeypatch.setattr(Function, 'apply', classmethod(recording_apply))
+    mt.set_fused(False)
+    train_gpt.main(['--d-model', '16', '--n-layers', '1', '--n-heads', '2', '--context', '16', '--batch-size', '4',
+                    '--sample-length', '0', '--steps', '2', '--out', str(tmp_path / 'run'), *flags])
+    assert ('FusedLinear' in used) == fused and ('Softmax' in used) == (not fused)
+    assert not mt.is_fused()  # the setting before the run is back
