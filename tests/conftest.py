@@ -40,7 +40,7 @@ def _seed():
     mt.manual_seed(0)
 
 
-FUSED = mt.is_fused()  # the run's setting: off, or on for the whole suite with MICROTENSOR_FUSED=1
+FUSED = mt.is_fused()  # the run's setting: off, unless MICROTENSOR_FUSED=1 is in the environment
 
 
 @pytest.fixture(autouse=True)
