@@ -13,7 +13,7 @@ optimizer all see the same deterministic order, with dotted names ('fc1.weight')
 """
 from collections import namedtuple
 
-from .. import argcheck, backend
+from .. import argcheck, autograd, backend
 from ..tensor import Tensor
 from .parameter import Parameter
 
@@ -70,8 +70,18 @@ class Module:
         for hook in self._forward_hooks:
             result = hook(self, args, out)
             if result is not None:
-                out = result
+                out = self._check_hook_result(hook, out, result)
         return out
+
+    def _check_hook_result(self, hook, out, result):
+        """A forward hook's replacement output: like the output (a Tensor of its shape for a Tensor);
+        else an error naming the hook and what it returned."""
+        if isinstance(out, Tensor) and not (isinstance(result, Tensor) and result.shape == out.shape):
+            got = f"a Tensor of shape {result.shape}" if isinstance(result, Tensor) else autograd._what(result)
+            raise TypeError(f"{type(self).__name__}: the forward hook {autograd._name(hook)} returned {got} for an "
+                            f"output of shape {out.shape}; a forward hook returns None (keep the output) or a "
+                            "Tensor of the output's shape")
+        return result
 
     def register_forward_hook(self, hook):
         """Call hook(module, inputs, output) after each forward; a returned value replaces output.
