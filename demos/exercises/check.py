@@ -231,6 +231,8 @@ def check_order(name, impl, folder):
     """Gradients through small graphs with the learner's order, then the engine's own tests."""
     for case, build in GRAPHS:
         failure = order_outcome(impl, build)
+        if failure is not None and failure.kind == 'todo':
+            return Result(name, 'todo', failure.text)
         if failure is not None:
             hint = next((m.hint for m in ORDER_MISTAKES if same(order_outcome(m.wrong, build) or
                                                                   Failure('pass', ''), failure)),
