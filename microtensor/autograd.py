@@ -265,7 +265,8 @@ def check_backward_result(fn, grads):
     precise as the input's, and of the input's shape or a shape it broadcast to (the loop
     sums that back).  A one-input op may return its gradient alone, without the tuple.
     """
-    op, inputs = type(fn).__name__, fn.inputs
+    inputs = fn.inputs
+    op = type(fn).__name__
     if isinstance(grads, Tensor) and len(inputs) == 1:
         return (grads,)
     if not isinstance(grads, (tuple, list)):
@@ -281,18 +282,25 @@ def check_backward_result(fn, grads):
         if not isinstance(gx, Tensor):
             raise TypeError(f"{op}.backward: the gradient for input {i} is {_what(gx)}, not a Tensor; compute "
                             "it with Tensor ops on g and self.inputs (or wrap an array: mt.as_tensor(array))")
-        if gx.shape != x.shape and not backend.broadcasts_to(x.shape, gx.shape):
+        g_array, x_array = gx.data, x.data  # (the arrays' attributes: cheaper than the Tensor's properties)
+        if g_array.shape != x_array.shape and not _sums_to(g_array.shape, x_array.shape):
             raise ValueError(f"{op}.backward: the gradient for input {i} has shape {gx.shape}, but the input has "
                              f"shape {x.shape}; it must have the input's shape (or a shape the input was "
                              "broadcast to, which the engine sums back)")
-        if type(gx.data) is not type(x.data):
+        if type(g_array) is not type(x_array):
             raise RuntimeError(f"{op}.backward: the gradient for input {i} is on '{gx.device}', but the input is "
                                f"on '{x.device}'; build it from g and self.inputs, which are on the input's device")
-        if gx.dtype != x.dtype and not (gx.dtype.kind == 'f' and gx.dtype.itemsize >= x.dtype.itemsize):
+        if g_array.dtype != x_array.dtype and not (g_array.dtype.kind == 'f'
+                                                   and g_array.dtype.itemsize >= x_array.dtype.itemsize):
             raise TypeError(f"{op}.backward: the gradient for input {i} is {gx.dtype}, but the input is {x.dtype}; "
                             "a gradient is a float at least as precise as its input (a constant made in another "
                             "dtype? make it with x.dtype)")
     return grads
+
+
+def _sums_to(shape, target):
+    """Can a gradient of `shape` be summed down to `target` (was `target` broadcast to `shape`)?"""
+    return len(shape) >= len(target) and all(n == 1 or n == m for n, m in zip(reversed(target), reversed(shape)))
 
 
 def check_hook_result(hook, g, new_g):
