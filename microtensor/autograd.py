@@ -109,10 +109,7 @@ class Function:
         except (ValueError, IndexError, TypeError, OverflowError) as error:  # a bad argument: numpy's or ours
             shapes = ', '.join(str(tuple(t.shape)) for t in inputs)
             raise error_kind(error)(f"{cls.__name__}: cannot apply to inputs of shapes {shapes}: {error}") from None
-        out = Tensor._wrap(out_data)
-        if not backend.is_array(out.data):
-            raise TypeError(f"{cls.__name__}.forward returned {_what(out_data)}; forward works on arrays and "
-                            "must return one array (numpy's or cupy's), e.g. x * y, not a Tensor, a list or a tuple")
+        out = check_forward_result(cls, Tensor._wrap(out_data))
         if out.data.base is not None:  # a view (reshape, slice, transpose...): an in-place change of
             _share_version(out, inputs)  # either tensor changes both, so both count it
         # (lists, not generators: this runs for every op, and a generator costs ~1 us more)
@@ -237,10 +234,10 @@ def backward_loop(roots, root_grads, retain_graph=False, wanted=None):
             continue
 
         _check_versions(fn)
-        input_grads = check_backward_result(fn, fn.backward(g))
+        input_grads = fn.backward(g)
 
         sent = []
-        for x, gx in zip(fn.inputs, input_grads):
+        for x, gx in zip(fn.inputs, check_backward_result(fn, input_grads)):
             if gx is None or not x.requires_grad:
                 sent.append(None)
                 continue
@@ -255,6 +252,15 @@ def backward_loop(roots, root_grads, retain_graph=False, wanted=None):
         yield fn, t, g, sent
         if not retain_graph:
             fn.release()
+
+
+def check_forward_result(cls, out):
+    """The output tensor, if forward returned an array (numpy scalars are 0-d arrays by now);
+    else an error naming the op."""
+    if backend.is_array(out.data):
+        return out
+    raise TypeError(f"{cls.__name__}.forward returned {_what(out.data)}; forward works on arrays and must "
+                    "return one array (numpy's or cupy's), e.g. x * y, not a Tensor, a list or a tuple")
 
 
 def check_backward_result(fn, grads):
