@@ -140,6 +140,31 @@ def test_a_module_forward_hook_returning_a_tuple_is_named_at_the_module():
         layer(mt.ones(1, 2))
 
 
+def test_a_forward_hook_on_a_gpt_layer_is_named_before_the_next_layer_trips_over_its_tuple():
+    from transformer import GPT
+
+    def keep_attention(layer, inputs, output):
+        return output, 'weights'
+
+    model = GPT(vocab_size=5, d_model=8, n_layers=2, n_heads=2, max_len=4)
+    model.layers[0].register_forward_hook(keep_attention)
+    with pytest.raises(TypeError, match=r"DecoderLayer: the forward hook .*keep_attention returned a tuple of 2 for "
+                                        r"an output of shape \(1, 3, 8\)"):
+        model(mt.tensor([[1, 2, 3]]))
+
+
+def test_a_forward_hook_must_keep_a_tuple_output_a_tuple():
+    class Pair(nn.Module):
+        def forward(self, x):
+            return x, x * 2
+
+    pair = Pair()
+    pair.register_forward_hook(lambda module, inputs, output: output[0])
+    with pytest.raises(TypeError, match=r"Pair: the forward hook .* returned a Tensor of shape \(2,\) for an output "
+                                        r"tuple of 2"):
+        pair(mt.ones(2))
+
+
 def test_hooks_that_return_a_replacement_of_the_right_kind_still_work():
     layer = nn.Linear(2, 3)
     layer.register_forward_hook(lambda module, inputs, output: output * 0)
