@@ -133,3 +133,22 @@ def test_gpt_leaves_out_failing_exercises_and_plots_both_losses(tmp_path, capsys
     assert 'left out (not passing check): tanh (fail)' in out and 'Softmax x' in out
     assert (tmp_path / 'gpt_loss.png').stat().st_size > 0
     assert max(abs(a - b) for a, b in zip(engine, yours)) < 1e-6
+
+
+def test_the_workbook_commands_that_readme_and_the_guide_show_run(in_tmp_path, capsys):
+    """Each `python -m demos.exercises ...` line of their ```bash blocks, as printed (on the fresh exercises
+    start writes: every check says todo, and gpt has nothing of the learner's to train with)."""
+    import re
+    import shlex
+
+    commands = []
+    for document in ('README.md', os.path.join('docs', 'writing-an-op.md')):
+        with open(os.path.join(check.ROOT, document), encoding='utf-8') as f:
+            for block in re.findall(r"```bash\n(.*?)```", f.read(), re.S):
+                commands += [line.split('#')[0] for line in block.splitlines() if 'python -m demos.exercises' in line]
+    assert len(commands) >= 6 and any(' gpt ' in c for c in commands)
+    for command in commands:
+        args = shlex.split(command)[3:]
+        assert cli.main(args) == (0 if args[0] != 'check' else 1), command
+    out = capsys.readouterr().out
+    assert 'softmax        todo' in out and 'no exercise passes check yet' in out
