@@ -30,6 +30,7 @@ class Exercise:
     mistakes: list = field(default_factory=list)
     exact_shapes: bool = False         # backward itself must return each input's shape (broadcast_add)
     call: object = None                # call(impl, tensors, params) -> output; default impl.apply(*tensors, **params)
+    explicit: tuple = ()               # examples always tried first: shapes that catch the usual mistakes
 
     def apply(self, impl, tensors, params):
         return self.call(impl, tensors, params) if self.call else impl.apply(*tensors, **params)
@@ -113,6 +114,12 @@ def attention_inputs(draw):
     return arrays, {'mask': mask}
 
 
+def fixed(*shapes, **params):
+    """An explicit example: random values of these shapes (always the same), and params."""
+    rng = np.random.default_rng(1)
+    return [rng.standard_normal(shape) for shape in shapes], params
+
+
 def _row_sum(t, axis):
     return t.sum(axis=axis, keepdims=True)
 
@@ -141,19 +148,20 @@ def _attention(scale=True, axis=-1):
 
 
 EXERCISES = {e.name: e for e in [
-    Exercise('mul', 'Mul', broadcast_pair(), ('a', 'b'), [
+    Exercise('mul', 'Mul', broadcast_pair(), ('a', 'b'), explicit=(fixed((2, 3), (3,)),), mistakes=[
         Mistake("each input's gradient is g times the *other* input: dL/da = g * b, dL/db = g * a",
                 lambda self, g: (g * self.inputs[0], g * self.inputs[1])),
         Mistake("the chain rule: multiply the local derivative by the upstream gradient g (dL/da = g * b)",
                 lambda self, g: (self.inputs[1] + 0 * g, self.inputs[0] + 0 * g)),
     ]),
-    Exercise('matmul', 'MatMul', matmul_pair(), ('A', 'B'), [
+    Exercise('matmul', 'MatMul', matmul_pair(), ('A', 'B'), explicit=(fixed((2, 2, 3), (3, 4)),), mistakes=[
         Mistake("a transpose is missing: dL/dA = G @ B^T and dL/dB = A^T @ G (check the shapes: dL/dA is (n, k))",
                 lambda self, g: (g @ self.inputs[1], self.inputs[0] @ g)),
         Mistake("the order of a matrix product matters: dL/dA = G @ B^T (not B^T @ G), dL/dB = A^T @ G",
                 lambda self, g: (self.inputs[1].swapaxes(-1, -2) @ g, g @ self.inputs[0].swapaxes(-1, -2))),
     ]),
-    Exercise('sum', 'Sum', with_axis(reduction=True), ('x',), [
+    Exercise('sum', 'Sum', with_axis(reduction=True), ('x',),
+             explicit=(fixed((2, 3), axis=1, keepdims=False),), mistakes=[
         Mistake("put the summed axes back before broadcasting: g.reshape(self.kept_shape), then broadcast_to(x.shape)",
                 lambda self, g: (g.broadcast_to(self.inputs[0].shape),)),
         Mistake("every summed element gets g itself: dividing by the count is mean's gradient, not sum's",
@@ -162,17 +170,18 @@ EXERCISES = {e.name: e for e in [
         Mistake("the gradient has x's shape, not y's: every element of x that was summed gets g",
                 lambda self, g: (g,)),
     ]),
-    Exercise('broadcast_add', 'BroadcastAdd', broadcast_pair(), ('a', 'b'), exact_shapes=True, mistakes=[
+    Exercise('broadcast_add', 'BroadcastAdd', broadcast_pair(), ('a', 'b'), exact_shapes=True,
+             explicit=(fixed((2, 1), (2, 3)), fixed((3,), (2, 3))), mistakes=[
         Mistake("no sum over the broadcast axes: an input used at many places of y gets the sum of their gradients",
                 lambda self, g: (g, g)),
         Mistake("keep the size-1 axes when summing over them (keepdims=True): a (n, 1) input needs a (n, 1) gradient",
                 lambda self, g: tuple(_sum_without_keepdims(g, x) for x in self.inputs)),
     ]),
-    Exercise('exp', 'Exp', one_input(), ('x',), [
+    Exercise('exp', 'Exp', one_input(), ('x',), explicit=(fixed((2, 3)),), mistakes=[
         Mistake("the chain rule: multiply g by exp's derivative, e^x (= self.output)", lambda self, g: (g,)),
         Mistake("the derivative of e^x is e^x itself (self.output), not x", lambda self, g: (g * self.inputs[0],)),
     ]),
-    Exercise('tanh', 'Tanh', one_input(), ('x',), [
+    Exercise('tanh', 'Tanh', one_input(), ('x',), explicit=(fixed((2, 3)),), mistakes=[
         Mistake("1 - tanh(x)^2 is in terms of the output y = tanh(x) (self.output), not of x",
                 lambda self, g: (g * (1 - self.inputs[0] * self.inputs[0]),)),
         Mistake("a sign error: tanh'(x) = 1 - y^2 (tanh flattens out, its slope is below 1)",
@@ -180,14 +189,15 @@ EXERCISES = {e.name: e for e in [
         Mistake("the square is missing: tanh'(x) = 1 - y^2 = (1 - y)(1 + y)",
                 lambda self, g: (g * (1 - self.output),)),
     ]),
-    Exercise('relu', 'Relu', one_input(away_from_zero()), ('x',), [
+    Exercise('relu', 'Relu', one_input(away_from_zero()), ('x',),
+             explicit=(([np.array([[-1.5, 0.5, 2.0], [0.3, -0.7, 1.1]])], {}),), mistakes=[
         Mistake("the gradient passes where x > 0 (where y = x) and stops where x < 0, not the other way round",
                 lambda self, g: (g * (self.inputs[0] < 0),)),
         Mistake("relu blocks the gradient where x < 0: multiply g by the mask x > 0",
                 lambda self, g: (g,)),
         Mistake("multiply g by relu's slope (0 or 1), not by x", lambda self, g: (g * self.inputs[0],)),
     ]),
-    Exercise('softmax', 'Softmax', with_axis(), ('x',), [
+    Exercise('softmax', 'Softmax', with_axis(), ('x',), explicit=(fixed((2, 3), axis=1),), mistakes=[
         Mistake("p(1 - p) is only the diagonal of softmax's Jacobian; every p_j depends on every x_i of its row: "
                 "dL/dx = p * (g - sum(g * p)) over the row",
                 lambda self, g: (g * self.output * (1 - self.output),)),
@@ -196,7 +206,7 @@ EXERCISES = {e.name: e for e in [
         Mistake("the sum runs over the softmax's axis (self.axis) only, not over every element",
                 lambda self, g: (self.output * (g - (g * self.output).sum()),)),
     ]),
-    Exercise('log_softmax', 'LogSoftmax', with_axis(), ('x',), [
+    Exercise('log_softmax', 'LogSoftmax', with_axis(), ('x',), explicit=(fixed((2, 3), axis=1),), mistakes=[
         Mistake("softmax is multiplied by the row sum of g: dL/dx = g - softmax(x) * sum(g) (each y_j holds "
                 "-log sum exp, which depends on every x_i)",
                 lambda self, g: (g - self.output.exp(),)),
@@ -204,7 +214,8 @@ EXERCISES = {e.name: e for e in [
                 "dL/dx = g - softmax(x) * sum(g) over the row",
                 lambda self, g: (g * (1 - self.output.exp()),)),
     ]),
-    Exercise('cross_entropy', 'CrossEntropy', logits_and_targets(), ('logits',), [
+    Exercise('cross_entropy', 'CrossEntropy', logits_and_targets(), ('logits',),
+             explicit=(fixed((3, 4), targets=np.array([0, 2, 3])),), mistakes=[
         Mistake("the loss is a mean over the n rows: divide the gradient by the count (self.n)",
                 lambda self, g: _cross_entropy_grad(self, g)),
         Mistake("a sign error: the gradient is softmax minus the one-hot target, (p - onehot) / n",
@@ -212,21 +223,23 @@ EXERCISES = {e.name: e for e in [
         Mistake("the softmax term is missing: d(-log softmax(z)_t)/dz = softmax(z) - onehot(t), not -onehot(t)",
                 lambda self, g: _cross_entropy_grad(self, g, scale=1 / self.n, softmax=False)),
     ]),
-    Exercise('layer_norm', 'LayerNorm', layer_norm_inputs(), ('x', 'gamma', 'beta'), [
+    Exercise('layer_norm', 'LayerNorm', layer_norm_inputs(), ('x', 'gamma', 'beta'),
+             explicit=(fixed((2, 4), (4,), (4,), eps=1e-5),), mistakes=[
         Mistake("the mean terms are missing: mu and var depend on every x of the row, so "
                 "dL/dx = (dx_hat - mean(dx_hat) - x_hat * mean(dx_hat * x_hat)) * inv_std",
                 lambda self, g: (g * self.inputs[1] * self.inv_std, g * self.x_hat, g)),
         Mistake("gamma is missing: x_hat reaches y through gamma, so start from dx_hat = g * gamma",
                 lambda self, g: (_layer_norm_dx(self, g), g * self.x_hat, g)),
     ]),
-    Exercise('gelu', 'GELU', one_input(), ('x',), [
+    Exercise('gelu', 'GELU', one_input(), ('x',), explicit=(fixed((2, 3)),), mistakes=[
         Mistake("the product rule: y = x * h(x), so dy/dx = h(x) + x * h'(x); a term is missing",
                 lambda self, g: (g * _gelu_slope(self, product_rule=False),)),
         Mistake("the chain rule through u = sqrt(2/pi) (x + 0.044715 x^3): h'(x) has the factor "
                 "du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2)",
                 lambda self, g: (g * _gelu_slope(self, chain_rule=False),)),
     ]),
-    Exercise('residual_add', 'ResidualAdd', residual_inputs(), ('x', 'fx'), [
+    Exercise('residual_add', 'ResidualAdd', residual_inputs(), ('x', 'fx'),
+             explicit=(fixed((2, 3), (2, 3), alpha=0.5),), mistakes=[
         Mistake("the F road is scaled: dL/dfx = alpha * g (and dL/dx = g, the highway)",
                 lambda self, g: (g, g)),
         Mistake("x is the highway: it gets g unchanged, and fx gets alpha * g",
@@ -234,7 +247,8 @@ EXERCISES = {e.name: e for e in [
         Mistake("one gradient per input: return (dL/dx, dL/dfx)", lambda self, g: (g,)),
     ]),
     Exercise('attention', 'attention', attention_inputs(), ('Q', 'K', 'V'),
-             call=lambda impl, tensors, params: impl(*tensors, **params), mistakes=[
+             call=lambda impl, tensors, params: impl(*tensors, **params),
+             explicit=(fixed((2, 3), (4, 3), (4, 2), mask=None),), mistakes=[
                  Mistake("the scores are divided by sqrt(d_k) (q's last axis) before the softmax",
                          _attention(scale=False)),
                  Mistake("each query's weights are a softmax over the keys: the scores' last axis (axis=-1)",

@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass
 
 import numpy as np
+import hypothesis
 from hypothesis import HealthCheck, Phase, given, settings
 
 import microtensor as mt
@@ -103,23 +104,25 @@ def check_op(exercise, impl, using, options):
     answer = getattr(workbook.load_answer(exercise.name), exercise.attr)
     failing = []
 
-    @options
-    @given(exercise.examples)
     def each(example):
         failure = outcome(exercise, impl, answer, example, using)
         if failure is not None:
             failing.append((failure, example))
             raise failure
 
+    test = given(exercise.examples)(each)
+    for chosen in exercise.explicit:  # tried first, then the random ones
+        test = hypothesis.example(chosen)(test)
     try:
-        each()
+        options(test)()
     except Failure:
         failure, example = failing[-1]  # hypothesis ends by replaying the smallest failing example
         if failure.kind == 'todo':
             return Result(exercise.name, 'todo', f"not written yet ({failure.text})")
         return Result(exercise.name, 'fail', f"{failure.text} {describe(exercise, example)}",
                       diagnose(exercise, answer, failure, example, using))
-    return Result(exercise.name, 'pass', f"({options.max_examples} random examples)")
+    return Result(exercise.name, 'pass',
+                  f"({len(exercise.explicit)} chosen and {options.max_examples} random examples)")
 
 
 def outcome(exercise, impl, answer, example, using):
