@@ -219,8 +219,11 @@ def diagnose(exercise, answer, failure, example, using):
         theirs = outcome(exercise, planted, answer, example, using)
         if theirs is not None and same(theirs, failure):
             return mistake.hint
-    return {'error': "read the error: it names the op and the input", 'value': "forward is given: is it as it was?"}.get(
-        failure.kind, "derive dL/dx on paper for a 2-element example and compare with your code")
+    return GENERAL_HINTS.get(failure.kind, "derive dL/dx on paper for a 2-element example and compare with your code")
+
+
+GENERAL_HINTS = {'error': "read the error: it names the op and the input",
+                 'value': "forward is given: is it as it was?"}
 
 
 def same(a, b):

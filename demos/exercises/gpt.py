@@ -85,7 +85,7 @@ def run(folder, impls, left_out, steps=60, seed=0, size=SIZE):
         right.semilogy(range(1, steps + 1), np.maximum(difference, 1e-18))
         right.set(xlabel='step', ylabel='|difference| (0 drawn at 1e-18)', title="|your loss - the engine's|")
 
-    save_plot('gpt_loss', draw, title=f"The tiny GPT trained with your ops ({len(impls)} exercises) and with the engine's",
-              folder=folder,
+    save_plot('gpt_loss', draw, folder=folder,
+              title=f"The tiny GPT trained with your ops ({len(impls)} exercises) and with the engine's",
               panels=2)
     return engine, yours

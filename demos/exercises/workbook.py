@@ -1,14 +1,16 @@
 """The workbook's files: writing the exercises for a learner, and loading what they wrote.
 
 Each exercise is written from its reference answer (answers/<name>.py) with the body of
-the function to write (the one whose first line is a `# hint:` comment) replaced by
-`raise NotImplementedError(<the hint>)`: the docstrings, forward and the imports stay.
+the function to write (the one that starts with a `# hint:` comment, which may go on over
+the comment lines below it) replaced by `raise NotImplementedError(<the hint>)`: the
+docstrings, forward and the imports stay.
 """
 import ast
 import importlib.util
 import os
 import re
 import sys
+import textwrap
 
 ANSWERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'answers')
 HINT = re.compile(r"^(\s*)# hint: (.*)$")
@@ -47,10 +49,22 @@ def template(name):
     lines = source.splitlines(keepends=True)
     hint_at = next(i for i, line in enumerate(lines) if HINT.match(line))
     indent, hint = HINT.match(lines[hint_at]).groups()
+    for line in lines[hint_at + 1:]:  # the hint goes on over the comment lines below it
+        if not line.strip().startswith('#'):
+            break
+        hint += ' ' + line.strip()[1:].strip()
     function = max((node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.FunctionDef)
                     and node.lineno <= hint_at < node.end_lineno), key=lambda node: node.lineno)
-    body = f"{indent}raise NotImplementedError({hint!r})\n"
+    pieces = textwrap.wrap(hint, 96 - len(indent))
+    strings = ''.join(f'{indent}    "{_escaped(piece)}{" " * (i < len(pieces) - 1)}"\n'  # a space between the pieces
+                      for i, piece in enumerate(pieces))
+    body = f"{indent}raise NotImplementedError(\n{strings}{indent})\n"
     return ''.join(lines[:hint_at] + [body] + lines[function.end_lineno:])
+
+
+def _escaped(text):
+    """text inside a "..." literal."""
+    return text.replace('\\', '\\\\').replace('"', '\\"')
 
 
 def start(folder):

@@ -17,7 +17,8 @@ import microtensor as mt
 
 
 def attention(q, k, v, mask=None):
-    # hint: scores = q @ k^T (transpose k's last two axes) times 1/sqrt(d_k); mask with mt.where(mask, scores, -math.inf); softmax over the keys (the last axis); then @ v.
+    # hint: scores = q @ k^T (transpose k's last two axes) times 1/sqrt(d_k); mask with mt.where(mask, scores,
+    #   -math.inf); softmax over the keys (the last axis); then @ v.
     scores = q @ k.swapaxes(-1, -2) * (1 / math.sqrt(q.shape[-1]))
     if mask is not None:
         scores = mt.where(mask, scores, -math.inf)

@@ -22,7 +22,8 @@ when they are there (a clone of the repository).
 
 
 def topological_order(roots):
-    # hint: first find every reachable tensor and count its users (an explicit stack, not recursion); then emit a tensor once every user is emitted, starting from the roots.
+    # hint: first find every reachable tensor and count its users (an explicit stack, not recursion); then
+    #   emit a tensor once every user is emitted, starting from the roots.
     users, stack, seen = {}, list(roots), set(roots)
     while stack:  # every tensor reachable from the roots, and how many ops use it
         t = stack.pop()

@@ -21,7 +21,8 @@ class BroadcastAdd(Function):
         return a + b
 
     def backward(self, g):
-        # hint: for each input x: sum g over its extra leading axes (g.ndim - x.ndim of them), then over the axes where x has size 1, with keepdims=True.
+        # hint: for each input x: sum g over its extra leading axes (g.ndim - x.ndim of them), then over the
+        #   axes where x has size 1, with keepdims=True.
         grads = []
         for x in self.inputs:
             lead = g.ndim - x.ndim

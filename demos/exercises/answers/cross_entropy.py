@@ -28,7 +28,8 @@ class CrossEntropy(Function):
         return -logp[xp.arange(self.n), self.targets].sum() / self.n
 
     def backward(self, g):
-        # hint: per row, softmax minus the one-hot of the target; all divided by the number of rows self.n. Build it on arrays, then mt.as_tensor(array).
+        # hint: per row, softmax minus the one-hot of the target; all divided by the number of rows self.n.
+        #   Build it on arrays, then mt.as_tensor(array).
         (logits,) = self.inputs
         xp = backend.array_module(self.p)
         d = self.p.copy()

@@ -26,6 +26,7 @@ class GELU(Function):
         return 0.5 * x * (1 + self.t.data)
 
     def backward(self, g):
-        # hint: product rule (the gate h plus x times h's slope) and chain rule (h's slope goes through u = C (x + A x^3)).
+        # hint: product rule (the gate h plus x times h's slope) and chain rule (h's slope goes through u = C
+        #   (x + A x^3)).
         (x,), t = self.inputs, self.t
         return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * C * (1 + 3 * A * x * x)),)

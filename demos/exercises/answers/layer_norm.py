@@ -27,7 +27,8 @@ class LayerNorm(Function):
         return gamma * self.x_hat.data + beta
 
     def backward(self, g):
-        # hint: three gradients (x, gamma, beta). For x, start from dx_hat = g * gamma and subtract the row means that mu and var bring: mean(dx_hat) and x_hat * mean(dx_hat * x_hat).
+        # hint: three gradients (x, gamma, beta). For x, start from dx_hat = g * gamma and subtract the row
+        #   means that mu and var bring: mean(dx_hat) and x_hat * mean(dx_hat * x_hat).
         _, gamma, _ = self.inputs
         x_hat, inv_std = self.x_hat, self.inv_std
         dx_hat = g * gamma

@@ -19,6 +19,7 @@ class LogSoftmax(Function):
         return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
 
     def backward(self, g):
-        # hint: each y_j contains -log(sum exp), which depends on every x_i: dL/dx = g - softmax(x) * (row sum of g).
+        # hint: each y_j contains -log(sum exp), which depends on every x_i: dL/dx = g - softmax(x) * (row sum
+        #   of g).
         y = self.output
         return (g - y.exp() * g.sum(axis=self.axis, keepdims=True),)

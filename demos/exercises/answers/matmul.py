@@ -19,6 +19,7 @@ class MatMul(Function):
         return a @ b
 
     def backward(self, g):
-        # hint: dL/dA has A's shape (n, k) and dL/dB B's shape (k, m): build each from G (n, m) and the other input, transposing where the shapes need it.
+        # hint: dL/dA has A's shape (n, k) and dL/dB B's shape (k, m): build each from G (n, m) and the other
+        #   input, transposing where the shapes need it.
         a, b = self.inputs
         return g @ b.swapaxes(-1, -2), a.swapaxes(-1, -2) @ g

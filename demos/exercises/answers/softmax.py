@@ -21,6 +21,7 @@ class Softmax(Function):
         return e / e.sum(axis=axis, keepdims=True)
 
     def backward(self, g):
-        # hint: p(1 - p) is only the Jacobian's diagonal: sum g_j dp_j/dx_i over the whole row (it needs one row sum, of g * p); p is self.output.
+        # hint: p(1 - p) is only the Jacobian's diagonal: sum g_j dp_j/dx_i over the whole row (it needs one
+        #   row sum, of g * p); p is self.output.
         p = self.output
         return (p * (g - (g * p).sum(axis=self.axis, keepdims=True)),)
