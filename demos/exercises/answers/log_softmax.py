@@ -13,13 +13,13 @@ class LogSoftmax(Function):
     """y = x - max(x) - log(sum(exp(x - max(x)))) along axis        x: any shape -> y: the same shape"""
 
     def forward(self, x, axis=-1):
-        self.axis = axis
         xp = backend.array_module(x)
-        shifted = x - x.max(axis=axis, keepdims=True)
-        return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
+        self.axis = axis
+        m = x.max(axis=axis, keepdims=True)  # log sum exp(x) = m + log sum exp(x - m): no overflow
+        return x - m - xp.log(xp.exp(x - m).sum(axis=axis, keepdims=True))
 
     def backward(self, g):
         # hint: each y_j contains -log(sum exp), which depends on every x_i: dL/dx = g - softmax(x) * (row sum
         #   of g).
-        y = self.output
-        return (g - y.exp() * g.sum(axis=self.axis, keepdims=True),)
+        softmax = self.output.exp()
+        return (g - softmax * g.sum(axis=self.axis, keepdims=True),)
