@@ -30,6 +30,7 @@ import microtensor as mt
 RUNS = 'runs'  # relative to where you run the lesson (ignored by git)
 WRITTEN = []   # (path, what) for every file the lessons wrote in this process, oldest first
 COMMAND = {}   # the lesson's command line, as command_line parsed it last: 'lesson' and 'argv'
+PAGES = {}     # group -> {path: BackpropViewer}: viewer pages that share one colour scale
 
 
 def wrote(path, what=''):
@@ -338,14 +339,23 @@ def save_plot(name, draw, title=None, folder=RUNS, panels=1):
 
 
 # ---------------------------------------------------------------------------- backward-pass viewer pages
-def save_viewer(name, loss, title, params=None, folder=RUNS):
+def save_viewer(name, loss, title, params=None, folder=RUNS, group=None):
     """Run loss's backward pass through mt.BackpropViewer and save the page as <folder>/<name>.html.
 
     Fills .grad as loss.backward() does, so the lesson goes on as before.  Recorded with wrote();
-    returns the path.
+    returns the path.  group: pages saved with the same group (the lesson's name) share one colour
+    scale, so that equal colours mean equal gradient norms across them; a page that widens the
+    scale rewrites the group's earlier pages with it.
     """
     os.makedirs(folder, exist_ok=True)
-    path = mt.BackpropViewer(loss, params=params, title=title).save(os.path.join(folder, f"{name}.html"))
+    path, viewer = os.path.join(folder, f"{name}.html"), mt.BackpropViewer(loss, params=params, title=title)
+    pages = PAGES.setdefault(group, {}) if group is not None else {}
+    pages[path] = viewer
+    scale = mt.inspect.shared_scale(*pages.values()) if group is not None else None
+    for other, page in pages.items():
+        if page is viewer or page.scale != scale:
+            page.scale = scale
+            page.save(other)
     size = os.path.getsize(path)
     print(f"backward-pass viewer saved to {path} "
           f"({f'{size / 1e6:.1f} MB' if size > 1e6 else f'{size / 1e3:.0f} kB'}; open it in a browser)")
