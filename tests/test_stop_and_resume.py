@@ -13,12 +13,8 @@ import pytest
 
 import microtensor as mt
 from demos import attention_maps, report, train_gpt, train_xor
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TINY = ['--d-model', '16', '--n-layers', '1', '--n-heads', '2', '--context', '16', '--batch-size', '4',
-        '--sample-length', '0']
-
-pytestmark = pytest.mark.usefixtures('in_tmp_path')  # lessons write under runs/ of the working folder
+from readme import ROOT
+from test_train_gpt import TINY, pytestmark  # noqa: F401 (pytestmark: lessons write under tmp_path/runs)
 
 
 def refused(capsys, main, argv):
