@@ -182,8 +182,7 @@ def _leaf_label(x, names, arriving):
     value = constant_value(x, name)
     if value is not None:
         return value
-    lines = [name] if name else []
-    lines.append(str(tuple(x.shape)))
+    lines = [name or ('leaf' if x.requires_grad else 'constant'), str(tuple(x.shape))]  # unnamed: what it is
     return '\n'.join(lines + _grad_line(x, arriving))
 
 
