@@ -25,14 +25,15 @@ import microtensor as mt
 from transformer import shift_right
 
 from . import train_gpt, train_reverse
-from .report import RUNS, command_line, options_of, run_lesson, save_plot, table
+from .report import RUNS, check_learned, command_line, options_of, run_lesson, save_plot, table
 
 
 # ---------------------------------------------------------------------------- 1. reversal
 def reverse_maps(steps=150, length=6, n_test=64, seed=0, device='cpu'):
     """Train the reversal model; its cross-attention on unseen sequences: {'maps' (h, L, L) means over the
     test batch as lists, 'anti_diagonal' per head, 'argmax' [head][t], 'token_accuracy', 'device'}."""
-    model, _, seen = train_reverse.train(steps=steps, length=length, seed=seed, log_every=steps + 1, device=device)
+    model, losses, seen = train_reverse.train(steps=steps, length=length, seed=seed, log_every=steps + 1, device=device)
+    check_learned(losses, 'attention_maps (the reversal model)', rose=('another --seed',), flat=('more --steps',))
     test = train_reverse.random_sequences(random.Random(seed + 1), n_test, length, exclude=seen)
     src = mt.tensor(test, device=device)
     tgt = mt.tensor([s[::-1] for s in test], device=device)
@@ -54,6 +55,8 @@ def gpt_maps(steps=150, line='Twinkle, twinkle, little star,', seed=0, device='c
     {'weights' [layer][head] (T, T) lists, 'heads' rows of per-head statistics, 'chars'}."""
     result = train_gpt.train(out=os.path.join(RUNS, 'attention_maps_gpt'), steps=steps, seed=seed,
                              log_every=steps, eval_every=steps, ckpt_every=steps, device=device, **options)
+    check_learned(result['losses'], 'attention_maps (the char GPT)', rose=('another --seed',),
+                  flat=('more --gpt-steps',))
     model, chars = result['model'], result['chars']
     ids = mt.tensor([chars.encode(line)], device=device)
     model.eval()

@@ -49,7 +49,8 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     if norm_type == math.inf or not 0 < m < math.inf:
         total = m  # (0, inf or nan already are the norm)
     else:  # summed in float64 on the device, one host transfer at the end
-        total = m * float(sum(xp.sum((xp.abs(g) / m) ** norm_type) for g in arrays) ** (1.0 / norm_type))
+        with backend.quiet_float_errors(arrays[0]):  # a norm_type near 0: the 1/p power overflows to inf, the norm
+            total = m * float(sum(xp.sum((xp.abs(g) / m) ** norm_type) for g in arrays) ** (1.0 / norm_type))
     if error_if_nonfinite and not math.isfinite(total):
         raise RuntimeError(f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is {total}, so "
                            "it cannot be clipped; find where the NaN or Inf comes from (with mt.detect_anomaly(): "
