@@ -271,7 +271,8 @@ def backward_loop(roots, root_grads, retain_graph=False, wanted=None):
 def _made_for_one(gx, g, input_grads):
     """Did the op's backward make gx for one input alone: a new array of its own (not g passed on,
     as Add does, nor a view such as Reshape's), not also sent to another input?"""
-    return gx is not g and backend.owns_memory(gx.data) and sum(1 for other in input_grads if other is gx) == 1
+    others = input_grads if isinstance(input_grads, (tuple, list)) else (input_grads,)  # (one input's, alone)
+    return gx is not g and backend.owns_memory(gx.data) and sum(1 for other in others if other is gx) == 1
 
 
 def _own(g, exclusive):
