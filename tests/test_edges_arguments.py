@@ -295,8 +295,8 @@ SPECS = [
          lambda c, a, b: np.where(_bool_only(c), _np(a), _np(b)) if any(isinstance(v, mt.Tensor) for v in (c, a, b)) else 1 / 0,
          tensors=None, raw=True),
     Spec('masked_fill', lambda x, mask, v: x.masked_fill(mask, v), (INDICES[11:22] + OBJECTS, NUMBERS + OBJECTS),
-         lambda a, mask, v: np.where(_bool_only(mask), v, a) if np.broadcast_shapes(np.shape(mask), a.shape) == a.shape
-         else 1 / 0),
+         lambda a, mask, v: np.where(_bool_only(mask), v, a).astype(a.dtype)  # x's dtype, as in PyTorch
+         if np.broadcast_shapes(np.shape(mask), a.shape) == a.shape else 1 / 0),
     *[Spec(n, lambda x, axis, n=n: getattr(mt, n)(x, axis=axis), (AXES,), lambda a, axis, f=f: f(a, axis))
       for n, f in [('softmax', _softmax), ('log_softmax', _log_softmax)]],
     Spec('softmax', lambda v: mt.softmax(v), (NON_TENSORS,), lambda v: 1 / 0, tensors=None),

@@ -352,7 +352,9 @@ def test_a_step_writes_into_the_parameters_own_memory(make):
     shared = mt.from_numpy(host).requires_grad_()  # a leaf over a numpy array's memory
     weights = model.state_dict()['weight']
     twin = nn.Linear(3, 2)  # the same steps, on copies: the reference values
+    twin_memory = twin.weight.data
     twin.load_state_dict(model.state_dict())
+    assert twin.weight.data is twin_memory  # loaded into the parameter's memory, as PyTorch's copy_
     twin_shared = nn.Parameter(mt.zeros(3))
     opt, twin_opt = make(list(model.parameters()) + [shared]), make(list(twin.parameters()) + [twin_shared])
     for _ in range(3):
