@@ -4,7 +4,7 @@
     python -m demos NAME [options]       one lesson, with its own options (python -m demos NAME --help)
     python -m demos NAME NAME ...        several lessons with their defaults
     python -m demos --device cuda        the tour on the GPU (every lesson gets --device)
-    python -m demos --list               the lessons' names
+    python -m demos --list               the lessons and the articles' sections each one checks
 """
 import argparse
 import importlib
@@ -13,7 +13,7 @@ import os
 import sys
 import time
 
-from . import report
+from . import articles, report
 
 LESSONS = [
     ('train_xor', 'the engine alone: an MLP learns XOR'),
@@ -68,6 +68,7 @@ def main(argv=None):
     if args.list:
         for name, what in LESSONS:
             print(f"{name:24s} {what}")
+            print(articles.header(getattr(importlib.import_module(f"demos.{name}"), 'SECTIONS', ()), ' ' * 4))
         return None
     options = ['--device', args.device] if args.device else []
     return tour([(name, options) for name in args.lessons or known])
