@@ -17,32 +17,32 @@ from . import articles, report
 
 LESSONS = [
     ('train_xor', 'the engine alone: an MLP learns XOR'),
-    ('temperature', 'softmax(x / T): low T is near-argmax, high T is flat'),
-    ('article_trace', "the article's 猫 吃 鱼 trace: PE table (and its typos), X0, layer-1 attention, "
-                      "X0 + MHA(X0), cosine similarities (+25%) (issue 13 item 8)"),
+    ('temperature', 'softmax(x / T): low temperature T is near-argmax, high T is flat'),
+    ('article_trace', "the deep dive's 猫 吃 鱼 trace: PE table (and its typos), X0, layer-1 attention, "
+                      "X0 + MHA(X0), cosine similarities (+25%)"),
     ('softmax_saturation', 'Var(q.k) = d_k: without 1/sqrt(d_k) the softmax saturates and stops the gradient'),
     ('residual_highway', 'per-layer gradients in 24 layers: residual vs none, Pre-LN vs Post-LN; rank collapse '
-                         'without residuals (issue 13 item 2)'),
+                         'without residuals'),
     ('rnn_vs_attention', 'gradient vs distance: the RNN decays (path n), attention does not (path 1)'),
     ('layernorm_vs_batchnorm', 'LayerNorm ignores the batch; BatchNorm depends on it and on train/eval'),
     ('train_gpt', 'a tiny character GPT: training, checkpoints, sampling at several temperatures'),
     ('train_reverse', 'a tiny encoder-decoder Transformer learns to reverse digit sequences'),
-    ('attention_by_hand', 'issue 12 items 1, 6, 9: 我爱你 by hand (2 rows misprinted), hard vs soft, small numbers'),
-    ('why_separate_qk', 'issue 12 item 2: W_Q = W_K gives symmetric scores; copy the previous token: shared vs not'),
-    ('kv_cache', 'issue 12 items 3, 4: MHA/GQA/MQA/MLA cache per token, measured; what the "93.3%" compares'),
-    ('scale_variants', 'issue 12 item 5: 1/sqrt(d_k), 1/d_k, none, learned: score variance, sharpness, training'),
-    ('attention_cost', 'issue 12 item 7: time and memory vs n: attention O(n^2 d) but parallel, RNN serial'),
-    ('attention_maps', 'issue 12 item 8: trained attention maps: reversal is an anti-diagonal; a char-GPT head'),
-    ('pre_vs_post_ln', "issue 13 item 1: Post-LN's last-layer gradient grows ~sqrt(L) over Pre-LN's; at a high LR "
-                       "it needs warm-up"),
-    ('positions', 'issue 13 items 3, 4: permutation equivariance, PE shift = rotation, RoPE offsets, wavelengths; '
-                  'extrapolation to 2N, 4N (sinusoidal, learned, RoPE, ALiBi, T5 relative bias)'),
-    ('residual_variants', 'issue 13 item 5: standard, scaled and gated residuals: the "+1" share of the gradient'),
-    ('feedforward', 'issue 13 item 6: FFN: without activation two Linears are one; GELU vs ReLU; FFN = 2/3 of a '
+    ('attention_by_hand', '我爱你 by hand (2 rows misprinted), hard vs soft attention, the small numbers'),
+    ('why_separate_qk', 'W^Q = W^K gives symmetric scores; copying the previous token: shared vs separate'),
+    ('kv_cache', 'MHA/GQA/MQA/MLA cache per token, measured; what the "93.3%" compares'),
+    ('scale_variants', '1/sqrt(d_k), 1/d_k, no scale, learned: score variance, sharpness, training'),
+    ('attention_cost', 'time and memory vs n: attention O(n^2 d) but parallel, the RNN serial'),
+    ('attention_maps', 'trained attention maps: reversal is an anti-diagonal; the heads of a char-GPT'),
+    ('pre_vs_post_ln', "Post-LN's last-layer gradient grows ~sqrt(L) over Pre-LN's; at a high LR it needs "
+                       "warm-up"),
+    ('positions', 'permutation equivariance, PE shift = rotation, RoPE offsets, wavelengths; '
+                  'trained on length n, tested on 2n, 4n (sinusoidal, learned, RoPE, ALiBi, T5 relative bias)'),
+    ('residual_variants', 'standard, scaled and gated residuals: the "+1" share of the gradient'),
+    ('feedforward', 'FFN: without activation two Linears are one; GELU vs ReLU; FFN = 2/3 of a '
                     'block; heads cost alike'),
-    ('encoder_only_mlm', 'issue 13 item 7: encoder-only (BERT) masked-language modelling: 15% chosen, 80/10/10, '
+    ('encoder_only_mlm', 'encoder-only (BERT) masked-language modelling: 15% chosen, 80/10/10, '
                          'masked accuracy'),
-    ('small_numbers', "issue 13 item 9: 0.9^20, 0.9^56 vs measured decay; LayerNorm's 5.6x; BatchNorm's 320 vs 20; "
+    ('small_numbers', "0.9^20, 0.9^56 vs measured decay; LayerNorm's 5.6x; BatchNorm's 320 vs 20; "
                       "attention vs RNN speed"),
 ]
 

@@ -33,6 +33,9 @@ from transformer.attention import attend
 from .report import command_line, options_of, run_lesson, save_lines, table, window_means
 from .why_separate_qk import train_copy_previous
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('attention', '2.3.3'), ('attention', '2.3.4'), ('architecture', '2.4.2')]
+
 D_KS = (16, 64, 256, 1024)
 SCALES = {'1/sqrt(d_k)': lambda d_k: 1 / math.sqrt(d_k), '1/d_k': lambda d_k: 1 / d_k, 'none': lambda d_k: 1.0}
 

@@ -38,6 +38,9 @@ from transformer import Embed, MultiHeadAttention
 
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('attention', '2.2.2'), ('attention', '2.2.4')]
+
 
 # ---------------------------------------------------------------------------- 1. the symmetry
 def symmetry(T=5, d_model=8, seed=0, device='cpu'):

@@ -20,9 +20,9 @@ from conftest import DEVICES
 
 OWN = ['train_xor', 'temperature', 'article_trace', 'softmax_saturation', 'residual_highway', 'rnn_vs_attention',
        'layernorm_vs_batchnorm', 'train_reverse',
-       # issue 12
+       # the attention lessons
        'attention_by_hand', 'why_separate_qk', 'kv_cache', 'scale_variants', 'attention_cost', 'attention_maps',
-       # issue 13
+       # the depth lessons
        'pre_vs_post_ln', 'positions', 'residual_variants', 'feedforward', 'encoder_only_mlm', 'small_numbers']
 ALL = [name for name, _ in tour.LESSONS]
 
