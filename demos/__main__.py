@@ -1,6 +1,7 @@
 """The demo tour.
 
-    python -m demos                      every lesson in order, then the list of files written
+    python -m demos                      every lesson in order (with the backward-pass viewer pages), then the
+                                         list of files written and where to go next
     python -m demos NAME [options]       one lesson, with its own options (python -m demos NAME --help)
     python -m demos NAME NAME ...        several lessons with their defaults
     python -m demos --device cuda        the tour on the GPU (every lesson gets --device)
@@ -46,6 +47,8 @@ LESSONS = [
                       "attention vs RNN speed"),
 ]
 
+VIEWER_LESSONS = ('article_trace', 'softmax_saturation', 'residual_highway')  # --html: backward-pass viewer pages
+
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -71,7 +74,9 @@ def main(argv=None):
             print(articles.header(getattr(importlib.import_module(f"demos.{name}"), 'SECTIONS', ()), ' ' * 4))
         return None
     options = ['--device', args.device] if args.device else []
-    return tour([(name, options) for name in args.lessons or known])
+    if args.lessons:
+        return tour([(name, options) for name in args.lessons])
+    return tour([(name, options + ['--html'] * (name in VIEWER_LESSONS)) for name in known])
 
 
 def tour(lessons):
@@ -91,8 +96,20 @@ def tour(lessons):
     else:
         print("\nNo files written" + (" (plots need matplotlib: pip install matplotlib)."
                                        if importlib.util.find_spec('matplotlib') is None else "."))
+    print(what_next([path for path in written if path.endswith('.html')]))
     return results
 
+
+def what_next(pages):
+    """Where a learner goes after the lessons: the viewer pages, the debugger guide, the reading path."""
+    viewer = ("open " + ', '.join(pages) + " in a browser" if pages else
+              f"`python -m demos {VIEWER_LESSONS[0]} --html` writes one ({', '.join(VIEWER_LESSONS[1:])} take --html "
+              "too; the whole tour, `python -m demos`, writes them all)")
+    return ("\nWhat next:\n"
+            f"  - the backward pass, op by op, in the viewer: {viewer}\n"
+            "  - step through backprop in a debugger (pdb, VS Code, Jupyter): docs/stepping-through-backprop.md\n"
+            "  - the three articles section by section, the lesson that checks each claim, and its verdict: "
+            "docs/articles.md")
 
 if __name__ == '__main__':
     main()

@@ -232,8 +232,12 @@ def median_seconds(fn, repeats, warmup=0):
 def save_lines(name, series, xlabel, ylabel, title, x=None, logx=False, logy=True, folder=RUNS):
     """One line per {label: y values} (against x, default 1, 2, ...), log axes as asked; see save_plot."""
     def draw(ax):
-        for (label, ys), style in zip(series.items(), ('o-', 's-', '^--', 'v--', 'd-.')):
-            ax.plot(x or range(1, len(ys) + 1), ys, style, markersize=3 if len(ys) < 60 else 0, label=label)
+        # each its own line style and marker, markers staggered and earlier lines wider: curves that
+        # coincide stay visible
+        for i, ((label, ys), style) in enumerate(zip(series.items(), ('o-', 's--', '^:', 'v-.', 'd-', 'x--'))):
+            every = max(1, len(ys) // 12)
+            ax.plot(x or range(1, len(ys) + 1), ys, style, markersize=5, fillstyle='none', label=label,
+                    markevery=(i * every // len(series), every), linewidth=max(1.0, 3.0 - 0.6 * i))
         ax.set(xlabel=xlabel, ylabel=ylabel, xscale='log' if logx else 'linear', yscale='log' if logy else 'linear')
         if logx and x:  # label the measured x values themselves, not powers of ten
             ax.set_xticks(x, [f"{v:g}" for v in x])

@@ -311,7 +311,7 @@ def test_the_tour_ends_by_listing_every_file_it_wrote(tmp_path, capsys):
     pytest.importorskip('matplotlib', reason="plots need matplotlib")
     tour.main(['temperature', 'article_trace'])
     out = capsys.readouterr().out
-    listing = out[out.index('Files written'):].splitlines()
+    listing = out[out.index('Files written'):out.index('What next')].strip().splitlines()
     assert str(tmp_path) in listing[0]
     paths = [line.split()[0] for line in listing[1:]]
     assert paths == [os.path.join('runs', 'temperature.png'), os.path.join('runs', 'article_trace.png')]
