@@ -86,7 +86,9 @@ def run(n_layers=24, d_model=16, n_heads=2, batch_size=4, seq_len=8, seed=0, dev
         page = f"residual_highway_{'residual' if config[1] else 'no_residual'}" if html and config[0] == 'pre' else None
         grads[config], shares[config], device = layer_gradients(*config, n_layers, d_model, n_heads, batch_size,
                                                                 seq_len, seed, device, html=page)
-    print(f"{n_layers} EncoderLayers, d_model = {d_model}, {n_heads} heads; |dL/dx| at each layer's input "
+    print("Pre-LN: x + F(LayerNorm(x)) (the attention article's Pre-Norm); Post-LN: LayerNorm(x + F(x)) (its "
+          "Post-Norm).")
+    print(f"{n_layers} EncoderLayers, d_model = {d_model}, h = {n_heads} heads; |dL/dx| at each layer's input "
           f"(layer 1 is the first, nearest the input):")
     step = max(1, n_layers // 12)
     shown = sorted(set(range(0, n_layers, step)) | {n_layers - 1})
