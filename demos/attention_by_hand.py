@@ -189,17 +189,22 @@ def run(samples=20000, seed=0, device='cpu'):
 
 
 def plot_love(A):
-    """A as a heat map, each cell labelled 'computed (article)'."""
+    """A as a heat map, each cell labelled 'computed (article)'; the cells the article misprints framed in red."""
     def draw(ax):
+        from matplotlib.patches import Rectangle  # only when drawing: matplotlib stays optional
         ax.imshow(A, cmap='Blues', vmin=0, vmax=1)
         for i in range(3):
             for j in range(3):
                 printed = article.LOVE_WEIGHTS_PRINTED[i][j]
-                ax.text(j, i, f"{A[i][j]:.2f}\n(article {printed:.2f})", ha='center', va='center',
-                        color='red' if abs(printed - A[i][j]) > 0.005 else 'black')
+                wrong = abs(printed - A[i][j]) > 0.005
+                ax.text(j, i, f"{A[i][j]:.2f}\n(article {printed:.2f})", ha='center',
+                        va='center', color='white' if A[i][j] > 0.5 else 'black', fontweight='bold' if wrong else None)
+                if wrong:  # a frame, not a text colour: it reads on light and dark cells alike
+                    ax.add_patch(Rectangle((j - 0.46, i - 0.46), 0.92, 0.92, fill=False, edgecolor='red',
+                                           linewidth=3))
         ax.set_xticks(range(3), ['key 1 (wo)', 'key 2 (ai)', 'key 3 (ni)'])
         ax.set_yticks(range(3), ['query 1 (wo)', 'query 2 (ai)', 'query 3 (ni)'])
-    return save_plot('attention_by_hand', draw, 'wo ai ni: softmax(S / 2), red = the article differs')
+    return save_plot('attention_by_hand', draw, 'wo ai ni: softmax(S / 2), computed; framed red: the article prints another value')
 
 
 def main(argv=None):
