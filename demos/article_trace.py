@@ -1,4 +1,4 @@
-"""Lesson: the article's 猫 吃 鱼 ("cat eats fish") trace, recomputed (deep-dive §7.1-7.3).
+"""Lesson: the article's 猫 吃 鱼 ("cat eats fish") trace, recomputed (the deep dive §7.1-7.3).
 
 The article sends a 3-word sentence through a small encoder (d_model = 12, h = 3,
 d_k = 4, d_ff = 48) and prints the numbers: "This is not a schematic.  This is a real

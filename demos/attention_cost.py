@@ -1,9 +1,9 @@
 """Lesson: what attention costs as the sequence grows -- O(n^2 d), but parallel; the RNN O(n d^2), but serial.
 
-The deep-dive article (§1.8, §8.1): "the only n x n matrices are the attention scores and
+The deep dive (§1.8, §8.1): "the only n x n matrices are the attention scores and
 weights: that is where O(n^2) comes from ... highly parallel: every position at once";
 "self-attention costs O(n^2 d) ... the RNN's cost looks smaller, O(n d^2), but it must
-run serially: step t waits for step t - 1".  The attention-atom article (§2.1.1): the RNN
+run serially: step t waits for step t - 1".  The attention article (§2.1.1): the RNN
 "cannot run in parallel".
 
 For sequence lengths n, one MultiHeadAttention layer and one RNN layer of the same width d

@@ -1,6 +1,6 @@
 """Lesson: positions -- what attention cannot see, four ways to show it, and going past the training length.
 
-The deep-dive article (§3).  3.1: "Attention(P X) = P Attention(X) where P is a
+The deep dive (§3).  3.1: "Attention(P X) = P Attention(X) where P is a
 permutation matrix: self-attention is permutation-equivariant" -- 猫追狗 and 狗追猫 differ
 only in the order of the rows.  3.3 gives three reasons for sin/cos:
   1. extrapolation: "given pos+100, even a position never seen in training, the same

@@ -68,7 +68,7 @@ VARIANTS = [  # (name, layer options, gate bias)
 ]
 
 
-def shares_at_init(n_layers=6, d_model=16, n_heads=2, B=4, T=8, seed=0, device='cpu'):
+def shares_at_init(n_layers=6, d_model=16, n_heads=2, B=4, n=8, seed=0, device='cpu'):
     """{variant name: (mean +1 share, mean gate)} for L = sum(Encoder(x) * G), G ~ N(0, 1)."""
     out = {}
     for name, options, bias in VARIANTS:
@@ -76,8 +76,8 @@ def shares_at_init(n_layers=6, d_model=16, n_heads=2, B=4, T=8, seed=0, device='
         encoder = Encoder(n_layers, d_model, n_heads, **options).to(device)
         if bias is not None:
             set_gate_bias(encoder, bias)
-        x = mt.randn(B, T, d_model).to(device).requires_grad_()  # drawn on the CPU: the same on every device
-        G = mt.randn(B, T, d_model).to(device)
+        x = mt.randn(B, n, d_model).to(device).requires_grad_()  # drawn on the CPU: the same on every device
+        G = mt.randn(B, n, d_model).to(device)
         out[name] = probe(encoder, lambda m: (m(x) * G).sum())
     return out
 

@@ -1,6 +1,6 @@
 """Lesson: the articles' small numbers, each set beside what the library measures.
 
-The deep-dive article states four quantities in passing:
+The deep dive states four quantities in passing:
 
 1. §4.1: "each layer multiplies the gradient by its derivative (usually less than 1):
    through 20 layers it becomes 0.9^20 ≈ 12%, through 56 layers 0.9^56 ≈ 0.3%".  Beside
