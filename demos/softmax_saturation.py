@@ -130,6 +130,8 @@ def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train
         html=False):
     B, n = batch_size, seq_len
     rows = sweep(d_ks, B=B, n=n, seed=seed, device=device)
+    print("Var(q . k) = d_k (the deep dive §1.5, the attention article §2.3.1); what it does to the softmax "
+          "(§2.3.2).")
     print(f"q, k, v ~ N(0, 1): {B} x {n} queries, n = {n} keys each; uniform attention would have "
           f"max p = 1/n = {1 / n:.3f}, entropy = log {n} = {math.log(n):.2f}")
     print(table(['d_k', 'scale', 'Var(scores)', 'max p', 'mean p(1-p)', 'entropy', 'passes', 'rows cut off'],

@@ -38,7 +38,8 @@ def documented():
             entries[article, number] = ''
         elif number is not None:
             entries[article, number] += line + '\n'
-    glance = [line.split(' | ') for line in text.splitlines() if re.match(r"\| (attention|architecture|deep_dive) \|", line)]
+    glance = [line.split(' | ') for line in text.splitlines()
+              if re.match(r"\| (attention|architecture|deep_dive) \|", line)]
     return entries, [(row[0][2:], row[1], row[2].split(', '), row[3][:-2].split(', ')) for row in glance], text
 
 
