@@ -102,7 +102,7 @@ def tour(lessons):
 
 def what_next(pages):
     """Where a learner goes after the lessons: the viewer pages, the debugger guide, the reading path."""
-    viewer = ("open " + ', '.join(pages) + " in a browser" if pages else
+    viewer = ("open in a browser:" + ''.join(f"\n      {page}" for page in pages) if pages else
               f"`python -m demos {VIEWER_LESSONS[0]} --html` writes one ({', '.join(VIEWER_LESSONS[1:])} take --html "
               "too; the whole tour, `python -m demos`, writes them all)")
     return ("\nWhat next:\n"
