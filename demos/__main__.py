@@ -45,6 +45,7 @@ LESSONS = [
                          'masked accuracy'),
     ('small_numbers', "0.9^20, 0.9^56 vs measured decay; LayerNorm's 5.6x; BatchNorm's 320 vs 20; "
                       "attention vs RNN speed"),
+    ('compare_with_torch', 'the same model in PyTorch (transformer.to_torch): every gradient side by side'),
 ]
 
 VIEWER_LESSONS = ('article_trace', 'softmax_saturation', 'residual_highway')  # --html: backward-pass viewer pages
