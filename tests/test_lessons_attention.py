@@ -11,7 +11,7 @@ from transformer import article_data as article
 from transformer import generate
 
 
-pytestmark = pytest.mark.usefixtures('in_tmp_path')  # lessons write under runs/ of the working folder
+pytestmark = pytest.mark.usefixtures('in_tmp_path', 'speaks_of_the_articles')  # lessons write under runs/
 
 
 def test_the_tour_lists_the_attention_lessons_with_their_sections(capsys):
