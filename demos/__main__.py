@@ -110,6 +110,7 @@ def what_next(pages):
     return ("\nWhat next:\n"
             f"  - the backward pass, op by op, in the viewer: {viewer}\n"
             "  - step through backprop in a debugger (pdb, VS Code, Jupyter): docs/stepping-through-backprop.md\n"
+            "  - write the ops yourself: `python -m demos.exercises start my_ops` (docs/writing-an-op.md)\n"
             "  - the three articles section by section, the lesson that checks each claim, and its verdict: "
             "docs/articles.md")
 
