@@ -104,10 +104,11 @@ def test_every_entry_runs_lessons_that_declare_it_and_gives_verdicts():
         for name in named:
             assert (article, number) in sections[name], f"docs/articles.md runs {name} for {article} §{number}, " \
                                                         f"which {name}.SECTIONS does not name"
-        verdicts = re.findall(r"\*\*(holds|partly|the article is wrong)\*\*", text)
+        verdicts = re.findall(r"\*\*(holds|partly|the article is wrong)\*\*", ' '.join(text.split()))
         assert verdicts and all(v in VERDICTS for v in verdicts), (article, number)
         claims = [line for line in text.splitlines() if line.startswith('- ')]
         assert claims and all(line.startswith('- 「') for line in claims), (article, number)  # each claim quoted
+        assert len(verdicts) == len(claims), (article, number)                                # with its verdict
         rows.append((article, f"§{number}", named, verdicts))
     assert glance == rows  # the at-a-glance table is the entries, in order
 
