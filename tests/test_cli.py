@@ -13,16 +13,16 @@ import pytest
 
 import microtensor as mt
 from demos import __main__ as tour
-from demos import layernorm_vs_batchnorm, report, train_gpt, train_xor
+from demos import articles, layernorm_vs_batchnorm, report, train_gpt, train_xor
 from readme import ROOT
 
 from conftest import DEVICES
 
 OWN = ['train_xor', 'temperature', 'article_trace', 'softmax_saturation', 'residual_highway', 'rnn_vs_attention',
        'layernorm_vs_batchnorm', 'train_reverse',
-       # issue 12
+       # the attention lessons
        'attention_by_hand', 'why_separate_qk', 'kv_cache', 'scale_variants', 'attention_cost', 'attention_maps',
-       # issue 13
+       # the depth lessons
        'pre_vs_post_ln', 'positions', 'residual_variants', 'feedforward', 'encoder_only_mlm', 'small_numbers']
 ALL = [name for name, _ in tour.LESSONS]
 
@@ -51,6 +51,9 @@ def test_help_names_every_option(name, capsys):
     out = capsys.readouterr().out
     assert exit_.value.code == 0
     assert f"python -m demos.{name}" in out and '--device {cpu,cuda,auto}' in out
+    assert 'issue' not in out.lower()
+    if lesson(name).SECTIONS:  # and the sections it reads with
+        assert out.rstrip().endswith(articles.header(lesson(name).SECTIONS, '  ').rstrip())
 
 
 BAD = {  # lesson: [(argv, what the message must name)]
@@ -237,12 +240,31 @@ TINY = {  # lesson: (argv, check(result, device))
 }
 
 
+TINY['train_gpt'] = (['--steps', '4', '--batch-size', '2', '--context', '16', '--d-model', '16', '--n-layers', '1',
+                      '--n-heads', '2', '--log-every', '2', '--eval-every', '4', '--ckpt-every', '4',
+                      '--sample-length', '8'],
+                     lambda r, d: len(r['losses']) == 4 and r['model'].parameters()[0].device == d)
+
+TINY['compare_with_torch'] = (['--d-model', '8', '--n-layers', '1', '--n-heads', '2', '--seq-len', '4',
+                               '--batch-size', '1'],
+                              lambda r, d: r is None or r['variant']['largest'][2] < 1e-9)  # None: no torch here
+
+
+def test_every_lesson_has_a_tiny_run():
+    assert sorted(TINY) == sorted(ALL)
+
+
 @pytest.mark.parametrize('device', DEVICES)
-@pytest.mark.parametrize('name', OWN)
-def test_tiny_run_through_python_m_demos_lands_on_the_device(name, device):
+@pytest.mark.parametrize('name', sorted(TINY))
+def test_tiny_run_through_python_m_demos_lands_on_the_device(name, device, capsys):
     argv, check = TINY[name]
     result = tour.main([name, *argv, '--device', device])[name]
     assert check(result, device)
+    out = capsys.readouterr().out
+    assert 'issue' not in out.lower()  # the lessons speak of the articles, never of how they were made
+    if lesson(name).SECTIONS:  # the lesson names its articles and sections first
+        header = articles.header(lesson(name).SECTIONS)
+        assert out.index(header) < out.index('\n', out.index(f"=== {name}:")) + 2
 
 
 CUDA_RUN = {'train_xor': dict(steps=2), 'temperature': {}, 'article_trace': {},
@@ -311,7 +333,7 @@ def test_the_tour_ends_by_listing_every_file_it_wrote(tmp_path, capsys):
     pytest.importorskip('matplotlib', reason="plots need matplotlib")
     tour.main(['temperature', 'article_trace'])
     out = capsys.readouterr().out
-    listing = out[out.index('Files written'):].splitlines()
+    listing = out[out.index('Files written'):out.index('What next')].strip().splitlines()
     assert str(tmp_path) in listing[0]
     paths = [line.split()[0] for line in listing[1:]]
     assert paths == [os.path.join('runs', 'temperature.png'), os.path.join('runs', 'article_trace.png')]
