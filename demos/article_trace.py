@@ -36,6 +36,9 @@ from transformer import article_checks, article_data as article
 
 from .report import command_line, options_of, run_lesson, save_heatmaps, save_viewer, table
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('deep_dive', '7.1'), ('deep_dive', '7.2'), ('deep_dive', '7.3'), ('deep_dive', '7.4')]
+
 ENGLISH = {'猫': 'cat', '吃': 'eats', '鱼': 'fish'}  # for plots: matplotlib's default font has no CJK
 
 

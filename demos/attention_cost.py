@@ -35,6 +35,10 @@ from transformer import RNN, MultiHeadAttention
 
 from .report import command_line, median_seconds, options_of, run_lesson, save_lines, table
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('deep_dive', '1.8'), ('deep_dive', '8.1'), ('attention', '2.1.1'), ('architecture', '2.1.1'),
+            ('architecture', '2.10.3')]
+
 
 def graph_depth(tensor):
     """The longest chain of ops that produced `tensor`: steps that must run one after another."""

@@ -27,6 +27,9 @@ from transformer import shift_right
 from . import train_gpt, train_reverse
 from .report import RUNS, command_line, options_of, run_lesson, save_plot, table
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('attention', '2.6'), ('deep_dive', '2.6'), ('deep_dive', '8.3')]
+
 
 # ---------------------------------------------------------------------------- 1. reversal
 def reverse_maps(steps=150, length=6, n_test=64, seed=0, device='cpu'):

@@ -26,6 +26,9 @@ from transformer.mlm import IGNORE, masked_accuracy, mlm_loss, mlm_mask
 from .copy_task import copy_batch
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('architecture', '2.8'), ('architecture', '2.9.2')]
+
 DIGITS, MASK = 10, 10   # tokens 0-9, then [MASK]
 HALF = 8
 

@@ -31,6 +31,9 @@ from transformer import GPT, EncoderLayer, FeedForward, MultiHeadAttention
 from .copy_task import VOCAB, copy_batch, copy_loss
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('deep_dive', '6.1'), ('architecture', '2.7'), ('architecture', '2.3.3'), ('architecture', '2.10.4')]
+
 TARGETS = {'|x|': lambda x: x.abs(), 'sin(2x)': lambda x: (2 * x).sin()}
 
 

@@ -38,6 +38,9 @@ from transformer.mla import MultiHeadLatentAttention
 
 from .report import command_line, options_of, run_lesson, save_plot, table
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('attention', '2.2.4')]
+
 BF16 = 2  # bytes per cached number as served
 
 

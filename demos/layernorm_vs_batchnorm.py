@@ -27,6 +27,9 @@ from transformer import article_data as article
 
 from .report import command_line, options_of, run_lesson, save_lines, table
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('deep_dive', '5.2'), ('deep_dive', '5.3')]
+
 BATCH_SIZES = (2, 4, 8, 16, 32, 64)
 
 

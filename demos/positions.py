@@ -33,6 +33,9 @@ from transformer.positional import relative_position_bucket
 
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('deep_dive', '3.1'), ('deep_dive', '3.3'), ('deep_dive', '3.5'), ('attention', '2.5.1')]
+
 KINDS = ('none', 'sinusoidal', 'learned', 'rope', 'alibi', 'relative')
 N_KEYS, VOCAB = 6, 16  # tokens 0-5 are keys, 6-15 fillers
 

@@ -35,6 +35,9 @@ from transformer import GPT, Encoder
 from .copy_task import VOCAB, copy_batch, copy_loss
 from .report import command_line, options_of, run_lesson, save_lines, table
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('deep_dive', '4.4'), ('attention', '2.3.5')]
+
 DEPTHS = (3, 6, 12, 24)
 
 

@@ -32,6 +32,9 @@ from transformer.residual import ResidualGate
 from .copy_task import VOCAB, copy_batch, copy_loss
 from .report import check_loss, command_line, options_of, run_lesson, save_plot, table
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('attention', '2.3.5')]
+
 
 
 def set_gate_bias(model, bias):

@@ -26,6 +26,9 @@ from transformer import RNN, MultiHeadAttention
 
 from .report import command_line, options_of, run_lesson, save_lines, table
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('deep_dive', '7.7'), ('deep_dive', '8.2'), ('architecture', '2.1.2'), ('attention', '2.1.1')]
+
 
 def gradient_by_distance(model, T=32, d=16, B=8, seed=0, device='cpu'):
     """|dL/dx_t| for t = 1..T listed by distance T - t (index 0 = the last position itself).

@@ -28,6 +28,9 @@ from transformer import article_data as article
 from .report import command_line, median_seconds, options_of, run_lesson, table
 from .residual_highway import label, layer_gradients
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('deep_dive', '4.1'), ('deep_dive', '5.2'), ('deep_dive', '5.3'), ('deep_dive', '8.1')]
+
 
 # ---------------------------------------------------------------------------- 1. per-layer decay
 def per_layer_factors(n_layers=24, seed=0, device='cpu'):

@@ -41,6 +41,10 @@ from transformer.probes import saturation_stats
 
 from .report import command_line, options_of, run_lesson, save_lines, save_viewer, table, window_means
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('deep_dive', '1.5'), ('attention', '2.3.1'), ('attention', '2.3.2'), ('attention', '2.3.3'),
+            ('architecture', '2.4.1'), ('architecture', '2.10.2')]
+
 D_KS = (4, 16, 64, 256, 1024)
 
 

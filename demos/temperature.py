@@ -12,6 +12,9 @@ import microtensor as mt
 
 from .report import command_line, options_of, run_lesson, save_plot, table
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('attention', '2.4.2'), ('attention', '2.3.4')]
+
 LOGITS = (2.0, 1.0, 0.1)  # the article's example: softmax = [0.659, 0.242, 0.099]
 TEMPERATURES = (0.2, 0.7, 1.0, 1.5)
 

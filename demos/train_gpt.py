@@ -53,6 +53,9 @@ from . import corpus as texts
 from .report import (RUNS, Diverged, Option, check_loss, command_line, run_lesson, save_plot, table, window_means,
                      wrote)
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('architecture', '2.8'), ('architecture', '2.9.1'), ('attention', '2.4.2')]
+
 TEMPERATURES = (0.2, 0.7, 1.0, 1.5)
 PRESETS = {
     'tiny': dict(corpus='poem', steps=300, batch_size=16, context=64, d_model=64, n_layers=2, n_heads=4, lr=3e-3,

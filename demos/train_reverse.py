@@ -28,6 +28,9 @@ from transformer import Transformer, generate, seq2seq_loss, shift_right
 
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('architecture', '2.8'), ('deep_dive', '7.5')]
+
 DIGITS, BOS = 10, 10  # tokens 0-9 are digits; the decoder's start token is 10
 
 

@@ -38,6 +38,9 @@ from transformer import Embed, MultiHeadAttention
 
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('attention', '2.2.2'), ('attention', '2.2.4')]
+
 
 # ---------------------------------------------------------------------------- 1. the symmetry
 def symmetry(T=5, d_model=8, seed=0, device='cpu'):
@@ -84,12 +87,13 @@ def copy_batch(rng_step, B, T, vocab, seed, device='cpu'):
 
 
 def train_copy_previous(steps=200, vocab=10, T=8, d_model=32, n_heads=1, B=32, lr=3e-3, seed=0, device='cpu',
-                        lesson='why_separate_qk', **attention_options):
-    """Train CopyPrevious; returns {'model', 'losses', 'accuracy', 'back', 'forward'} where back / forward
-    are the mean attention weights on t - 1 and t + 1 (over positions 1 .. T-2, head-averaged) on a test batch."""
+                        lesson='why_separate_qk', optimizer='adam', **attention_options):
+    """Train CopyPrevious with Adam (or optimizer='sgd': plain SGD at lr); returns {'model', 'losses', 'accuracy',
+    'back', 'forward'} where back / forward are the mean attention weights on t - 1 and t + 1 (over positions
+    1 .. T-2, head-averaged) on a test batch."""
     mt.manual_seed(seed)
     model = CopyPrevious(vocab, T, d_model, n_heads, **attention_options).to(device)
-    opt = optim.Adam(model.parameters(), lr=lr)
+    opt = (optim.Adam if optimizer == 'adam' else optim.SGD)(model.parameters(), lr=lr)
     losses = []
     for step in range(steps):
         ids = copy_batch(step, B, T, vocab, seed, device)

@@ -20,9 +20,9 @@ from conftest import DEVICES
 
 OWN = ['train_xor', 'temperature', 'article_trace', 'softmax_saturation', 'residual_highway', 'rnn_vs_attention',
        'layernorm_vs_batchnorm', 'train_reverse',
-       # issue 12
+       # the attention lessons
        'attention_by_hand', 'why_separate_qk', 'kv_cache', 'scale_variants', 'attention_cost', 'attention_maps',
-       # issue 13
+       # the depth lessons
        'pre_vs_post_ln', 'positions', 'residual_variants', 'feedforward', 'encoder_only_mlm', 'small_numbers']
 ALL = [name for name, _ in tour.LESSONS]
 
@@ -311,7 +311,7 @@ def test_the_tour_ends_by_listing_every_file_it_wrote(tmp_path, capsys):
     pytest.importorskip('matplotlib', reason="plots need matplotlib")
     tour.main(['temperature', 'article_trace'])
     out = capsys.readouterr().out
-    listing = out[out.index('Files written'):].splitlines()
+    listing = out[out.index('Files written'):out.index('What next')].strip().splitlines()
     assert str(tmp_path) in listing[0]
     paths = [line.split()[0] for line in listing[1:]]
     assert paths == [os.path.join('runs', 'temperature.png'), os.path.join('runs', 'article_trace.png')]

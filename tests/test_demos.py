@@ -25,7 +25,7 @@ def test_temperature_table_matches_the_article():
 
 def test_every_lesson_is_listed_and_runnable(capsys):
     tour.main(['--list'])
-    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines() if not line.startswith(' ')]
     assert listed == [name for name, _ in tour.LESSONS]
     assert {'article_trace', 'softmax_saturation', 'residual_highway', 'rnn_vs_attention',
             'layernorm_vs_batchnorm', 'train_gpt', 'train_reverse'} <= set(listed)
