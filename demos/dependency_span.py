@@ -70,7 +70,7 @@ def run(steps=300, seed=0, full=False, device='cpu'):
     distances, steps = ((3, 6, 12, 18, 24, 36, 48), 2000) if full else ((3, 6, 12, 24), steps)
     results = {(kind, k): span(kind, k, steps, seed=seed, device=device) for k in distances
                for kind in ('rnn', 'attention')}
-    print(f"Output the first of k + 1 random tokens ({VOCAB} symbols) at the end, {steps} Adam steps "
+    print(f"Output the first of k + 1 random tokens ({VOCAB} symbols) at the end, {steps} Adam steps\n"
           f"({cite('attention', '2.1.1')}: 'more than 10-20 time steps'):")
     print(table(['distance k', 'RNN: test accuracy', 'attention: test accuracy'],
                 [[k, f"{results['rnn', k]:.1%}", f"{results['attention', k]:.1%}"] for k in distances]))
@@ -84,7 +84,7 @@ def run(steps=300, seed=0, full=False, device='cpu'):
           "position to the first is one step at any k.\n" +
           ("The article's '10-20 steps' holds here: the RNN's reach ends in that range or before it"
            if rnn_fails and rnn_fails[0] <= 24 else "The RNN reached further than the article's 10-20 steps here") +
-          (" (with this training budget; --full trains 2000 steps)." if not full else "."))
+          ("\n(with this training budget; --full trains 2000 steps)." if not full else "."))
     return {'accuracy': results, 'rnn_fails': rnn_fails, 'attention_fails': attention_fails, 'rnn_reach': reach}
 
 

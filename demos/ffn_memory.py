@@ -109,12 +109,12 @@ def key_value_reading(model, answers):
 def run(facts=512, steps=300, seed=0, full=False, device='cpu'):
     facts, steps = (2048, 1000) if full else (facts, steps)
     h = by_hand(device)
-    print(f"1. One hidden unit by hand ({cite('deep_dive', '6.2')}): x[:4] = {X_KNOWN}, W_1[:4, 0] = {W1_COLUMN}, "
+    print(f"1. One hidden unit by hand ({cite('deep_dive', '6.2')}): x[:4] = {X_KNOWN},\n   W_1[:4, 0] = {W1_COLUMN}, "
           f"b_1[0] = {B1_0}")
     print(table(['x_i', 'W_1[i, 0]', 'product', 'printed'],
                 [[a, b, f"{p:.4f}", printed] for a, b, p, printed in zip(X_KNOWN, W1_COLUMN, h['products'],
                                                                           PRODUCTS_PRINTED)]))
-    print(f"Sum of the four known terms + b_1[0] = {h['pre']:.4f} (the article: '0.06 + ...'); GELU({h['pre']:.4f}) "
+    print(f"Sum of the four known terms + b_1[0] = {h['pre']:.4f} (the article: '0.06 + ...');\nGELU({h['pre']:.4f}) "
           f"= {h['gelu']:.4f} exact, {h['gelu_tanh']:.4f} by the tanh form;\nthrough FeedForward(12, 48) with the 8 "
           f"unknown entries at 0: hidden[0] = {h['module']:.4f}.  GELU(x) / x = {h['gelu'] / h['pre']:.3f}: 'about "
           "half' holds\nfor small x (Phi(0) = 0.5).  The article's products and its ≈ 0.03 hold, for these four "
@@ -122,13 +122,13 @@ def run(facts=512, steps=300, seed=0, full=False, device='cpu'):
     print("Shapes through the module: " + ' -> '.join(str(s) for s in h['shapes']) +
           " (x, x W_1 + b_1, GELU, FFN(x)): 12 -> 48 -> 12.")
     gap = max(abs(a - b) for a, b in zip(X_KNOWN, X_MID_EAT))
-    print(f"(This x is labelled 爱 of 我 爱 你, but it is {cite('deep_dive', '7.3')}'s X_mid(吃) of 猫 吃 鱼, "
+    print(f"(This x is labelled 爱 of 我 爱 你, but it is {cite('deep_dive', '7.3')}'s X_mid(吃) of 猫 吃 鱼,\n"
           f"{X_MID_EAT}, rounded: largest difference {gap:.4f}.)")
 
     sizes = (None, 8, 32, 128)
     stored = {d_ff: store(facts, d_ff, steps, seed, device) for d_ff in sizes}
-    print(f"\n2. An FFN as a memory ({cite('architecture', '2.7')}): {facts} facts subject -> object, keys and objects "
-          f"fixed random 32-d vectors,\n   {steps} Adam steps; recall = the right object ranked first:")
+    print(f"\n2. An FFN as a memory ({cite('architecture', '2.7')}): {facts} facts subject -> object,\n   keys and "
+          f"objects fixed random 32-d vectors, {steps} Adam steps; recall = the right object ranked first:")
     print(table(['memory', 'parameters', 'recall', 'facts per 100 parameters'],
                 [['Linear(32, 32), no hidden layer' if d_ff is None else f"FFN, d_ff = {d_ff}", n, f"{r:.1%}",
                   f"{100 * r * facts / n:.1f}"] for d_ff, (_, n, r, _) in stored.items()]))
@@ -137,10 +137,10 @@ def run(facts=512, steps=300, seed=0, full=False, device='cpu'):
     linear = stored[None][2]
     print(f"(chance: 1/{facts})  The single Linear recalls {linear:.0%}: a 32 x 32 matrix holds only so many "
           "arbitrary pairs.  With a hidden\nlayer the recall grows with d_ff: the FFN does store facts, and more "
-          f"hidden units store more.  Read as key-value memory\n(d_ff = {best}): for {reading:.0%} of the facts the most active "
-          "hidden unit alone writes towards the right object (chance\n" + f"{1 / facts:.1%}); the rest is spread "
-          "over several units.  The architecture article's claim holds for this toy memory; that\nreal models "
-          "keep their facts there is the research it cites, not something a toy can show.")
+          f"hidden units store more.  Read as key-value memory\n(d_ff = {best}): for {reading:.0%} of the facts the "
+          "most active hidden unit alone writes towards the right object (chance\n" + f"{1 / facts:.1%}); the rest "
+          "is spread over several units.  The architecture article's claim holds for this toy memory; that\nreal "
+          "models keep their facts there is the research it cites, not something a toy can show.")
     return {'by_hand': h, 'memory': {d_ff: (n, r) for d_ff, (_, n, r, _) in stored.items()}, 'reading': reading,
             'x_mid_gap': gap}
 

@@ -124,10 +124,10 @@ def run(steps=300, seed=0, full=False, device='cpu'):
     print(f"Every row sums to 1.00.  Head {most_uniform} has the largest entropy ({math.log(3):.3f} would be "
           f"uniform): 'head 3 is the most uniform' " + ('holds' if most_uniform == 3 else 'does not hold') + ".\n"
           f"The largest weight on neighbours is head {most_local}'s, not head 1's: in a 3-word sentence 爱 has "
-          "both words as neighbours, and\nhead 2 sends 爱 -> 你 0.85 and 你 -> 爱 0.75.  So 'head 1 attends to "
+          "both words as neighbours, and\nhead 2 sends 爱 -> 你 0.85 and 你 -> 爱 0.75.\nSo 'head 1 attends to "
           "neighbours' is " + ('right' if most_local == 1 else 'not what the numbers show') + "; 爱 -> 你 = 0.85 "
           "is as printed.")
-    print("Through MultiHeadAttention(12, 3)'s W^V and W^O (random X): V_i, head_i = A_i V_i, Concat, output "
+    print("Through MultiHeadAttention(12, 3)'s W^V and W^O (random X):\nV_i, head_i = A_i V_i, Concat, output "
           "shapes: " + ' -> '.join(str(s) for s in concat_shapes(seed, device)))
 
     results = {h: train_neighbours(h, steps, seed=seed, device=device) for h in head_counts}
@@ -144,11 +144,12 @@ def run(steps=300, seed=0, full=False, device='cpu'):
     roles = {h: {role(w) for w in r['offsets']} for h, r in results.items()}
     split = [h for h in head_counts if {'previous token', 'next token'} <= roles[h]]
     one = results[1]['accuracy']
-    print(f"(chance: 10%)  One head reaches {100 * one[0]:.0f}% / {100 * one[1]:.0f}%: it cannot look both ways "
+    print(f"(chance: 10%)  One head reaches {100 * one[0]:.0f}% (previous) / {100 * one[1]:.0f}% (next): it cannot look both ways "
           "and keep the answers apart.\n" +
-          (f"With {split[0]} heads, one head takes the previous token and another the next: nobody assigned them, "
+          (f"With {split[0]} heads, one head takes the previous token and another the next: nobody\nassigned them, "
            "training did -- the emergence the deep dive describes\n"
-           f"({cite('deep_dive', '2.3')}: 'this is not design, it is emergence')." if split else "No head count tried here split the two jobs between heads."))
+           f"({cite('deep_dive', '2.3')}: 'this is not design, it is emergence')." if split else
+           "No head count tried here split the two jobs between heads."))
     return {'tables': facts, 'most_uniform': most_uniform, 'most_local': most_local, 'training': results,
             'roles': roles, 'split': split}
 

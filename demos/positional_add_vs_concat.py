@@ -143,14 +143,15 @@ def run(steps=300, seed=0, full=False, device='cpu'):
           f"{loss[narrow_name]:.3f}; concatenating at width 32, {loss[wide_name]:.4f}.")
     print("'Add is better than Concat' (the deep dive gives no measurement) " +
           ("holds on this task at equal width." if add_wins else
-           "does not show here: at equal width concatenation learned as well or better,\nand giving each code "
-           "its own columns is what a position-only task like this rewards.  Add's real advantage is the cost "
-           "above:\nthe same width for both codes."))
-    cos = {d: interference(d, seed=seed, device=device) for d in (32, 512)}
-    print("Adding mixes the two codes in one space; how much they overlap: mean |cos(token embedding, PE row)| = "
+           "does not show here: at equal width\nconcatenation learned as well or better; giving each code its own "
+           "columns is what a task like this\nrewards.  Add's advantage is the cost above: both codes share the "
+           "model's width, so nothing has to widen."))
+    cos = {d: interference(d, seed=seed, device=device) for d in (16, 512)}
+    print("Adding mixes the two codes in one space; how much they overlap:\nmean |cos(token embedding, PE row)| = "
           + ', '.join(f"{c:.3f} at d = {d}" for d, c in cos.items())
-          + f"\n(random directions: about sqrt(2 / (pi d)) = {math.sqrt(2 / (math.pi * 32)):.3f}, "
-          f"{math.sqrt(2 / (math.pi * 512)):.3f}): in a wide space the two hardly collide.")
+          + " (random directions: about sqrt(2 / (pi d)) = "
+          + ', '.join(f"{math.sqrt(2 / (math.pi * d)):.3f}" for d in cos) + "):\nin a wide space the two hardly "
+          "collide, in a narrow one they do.")
     return {'dots': dots, 'rises': rises, 'same': same, 'parameters': (layer_512, layer_1024, back),
             'training': results, 'accuracy': acc, 'interference': cos}
 

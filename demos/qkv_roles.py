@@ -39,11 +39,12 @@ from transformer import article_data as article
 from transformer.mla import MultiHeadLatentAttention
 
 from . import article_trace, why_separate_qk
+from .articles import cite
 from .report import command_line, options_of, run_lesson, table
 from .toy_training import accuracy, fit, tail_mean
 
-SECTIONS = [('architecture', '2.3.2'), ('attention', '2.1.3'), ('attention', '2.2.3'), ('attention', '2.2.4'),
-            ('attention', '2.6')]
+SECTIONS = [('architecture', '2.3.2'), ('deep_dive', '7.2'), ('attention', '2.1.3'), ('attention', '2.2.3'),
+            ('attention', '2.2.4'), ('attention', '2.6')]
 
 
 # ---------------------------------------------------------------------------- 1. no projections
@@ -178,7 +179,8 @@ def fourth_projection(d_model=64, n_heads=1, seed=0, device='cpu'):
 
 # ---------------------------------------------------------------------------- 4. MLA's queries
 def query_parameters(d_model, n_heads, d_head, d_rope, d_cq=None):
-    """Numbers in MLA's query path (no biases): W_DQ (if d_cq), W_UQ and W_QR, as MultiHeadLatentAttention sizes them."""
+    """Numbers in MLA's query path (no biases): W_DQ (if d_cq), W_UQ and W_QR, sized as in
+    MultiHeadLatentAttention."""
     width = d_model if d_cq is None else d_cq
     return (0 if d_cq is None else d_model * d_cq) + width * n_heads * (d_head + d_rope)
 
@@ -219,16 +221,16 @@ def it_table():
 def run(steps=200, lookup_steps=400, seed=0, full=False, device='cpu'):
     steps, lookup_steps, seeds = (1000, 1000, 3) if full else (steps, lookup_steps, 1)
 
-    print("1. Q = K = V = X, no projections (the architecture article §2.3.2).  The deep dive's 猫 吃 鱼 X0 "
-          "(§7.2):")
+    print(f"1. Q = K = V = X, no projections ({cite('architecture', '2.3.2')}).  The 猫 吃 鱼 X0 of "
+          f"{cite('deep_dive', '7.2')}:")
     S, A = self_attention_of_x0(device)
     words = article.TOKENS
     print(table(['Q \\ K'] + words + ['|'] + words, [[w] + S[i] + ['|'] + A[i] for i, w in enumerate(words)],
                 fmt='.3f'))
-    print("(left: S = X0 X0^T / sqrt(12), symmetric; right: softmax(S))  Each word's largest weight is itself: "
+    print("(left: S = X0 X0^T / sqrt(12), symmetric; right: softmax(S))\nEach word's largest weight is itself: "
           + ', '.join(f"{w} {A[i][i]:.0%}" for i, w in enumerate(words)) + ".")
     is_max, on_diag = diagonal_share(seed=seed, device=device)
-    print(f"Random X (8 words, d = 64, rows of equal length): the diagonal is the largest weight in "
+    print(f"Random X (8 words, d = 64, rows of equal length): the diagonal is the largest weight\nin "
           f"{is_max:.0%} of the rows, mean weight on itself {on_diag:.3f}.")
     results = {p: copy_previous(p, steps, seed=seed, device=device) for p in (True, False)}
     print(f"Copy the previous token (8 tokens, 10 symbols, learned positions, one layer, {steps} Adam steps):")
@@ -237,12 +239,12 @@ def run(steps=200, lookup_steps=400, seed=0, full=False, device='cpu'):
                   results[p]['itself']]
                  for name, p in (('W_Q, W_K, W_V', True), ('Q = K = V = X', False))]))
     print("(chance: 10%)  Without projections the embeddings are all that can learn, and a row's largest score "
-          "stays near its own\nposition: the article's point holds.")
+          "stays on its own\ntoken: the article's point holds.")
 
     d_ks = (2, 4, 8)
     lookup = {(tie, d_k): [train_lookup(tie, d_k, lookup_steps, seed=seed + s, device=device) for s in range(seeds)]
               for d_k in d_ks for tie in (False, True)}
-    print(f"\n2. K != V (the attention article §2.2.3): look up the content stored at an address (8 addresses, "
+    print(f"\n2. K != V ({cite('attention', '2.2.3')}): look up the content stored at an address (8 addresses, "
           f"6 stored,\n   one head, {lookup_steps} Adam steps{f', {seeds} seeds' if seeds > 1 else ''}):")
     print(table(['d_k', 'W_V separate: params', 'accuracy', 'W_V = W_K: params', 'accuracy'],
                 [[d_k] + [v for tie in (False, True) for v in
@@ -257,9 +259,9 @@ def run(steps=200, lookup_steps=400, seed=0, full=False, device='cpu'):
 
     four = fourth_projection(seed=seed, device=device)
     a, b, c = four['abc']
-    print(f"\n3. A fourth projection (§2.2.4: 'U = a Q + b K + c V'): for a random W_U (64 x 64, initialised like "
-          f"W_Q, W_K, W_V)\n   the best scalars are a = {a:.3f}, b = {b:.3f}, c = {c:.3f}, and they leave "
-          f"{four['residual']:.1%} of W_U unexplained.")
+    print(f"\n3. A fourth projection ({cite('attention', '2.2.4')}: 'U = a Q + b K + c V'): for a random W_U "
+          f"(64 x 64,\n   initialised like W_Q, W_K, W_V) the best scalars are a = {a:.3f}, b = {b:.3f}, "
+          f"c = {c:.3f}, and they leave\n   {four['residual']:.1%} of W_U unexplained.")
     print("The article's formula is wrong: a fourth projection is not a combination of the three.  What is true "
           "is that a\nfourth matrix in a role already filled adds parameters but nothing the model can express:")
     print(table(['check', 'largest difference'],
@@ -271,8 +273,9 @@ def run(steps=200, lookup_steps=400, seed=0, full=False, device='cpu'):
     v2 = article.DEEPSEEK_V2
     shape = (v2['d_model'], v2['n_heads'], v2['d_head'], v2['d_rope'])
     v2_full, v2_small = query_parameters(*shape), query_parameters(*shape, v2['d_cq'])
-    print("\n4. MLA (§2.2.4: 'Q 保持完整', Q stays full).  MultiHeadLatentAttention(d_model = 64, 4 heads, d_c = 16) "
-          "with full queries\n   and with d_cq = 24 (queries compressed too), counted on the modules:")
+    print(f"\n4. MLA ({cite('attention', '2.2.4')}: 'Q 保持完整', Q stays full).  MultiHeadLatentAttention"
+          "(d_model = 64, 4 heads,\n   d_c = 16) with full queries and with d_cq = 24 (queries compressed too), "
+          "counted on the modules:")
     print(table(['queries', 'query-path parameters', 'cached numbers per token'],
                 [['full (d_cq = None)', full_q, full_cache], ['compressed (d_cq = 24)', small_q, small_cache]]))
     print(f"DeepSeek-V2 (d_model = {v2['d_model']}, {v2['n_heads']} heads of {v2['d_head']} + {v2['d_rope']} RoPE) "
@@ -281,15 +284,15 @@ def run(steps=200, lookup_steps=400, seed=0, full=False, device='cpu'):
           "holds is\nthat queries are never cached, so compressing them saves no cache (in transformer.mla: d_cq).")
 
     it = it_table()
-    print("\n5. The 'it' table (the attention article §2.1.3).  'gap to street' = ln(p / p_street): how much "
+    print(f"\n5. The 'it' table ({cite('attention', '2.1.3')}).  'gap to street' = ln(p / p_street): how much "
           "larger that word's\n   scaled score q . k / sqrt(d_k) must be than street's to get its weight:")
     print(table(['word', 'weight', 'gap to street'], [[w, p, it['gaps'].get(w, '')] for w, p in IT_TABLE], fmt='.3f'))
-    print(f"The weights sum to {it['sum']:.2f}: a distribution, as softmax rows are; 'other words' are the "
+    print(f"The weights sum to {it['sum']:.2f}: a distribution, as softmax rows are;\n'other words' are the "
           f"{len(it['others'])} words {', '.join(it['others'])} ({it['each_other']:.4f} each).\n"
-          f"§2.6's heat map shows the 'it' row over five of these words, summing to {it['heat_sum']:.2f}, but gives "
-          f"'The' {it['heat_the']:.2f} alone\n(§2.1.3: 'The' is among the 6 'other words' sharing 0.05).  With "
-          f"because at 0.05 as well, the remaining five words would get 0,\nwhich a softmax never gives: the two "
-          "tables do not quite agree.")
+          f"The heat map of {cite('attention', '2.6')} shows the 'it' row over five of these words, summing to "
+          f"{it['heat_sum']:.2f},\nbut gives 'The' {it['heat_the']:.2f} alone ({cite('attention', '2.1.3')}: 'The' "
+          "is among the 6 'other words' sharing 0.05).\nWith because at 0.05 as well, the remaining five words "
+          "would get 0, which a softmax never gives: the two tables\ndo not quite agree.")
     return {'x0': (S, A), 'diagonal': (is_max, on_diag), 'copy': results, 'lookup': lookup, 'fourth': four,
             'mla': mla, 'deepseek_v2_queries': (v2_full, v2_small), 'it': it}
 

@@ -29,6 +29,7 @@ from transformer import EncoderLayer, LayerNorm
 from transformer import article_data as article
 
 from . import article_trace
+from .articles import cite
 from .report import command_line, options_of, run_lesson, save_lines, table
 from .toy_training import fit
 
@@ -53,7 +54,8 @@ def stream(norm, n_layers=96, d_model=64, n_heads=4, B=4, n=8, at=tuple(STREAM_T
         for l, layer in enumerate(layers, 1):
             x = layer(x)
             if l in at:
-                out[l] = (cosine(x0, x).mean().item(), ((x - x0) ** 2).sum().sqrt().item() / (x0 ** 2).sum().sqrt().item())
+                added = ((x - x0) ** 2).sum().sqrt() / (x0 ** 2).sum().sqrt()
+                out[l] = (cosine(x0, x).mean().item(), added.item())
     return out
 
 
@@ -135,29 +137,32 @@ def trains(error):
 def run(steps=150, seed=0, full=False, device='cpu'):
     depths, steps = ((2, 4, 8, 20, 56, 110), 300) if full else ((2, 8, 24), steps)
     runs = {norm: stream(norm, seed=seed, device=device) for norm in ('pre', 'post')}
-    print("1. What is left of x_0 after l EncoderLayers (d_model = 64, fresh weights); beside it the attention "
-          "article's\n   §2.3.5 E table (original information 100% at every layer, plus the 'new' share):")
+    print("1. What is left of x_0 after l EncoderLayers (d_model = 64, fresh weights); beside it "
+          f"{cite('attention', '2.3.5')}'s\n   table E (original information 100% at every layer, plus the 'new' "
+          "share):")
     print(table(['layer l', 'article: kept', 'article: new', 'Pre-LN cos(x_0, x_l)', '|x_l - x_0| / |x_0|',
                  'Post-LN cos(x_0, x_l)', '|x_l - x_0| / |x_0|'],
-                [[l, '100%', f"{new:.0%}", *(f"{v:.2f}" for v in runs['pre'][l]), *(f"{v:.2f}" for v in runs['post'][l])]
-                 for l, new in STREAM_TABLE.items()]))
+                [[l, '100%', f"{new:.0%}", *(f"{v:.2f}" for v in runs['pre'][l]),
+                  *(f"{v:.2f}" for v in runs['post'][l])] for l, new in STREAM_TABLE.items()]))
     pre_96, post_96 = runs['pre'][96], runs['post'][96]
     print(f"In Pre-LN x_l = x_0 + f_1 + ... + f_l: the x_0 term is never rescaled, but by layer 96 the layers have "
           f"added {pre_96[1]:.1f}x its\nlength and x_0's direction is only cos = {pre_96[0]:.2f} of the stream.  In "
           f"Post-LN each LayerNorm rescales the sum: cos = {post_96[0]:.2f}\nat layer 96, x_0 is gone.  '100% kept' "
           "is wrong as a measure: the term stays (Pre-LN), its share does not.")
     (layer, normed) = article_layer(device=device)
-    print("\nThe deep dive's own trace (§7.3 (d)): cos(word₀, word₁) after one Post-LN layer (d_model = 12), printed "
-          "vs 20 fresh\ninitialisations of EncoderLayer(12, 3, 48, norm='post'), and LayerNorm alone, cos(X0, LN(X0)):")
+    print(f"\nThe deep dive's own trace, {cite('deep_dive', '7.3')} (d): cos(word₀, word₁) after one Post-LN layer "
+          "(d_model = 12),\nprinted vs 20 fresh initialisations of EncoderLayer(12, 3, 48, norm='post'), and "
+          "LayerNorm alone, cos(X0, LN(X0)):")
     print(table(['word', 'article', 'EncoderLayer: mean', 'min', 'max', 'LayerNorm(X0) alone'],
                 [[w, COS_X0_X1_PRINTED[w], *layer[w], normed[w]] for w in article.TOKENS], fmt='.3f'))
     print("The deep dive itself measures 42% (猫) and 12-13% (吃, 鱼) after one layer, not 100%; fresh layers give "
-          "a similar\npicture (猫 keeps the most).  Much of it is LayerNorm alone: the article's embeddings are all positive, and "
-          "subtracting each row's mean\nturns the vector.")
+          "a similar\npicture (猫 keeps the most).  Much of it is LayerNorm alone: the article's embeddings are all "
+          "positive, and\nsubtracting each row's mean turns the vector.")
 
     sweep = depth_sweep(depths, steps, seed=seed, device=device)
-    print(f"\n2. Trainability vs depth: MLP blocks of width 32 fitting a random teacher, {steps} Adam steps; error = "
-          "MSE / Var(target):")
+    print(f"\n2. Trainability vs depth ({cite('deep_dive', '4.1')}: 56 vs 20 layers; {cite('attention', '2.3.5')} C: "
+          "'< 20' vs '> 100' layers):\n   MLP blocks of width 32 fitting a random teacher, "
+          f"{steps} Adam steps; error = MSE / Var(target):")
     print(table(['blocks', 'plain: error', 'learns?', 'residual: error', 'learns?'],
                 [[d, sweep[d, False], 'yes' if trains(sweep[d, False]) else 'no', sweep[d, True],
                   'yes' if trains(sweep[d, True]) else 'no'] for d in depths]))
@@ -168,7 +173,8 @@ def run(steps=150, seed=0, full=False, device='cpu'):
            f"; the residual one at {residual_fails[0]}") +
           f" (deepest: {depths[-1]}).\nDeeper plain nets do worse than shallower ones on the training data itself, "
           "as ResNet found at 56 vs 20 layers\n(there on images, with BatchNorm; here a toy): the article's story "
-          "holds." + ("" if full else "  --full trains 56 and 110 blocks."))
+          "holds." + (f"  Residual blocks train at {depths[-1]}: the attention article's '> 100 layers' holds here."
+                      if full and not residual_fails else "" if full else "  --full trains 56 and 110 blocks."))
     save_lines('residual_stream_depth', {'plain': [sweep[d, False] for d in depths],
                                          'residual': [sweep[d, True] for d in depths]}, 'blocks',
                'final MSE / Var(target)', 'Trainability vs depth: plain vs residual blocks', x=list(depths), logx=True)

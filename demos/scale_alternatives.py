@@ -29,6 +29,7 @@ import microtensor as mt
 from transformer import LayerNorm, MultiHeadAttention
 
 from . import qkv_roles
+from .articles import cite
 from .report import command_line, options_of, run_lesson, table
 
 SECTIONS = [('architecture', '2.4.1'), ('architecture', '2.4.2'), ('attention', '2.3.3'), ('deep_dive', '1.5')]
@@ -99,7 +100,7 @@ def run(rows=200, steps=200, seed=0, full=False, device='cpu'):
     rows, steps = (2000, 1000) if full else (rows, steps)
     d = dot_products(rows=rows, seed=seed, device=device)
     z = 30 / math.sqrt(128)
-    print(f"1. q . k at d_k = 128 (the architecture article §2.4.1: std ≈ 11.3, 'spread over ±30'), "
+    print(f"1. q . k at d_k = 128 ({cite('architecture', '2.4.1')}: std ≈ 11.3, 'spread over ±30'), "
           f"{rows} rows of 512 keys:")
     print(table(['', 'measured', 'normal distribution'],
                 [['std of q . k', f"{d['std']:.2f}", f"{math.sqrt(128):.2f}"],
@@ -112,8 +113,8 @@ def run(rows=200, steps=200, seed=0, full=False, device='cpu'):
           "the typical score (68% lie within ±11.3): it holds.")
 
     pre = pre_ln_scores(device=device)
-    print("\n2. Alternatives to the scale (§2.4.2).  Pre-LN: one head on LayerNorm(x), no scale (scale = 1), "
-          "default initialisation:")
+    print(f"\n2. Alternatives to the scale ({cite('architecture', '2.4.2')}).  Pre-LN: one head on LayerNorm(x), "
+          "no scale\n   (scale = 1), default initialisation:")
     first = min(pre)
     print(table(['d_k', 'std of q . k', 'std / sqrt(d_k)', 'growth since d_k = ' + str(first)],
                 [[d_k, s, s / math.sqrt(d_k), f"{s / pre[first]:.1f}x (sqrt: {math.sqrt(d_k / first):.1f}x)"]
@@ -130,7 +131,7 @@ def run(rows=200, steps=200, seed=0, full=False, device='cpu'):
     trained = trained_scores(steps, seed, device)
     (p5, slope5), (p12, slope12), (p20, slope20) = (softmax_and_slope(x, device)
                                                     for x in ([5.0, -5.0], [1.2, -0.3], [20.0, -5.0]))
-    print(f"\n3. 'Softmax inputs should be within -5 and +5' (the attention article §2.3.3).  The copy-the-previous-"
+    print(f"\n3. 'Softmax inputs should be within -5 and +5' ({cite('attention', '2.3.3')}).  The copy-the-previous-"
           f"token model\n   after {steps} Adam steps ({trained['accuracy']:.0%} test accuracy, weight on t-1 "
           f"{trained['back']:.3f}):")
     print(table(['scaled scores', 'value'],
@@ -141,12 +142,12 @@ def run(rows=200, steps=200, seed=0, full=False, device='cpu'):
           "what sets the softmax's softness is the spread\nwithin a row, and a model that has learned a sharp "
           "pattern has a wide one on purpose.")
 
-    print("\n4. The deep dive's two examples (§1.5), computed:")
+    print(f"\n4. The two examples of {cite('deep_dive', '1.5')}, computed:")
     print(table(['x', 'softmax(x)', 'dp_1/dx_1 = p_1 (1 - p_1)'],
                 [['(1.2, -0.3)', f"[{p12[0]:.3f}, {p12[1]:.3f}]", f"{slope12:.4f}"],
                  ['(20, -5)', f"[{p20[0]:.12f}, {p20[1]:.1e}]", f"{slope20:.1e}"]]))
     print(f"softmax(1.2, -0.3) = [{p12[0]:.3f}, {p12[1]:.3f}], whose gradient {slope12:.3f} is near the largest "
-          f"possible, 0.25;\nsoftmax(20, -5) is one-hot to 11 decimals (the article's [0.999, 0.000] understates "
+          f"possible, 0.25;\nsoftmax(20, -5) is one-hot to 11 decimals (the article's [0.999, 0.000]\nunderstates "
           f"it), and its gradient is {slope20:.0e}: both claims hold.")
     return {'dot': d, 'pre_ln': pre, 'small_d_k': small, 'trained': trained, 'softmax': {
         (5.0, -5.0): (p5, slope5), (1.2, -0.3): (p12, slope12), (20.0, -5.0): (p20, slope20)}}
