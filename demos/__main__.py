@@ -29,7 +29,7 @@ LESSONS = [
     ('train_gpt', 'a tiny character GPT: training, checkpoints, sampling at several temperatures'),
     ('train_reverse', 'a tiny encoder-decoder Transformer learns to reverse digit sequences'),
     ('attention_by_hand', '我爱你 by hand (2 rows misprinted), hard vs soft attention, the small numbers'),
-    ('why_separate_qk', 'W^Q = W^K gives symmetric scores; copying the previous token: shared vs separate'),
+    ('why_separate_qk', 'W_Q = W_K gives symmetric scores; copying the previous token: shared vs separate'),
     ('kv_cache', 'MHA/GQA/MQA/MLA cache per token, measured; what the "93.3%" compares'),
     ('scale_variants', '1/sqrt(d_k), 1/d_k, no scale, learned: score variance, sharpness, training'),
     ('attention_cost', 'time and memory vs n: attention O(n^2 d) but parallel, the RNN serial'),

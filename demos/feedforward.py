@@ -1,6 +1,6 @@
 """Lesson: the feed-forward network -- why it needs its activation, GELU vs ReLU, and where the parameters are.
 
-The deep-dive article (§6.1): FFN(x) = GELU(x W_1 + b_1) W_2 + b_2, d_ff = 4 d_model.
+The deep dive (§6.1): FFN(x) = GELU(x W_1 + b_1) W_2 + b_2, d_ff = 4 d_model.
 "The activation introduces the non-linearity.  Without it, two stacked linear maps are one
 linear map -- 'the composition of two linear layers is still a linear layer': stacking
 them is wasted."  "The original paper uses ReLU; modern implementations have moved to GELU

@@ -1,6 +1,6 @@
 """Lesson: LayerNorm normalises each token on its own; BatchNorm depends on the batch.
 
-The deep-dive article (§5.2-5.3).  LayerNorm, for one token's vector x in R^d:
+The deep dive (§5.2-5.3).  LayerNorm, for one token's vector x in R^d:
 
     mu = mean(x),  sigma^2 = mean((x - mu)^2),  x_hat = (x - mu) / sqrt(sigma^2 + eps),  y = gamma * x_hat + beta
 
@@ -44,7 +44,7 @@ def article_example():
 def token_in_company(d=8, companions=3, seed=0, device='cpu'):
     """The same token x normalised in different batches; {situation: (LayerNorm(x), BatchNorm(x) or error)}.
 
-    Each situation puts x (row 0) in a batch (N, d) or a padded sentence (1, T, d) and
+    Each situation puts x (row 0) in a batch (N, d) or a padded sentence (1, n, d) and
     reads back the output for x.  BatchNorm1d is in training mode (batch statistics)
     except in the last situation, which uses the running averages of the earlier batches.
     """

@@ -229,21 +229,27 @@ def median_seconds(fn, repeats, warmup=0):
 
 
 # ---------------------------------------------------------------------------- plots
-def save_lines(name, series, xlabel, ylabel, title, x=None, logx=False, logy=True, folder=RUNS):
-    """One line per {label: y values} (against x, default 1, 2, ...), log axes as asked; see save_plot."""
-    def draw(ax):
-        # each its own line style and marker, markers staggered and earlier lines wider: curves that
-        # coincide stay visible
-        for i, ((label, ys), style) in enumerate(zip(series.items(), ('o-', 's--', '^:', 'v-.', 'd-', 'x--'))):
-            every = max(1, len(ys) // 12)
-            ax.plot(x or range(1, len(ys) + 1), ys, style, markersize=5, fillstyle='none', label=label,
-                    markevery=(i * every // len(series), every), linewidth=max(1.0, 3.0 - 0.6 * i))
-        ax.set(xlabel=xlabel, ylabel=ylabel, xscale='log' if logx else 'linear', yscale='log' if logy else 'linear')
-        if logx and x:  # label the measured x values themselves, not powers of ten
-            ax.set_xticks(x, [f"{v:g}" for v in x])
-            ax.tick_params(axis='x', which='minor', bottom=False, labelbottom=False)
-        ax.legend()
-    return save_plot(name, draw, title, folder)
+def save_lines(name, series, xlabel, ylabel, title, x=None, logx=False, logy=True, folder=RUNS, mark=None):
+    """One line per {label: y values} (against x, default 1, 2, ...), log axes as asked; mark=(x, label): a
+    dotted vertical line there (say, the training length); see save_plot."""
+    return save_plot(name, lambda ax: draw_lines(ax, series, xlabel, ylabel, x, logx, logy, mark), title, folder)
+
+
+def draw_lines(ax, series, xlabel, ylabel, x=None, logx=False, logy=True, mark=None):
+    """save_lines's drawing on one matplotlib axis (a panel of save_plot(..., panels=k))."""
+    # each its own line style and marker, markers staggered and earlier lines wider: curves that
+    # coincide stay visible
+    for i, ((label, ys), style) in enumerate(zip(series.items(), ('o-', 's--', '^:', 'v-.', 'd-', 'x--'))):
+        every = max(1, len(ys) // 12)
+        ax.plot(x or range(1, len(ys) + 1), ys, style, markersize=5, fillstyle='none', label=label,
+                markevery=(i * every // len(series), every), linewidth=max(1.0, 3.0 - 0.6 * i))
+    ax.set(xlabel=xlabel, ylabel=ylabel, xscale='log' if logx else 'linear', yscale='log' if logy else 'linear')
+    if mark is not None:
+        ax.axvline(mark[0], color='grey', linestyle=':', label=mark[1])
+    if logx and x:  # label the measured x values themselves, not powers of ten
+        ax.set_xticks(x, [f"{v:g}" for v in x])
+        ax.tick_params(axis='x', which='minor', bottom=False, labelbottom=False)
+    ax.legend()
 
 
 def save_heatmaps(name, matrices, rows, columns, title, fmt='.2f', folder=RUNS):

@@ -1,6 +1,6 @@
 """Lesson: temperature.  softmax(x / T): low T -> near-argmax, high T -> flatter.
 
-The article's table (attention-atom §2.4.2): T = 0.2 "extremely sharp, near argmax",
+The article's table (the attention article §2.4.2): T = 0.2 "extremely sharp, near argmax",
 0.7 "moderate", 1.0 "standard softmax", 1.5 "smooth, diverse".  The same division
 appears inside attention as 1/sqrt(d_k): a "training-time temperature".
 

@@ -1,6 +1,6 @@
 """Lesson: a tiny encoder-decoder Transformer learns to reverse digit sequences.
 
-The original architecture (transformer-architecture article; deep-dive §7.5): the
+The original architecture (the architecture article; the deep dive §7.5): the
 encoder reads the whole source at once; the decoder writes the target one token at a
 time with "masked self-attention" (it "cannot peek at" the tokens after its own) and
 "cross-attention: the decoder's junction with the encoder.  Each decoder word uses its

@@ -13,7 +13,7 @@ import pytest
 
 import microtensor as mt
 from demos import __main__ as tour
-from demos import layernorm_vs_batchnorm, report, train_gpt, train_xor
+from demos import articles, layernorm_vs_batchnorm, report, train_gpt, train_xor
 from readme import ROOT
 
 from conftest import DEVICES
@@ -237,12 +237,26 @@ TINY = {  # lesson: (argv, check(result, device))
 }
 
 
+TINY['train_gpt'] = (['--steps', '4', '--batch-size', '2', '--context', '16', '--d-model', '16', '--n-layers', '1',
+                      '--n-heads', '2', '--log-every', '2', '--eval-every', '4', '--ckpt-every', '4',
+                      '--sample-length', '8'],
+                     lambda r, d: len(r['losses']) == 4 and r['model'].parameters()[0].device == d)
+
+
+def test_every_lesson_has_a_tiny_run():
+    assert sorted(TINY) == sorted(ALL)
+
+
 @pytest.mark.parametrize('device', DEVICES)
-@pytest.mark.parametrize('name', OWN)
-def test_tiny_run_through_python_m_demos_lands_on_the_device(name, device):
+@pytest.mark.parametrize('name', sorted(TINY))
+def test_tiny_run_through_python_m_demos_lands_on_the_device(name, device, capsys):
     argv, check = TINY[name]
     result = tour.main([name, *argv, '--device', device])[name]
     assert check(result, device)
+    out = capsys.readouterr().out
+    assert 'issue' not in out.lower()  # the lessons speak of the articles, never of how they were made
+    header = articles.header(lesson(name).SECTIONS)  # the lesson names its articles and sections first
+    assert out.index(header) < out.index('\n', out.index(f"=== {name}:")) + 2
 
 
 CUDA_RUN = {'train_xor': dict(steps=2), 'temperature': {}, 'article_trace': {},

@@ -46,6 +46,8 @@ def test_article_trace_reproduces_the_printed_numbers_and_finds_the_pe_typos(cap
     for head in (1, 2):
         assert article_trace.max_difference(result['weights'][head].tolist(), article.LAYER1_WEIGHTS[head]) < 1e-4
     assert 'typo' in capsys.readouterr().out
+    low, high = result['head1_range']  # the article's "30%-37%" for head 1, from its own table
+    assert (round(100 * low, 1), round(100 * high, 1)) == (27.6, 37.2)
 
 
 def test_softmax_saturation_variance_and_gradient():
