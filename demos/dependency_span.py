@@ -51,14 +51,14 @@ def recall_batch(rng, B, n, device='cpu'):
 
 
 def span(kind, k, steps=300, B=32, seed=0, device='cpu'):
-    """Test accuracy of Recall(kind) trained to carry a token over k steps."""
+    """(test accuracy, device) of Recall(kind) trained to carry a token over k steps."""
     mt.manual_seed(seed)
     model = Recall(kind, k + 1).to(device)
     rng = random.Random(seed)
     fit(model, lambda step: recall_batch(rng, B, k + 1, device), steps, 'dependency_span')
     ids, targets = recall_batch(random.Random(seed + 10 ** 6), 512, k + 1, device)
     with mt.no_grad():
-        return accuracy(model(ids), targets)
+        return accuracy(model(ids), targets), model.head.weight.device
 
 
 def learned(acc):
@@ -68,8 +68,9 @@ def learned(acc):
 
 def run(steps=300, seed=0, full=False, device='cpu'):
     distances, steps = ((3, 6, 12, 18, 24, 36, 48), 2000) if full else ((3, 6, 12, 24), steps)
-    results = {(kind, k): span(kind, k, steps, seed=seed, device=device) for k in distances
-               for kind in ('rnn', 'attention')}
+    runs = {(kind, k): span(kind, k, steps, seed=seed, device=device) for k in distances
+            for kind in ('rnn', 'attention')}
+    results = {key: acc for key, (acc, _) in runs.items()}
     print(f"Output the first of k + 1 random tokens ({VOCAB} symbols) at the end, {steps} Adam steps\n"
           f"({cite('attention', '2.1.1')}: 'more than 10-20 time steps'):")
     print(table(['distance k', 'RNN: test accuracy', 'attention: test accuracy'],
@@ -85,7 +86,7 @@ def run(steps=300, seed=0, full=False, device='cpu'):
           ("The article's '10-20 steps' holds here: the RNN's reach ends in that range or before it"
            if rnn_fails and rnn_fails[0] <= 24 else "The RNN reached further than the article's 10-20 steps here") +
           ("\n(with this training budget; --full trains 2000 steps)." if not full else "."))
-    return {'accuracy': results, 'rnn_fails': rnn_fails, 'attention_fails': attention_fails, 'rnn_reach': reach}
+    return {'device': runs['rnn', distances[0]][1], 'accuracy': results, 'rnn_fails': rnn_fails, 'attention_fails': attention_fails, 'rnn_reach': reach}
 
 
 def main(argv=None):

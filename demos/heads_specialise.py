@@ -101,7 +101,7 @@ def train_neighbours(n_heads, steps=300, n=8, B=32, seed=0, device='cpu'):
     A = model.attention.last_weights.mean(axis=0)                    # (h, n, n)
     inner = range(1, n - 1)
     offsets = [[sum(A[h, t, t + d].item() for t in inner) / len(inner) for d in (-1, 0, 1)] for h in range(n_heads)]
-    return {'losses': losses, 'accuracy': hits, 'offsets': offsets}
+    return {'losses': losses, 'accuracy': hits, 'offsets': offsets, 'device': model.previous.weight.device}
 
 
 def role(weights):
@@ -150,7 +150,7 @@ def run(steps=300, seed=0, full=False, device='cpu'):
            "training did -- the emergence the deep dive describes\n"
            f"({cite('deep_dive', '2.3')}: 'this is not design, it is emergence')." if split else
            "No head count tried here split the two jobs between heads."))
-    return {'tables': facts, 'most_uniform': most_uniform, 'most_local': most_local, 'training': results,
+    return {'device': results[1]['device'], 'tables': facts, 'most_uniform': most_uniform, 'most_local': most_local, 'training': results,
             'roles': roles, 'split': split}
 
 

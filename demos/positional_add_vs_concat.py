@@ -82,7 +82,8 @@ VARIANTS = {'add: tokens 16 + PE 16 -> 16': dict(d_tok=16, mode='add'),
 
 
 def train_variant(options, steps=300, n=16, B=32, seed=0, device='cpu'):
-    """(parameters, final loss, test accuracy) of CopyPrevious(PositionedTokens(**options)) trained with Adam."""
+    """(parameters, final loss, test accuracy, device) of CopyPrevious(PositionedTokens(**options)) trained with
+    Adam."""
     mt.manual_seed(seed)
     model = CopyPrevious(PositionedTokens(10, **options)).to(device)
     losses = fit(model, lambda step: (lambda ids: (ids, ids[:, :-1]))(
@@ -90,7 +91,8 @@ def train_variant(options, steps=300, n=16, B=32, seed=0, device='cpu'):
         loss=lambda logits, targets: mt.cross_entropy(logits[:, 1:], targets))
     ids = why_separate_qk.copy_batch(10 ** 6, 256, n, 10, seed, device)
     with mt.no_grad():
-        return model.num_parameters(), tail_mean(losses), accuracy(model(ids)[:, 1:], ids[:, :-1])
+        return (model.num_parameters(), tail_mean(losses), accuracy(model(ids)[:, 1:], ids[:, :-1]),
+                model.head.weight.device)
 
 
 def interference(d_model, vocab=1000, n=64, seed=0, device='cpu'):
@@ -152,7 +154,7 @@ def run(steps=300, seed=0, full=False, device='cpu'):
           + " (random directions: about sqrt(2 / (pi d)) = "
           + ', '.join(f"{math.sqrt(2 / (math.pi * d)):.3f}" for d in cos) + "):\nin a wide space the two hardly "
           "collide, in a narrow one they do.")
-    return {'dots': dots, 'rises': rises, 'same': same, 'parameters': (layer_512, layer_1024, back),
+    return {'device': results[add_name][0][3], 'dots': dots, 'rises': rises, 'same': same, 'parameters': (layer_512, layer_1024, back),
             'training': results, 'accuracy': acc, 'interference': cos}
 
 

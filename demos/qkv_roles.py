@@ -78,23 +78,23 @@ def diagonal_share(n=8, d=64, samples=200, seed=0, device='cpu'):
     return is_max.mean().item(), on_diagonal.mean().item()
 
 
-def copy_previous(projections, steps, T=8, d_model=32, B=32, seed=0, device='cpu'):
+def copy_previous(projections, steps, n=8, d_model=32, B=32, seed=0, device='cpu'):
     """Train why_separate_qk's CopyPrevious (position t outputs token t-1, one attention layer, no residual)
     with or without W_Q, W_K, W_V; returns {'losses', 'accuracy', 'back': mean weight on t-1, 'itself': on t,
     'model', 'scores': the test batch's scaled scores}."""
     mt.manual_seed(seed)
-    model = why_separate_qk.CopyPrevious(T=T, d_model=d_model).to(device)
+    model = why_separate_qk.CopyPrevious(n=n, d_model=d_model).to(device)
     if not projections:
         model.attention = NoProjections()
     losses = fit(model, lambda step: (lambda ids: (ids, ids[:, :-1]))(
-        why_separate_qk.copy_batch(step, B, T, 10, seed, device)), steps, 'qkv_roles',
+        why_separate_qk.copy_batch(step, B, n, 10, seed, device)), steps, 'qkv_roles',
         loss=lambda logits, targets: mt.cross_entropy(logits[:, 1:], targets))
-    ids = why_separate_qk.copy_batch(10 ** 6, 256, T, 10, seed, device)
+    ids = why_separate_qk.copy_batch(10 ** 6, 256, n, 10, seed, device)
     with mt.no_grad():
         acc = accuracy(model(ids)[:, 1:], ids[:, :-1])
-    A = model.attention.last_weights.reshape(-1, T, T).mean(axis=0)        # (T, T), over batch (and head)
-    back = sum(A[t, t - 1].item() for t in range(1, T)) / (T - 1)
-    itself = sum(A[t, t].item() for t in range(1, T)) / (T - 1)
+    A = model.attention.last_weights.reshape(-1, n, n).mean(axis=0)        # (n, n), over batch (and head)
+    back = sum(A[t, t - 1].item() for t in range(1, n)) / (n - 1)
+    itself = sum(A[t, t].item() for t in range(1, n)) / (n - 1)
     return {'losses': losses, 'accuracy': acc, 'back': back, 'itself': itself, 'model': model,
             'scores': getattr(model.attention, 'last_scores', None)}
 
@@ -185,7 +185,7 @@ def query_parameters(d_model, n_heads, d_head, d_rope, d_cq=None):
     return (0 if d_cq is None else d_model * d_cq) + width * n_heads * (d_head + d_rope)
 
 
-def mla_queries(d_model=64, n_heads=4, d_c=16, d_cq=24, T=5, seed=0, device='cpu'):
+def mla_queries(d_model=64, n_heads=4, d_c=16, d_cq=24, n=5, seed=0, device='cpu'):
     """A small MLA with full queries and with d_cq: {d_cq: (query parameters counted on the module,
     the same by query_parameters, cached numbers per token)}."""
     out = {}
@@ -195,8 +195,8 @@ def mla_queries(d_model=64, n_heads=4, d_c=16, d_cq=24, T=5, seed=0, device='cpu
         counted = sum(W.weight.size for W in (mla.W_DQ, mla.W_UQ, mla.W_QR) if W is not None)
         cache = KVCache()
         with mt.no_grad():
-            mla(mt.randn(1, T, d_model).to(device), mask=causal_mask(T, device=device), cache=cache)
-        per_token = (cache.K.size + cache.V.size) // T
+            mla(mt.randn(1, n, d_model).to(device), mask=causal_mask(n, device=device), cache=cache)
+        per_token = (cache.K.size + cache.V.size) // n
         out[q] = (counted, query_parameters(d_model, n_heads, mla.d_head, mla.d_rope, q), per_token)
     return out
 
@@ -293,7 +293,8 @@ def run(steps=200, lookup_steps=400, seed=0, full=False, device='cpu'):
           f"{it['heat_sum']:.2f},\nbut gives 'The' {it['heat_the']:.2f} alone ({cite('attention', '2.1.3')}: 'The' "
           "is among the 6 'other words' sharing 0.05).\nWith because at 0.05 as well, the remaining five words "
           "would get 0, which a softmax never gives: the two tables\ndo not quite agree.")
-    return {'x0': (S, A), 'diagonal': (is_max, on_diag), 'copy': results, 'lookup': lookup, 'fourth': four,
+    return {'device': results[True]['model'].head.weight.device,
+            'x0': (S, A), 'diagonal': (is_max, on_diag), 'copy': results, 'lookup': lookup, 'fourth': four,
             'mla': mla, 'deepseek_v2_queries': (v2_full, v2_small), 'it': it}
 
 

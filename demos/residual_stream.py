@@ -109,7 +109,7 @@ def mse(prediction, target):
 
 
 def depth_sweep(depths=(2, 8, 24), steps=150, n=512, B=64, seed=0, device='cpu'):
-    """{(depth, residual): final MSE / Var(target)} of DeepNets fitting a fixed random teacher
+    """{'errors': {(depth, residual): final MSE / Var(target)}, 'device'} of DeepNets fitting a fixed random teacher
     (16 -> 64 tanh -> 1) on n points, with Adam (lr 1e-3), the same batches for every net."""
     mt.manual_seed(seed + 1000)
     teacher = nn.Sequential(nn.Linear(16, 64), nn.Tanh(), nn.Linear(64, 1)).to(device)
@@ -126,7 +126,7 @@ def depth_sweep(depths=(2, 8, 24), steps=150, n=512, B=64, seed=0, device='cpu')
                 'residual_stream', lr=1e-3, loss=mse)
             with mt.no_grad():
                 out[depth, residual] = mse(net(X), Y).item() / variance
-    return out
+    return {'errors': out, 'device': net.out.weight.device}
 
 
 def trains(error):
@@ -159,7 +159,8 @@ def run(steps=150, seed=0, full=False, device='cpu'):
           "a similar\npicture (猫 keeps the most).  Much of it is LayerNorm alone: the article's embeddings are all "
           "positive, and\nsubtracting each row's mean turns the vector.")
 
-    sweep = depth_sweep(depths, steps, seed=seed, device=device)
+    swept = depth_sweep(depths, steps, seed=seed, device=device)
+    sweep = swept['errors']
     print(f"\n2. Trainability vs depth ({cite('deep_dive', '4.1')}: 56 vs 20 layers; {cite('attention', '2.3.5')} C: "
           "'< 20' vs '> 100' layers):\n   MLP blocks of width 32 fitting a random teacher, "
           f"{steps} Adam steps; error = MSE / Var(target):")
@@ -178,7 +179,7 @@ def run(steps=150, seed=0, full=False, device='cpu'):
     save_lines('residual_stream_depth', {'plain': [sweep[d, False] for d in depths],
                                          'residual': [sweep[d, True] for d in depths]}, 'blocks',
                'final MSE / Var(target)', 'Trainability vs depth: plain vs residual blocks', x=list(depths), logx=True)
-    return {'stream': runs, 'article_layer': layer, 'layernorm_alone': normed, 'sweep': sweep,
+    return {'device': swept['device'], 'stream': runs, 'article_layer': layer, 'layernorm_alone': normed, 'sweep': sweep,
             'plain_fails': plain_fails, 'residual_fails': residual_fails}
 
 

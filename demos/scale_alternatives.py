@@ -92,7 +92,8 @@ def trained_scores(steps=200, seed=0, device='cpu'):
     result = qkv_roles.copy_previous(True, steps, seed=seed, device=device)
     S = result['scores']
     spread = (S.max(axis=-1) - S.min(axis=-1)).mean().item()
-    return {'within': (S.abs() <= 5).astype('float64').mean().item(), 'largest': S.abs().max().item(),
+    return {'device': S.device, 'within': (S.abs() <= 5).astype('float64').mean().item(),
+            'largest': S.abs().max().item(),
             'spread': spread, 'back': result['back'], 'accuracy': result['accuracy']}
 
 
@@ -149,7 +150,7 @@ def run(rows=200, steps=200, seed=0, full=False, device='cpu'):
     print(f"softmax(1.2, -0.3) = [{p12[0]:.3f}, {p12[1]:.3f}], whose gradient {slope12:.3f} is near the largest "
           f"possible, 0.25;\nsoftmax(20, -5) is one-hot to 11 decimals (the article's [0.999, 0.000]\nunderstates "
           f"it), and its gradient is {slope20:.0e}: both claims hold.")
-    return {'dot': d, 'pre_ln': pre, 'small_d_k': small, 'trained': trained, 'softmax': {
+    return {'device': trained['device'], 'dot': d, 'pre_ln': pre, 'small_d_k': small, 'trained': trained, 'softmax': {
         (5.0, -5.0): (p5, slope5), (1.2, -0.3): (p12, slope12), (20.0, -5.0): (p20, slope20)}}
 
 

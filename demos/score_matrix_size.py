@@ -44,7 +44,7 @@ def vit_scores(seed=0, device='cpu'):
     with mt.no_grad():
         attention(X[None])
     shape = attention.last_weights.shape
-    return {'patches': X.shape, 'checked': checked, 'weights': shape, 'per_head': shape[-1] * shape[-2],
+    return {'device': attention.last_weights.device, 'patches': X.shape, 'checked': checked, 'weights': shape, 'per_head': shape[-1] * shape[-2],
             'per_layer': attention.last_weights.size}
 
 
@@ -89,7 +89,7 @@ def run(n_max=1024, seed=0, device='cpu'):
           f"holds.  Stored,\nthat is {10 ** 12 * per_score / 2 ** 40:.1f} TiB in float32 per head and layer.  "
           "Fused kernels (FlashAttention) never store the whole matrix, computing it\nin tiles, but still compute "
           "all 10^12 scores: hence the sparse and linear attention the article points to.")
-    return {'vit': vit, 'sizes': sizes}
+    return {'device': vit['device'], 'vit': vit, 'sizes': sizes}
 
 
 def main(argv=None):

@@ -146,7 +146,7 @@ def test_pe_dot_products_depend_on_the_distance_only_and_fall_only_in_a_wide_cod
 def test_adding_and_concatenating_both_learn_the_positional_task():
     results = {name: positional_add_vs_concat.train_variant(options, steps=300)
                for name, options in list(positional_add_vs_concat.VARIANTS.items())[:2]}
-    (add_params, _, add_acc), (concat_params, _, concat_acc) = results.values()
+    (add_params, _, add_acc, _), (concat_params, _, concat_acc, _) = results.values()
     assert add_acc > 0.9 and concat_acc > 0.9
     assert concat_params <= add_params                 # the same width: no more parameters
     assert positional_add_vs_concat.interference(512) < positional_add_vs_concat.interference(16) < 0.5
@@ -164,7 +164,7 @@ def test_the_residual_stream_does_not_keep_x0_at_100_percent():
 
 
 def test_the_plain_net_stops_training_at_a_lower_depth_than_the_residual_one():
-    sweep = residual_stream.depth_sweep(depths=(2, 24), steps=150)
+    sweep = residual_stream.depth_sweep(depths=(2, 24), steps=150)['errors']
     assert residual_stream.trains(sweep[2, False]) and not residual_stream.trains(sweep[24, False])
     assert residual_stream.trains(sweep[24, True])
     assert sweep[24, False] > sweep[2, False]          # deeper plain nets do worse on the training data
@@ -189,9 +189,9 @@ def test_an_ffn_stores_more_facts_than_a_linear_map_and_more_with_a_wider_hidden
 
 # ---------------------------------------------------------------------------- dependency_span
 def test_the_rnn_learns_a_short_dependency_but_not_a_long_one_and_attention_both():
-    assert dependency_span.span('rnn', 3, steps=300) > 0.9
-    assert dependency_span.span('rnn', 24, steps=300) < 0.3
-    assert dependency_span.span('attention', 24, steps=300) > 0.9
+    assert dependency_span.span('rnn', 3, steps=300)[0] > 0.9
+    assert dependency_span.span('rnn', 24, steps=300)[0] < 0.3
+    assert dependency_span.span('attention', 24, steps=300)[0] > 0.9
 
 
 # ---------------------------------------------------------------------------- score_matrix_size
