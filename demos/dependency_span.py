@@ -86,7 +86,8 @@ def run(steps=300, seed=0, full=False, device='cpu'):
           ("The article's '10-20 steps' holds here: the RNN's reach ends in that range or before it"
            if rnn_fails and rnn_fails[0] <= 24 else "The RNN reached further than the article's 10-20 steps here") +
           ("\n(with this training budget; --full trains 2000 steps)." if not full else "."))
-    return {'device': runs['rnn', distances[0]][1], 'accuracy': results, 'rnn_fails': rnn_fails, 'attention_fails': attention_fails, 'rnn_reach': reach}
+    return {'device': runs['rnn', distances[0]][1], 'accuracy': results, 'rnn_fails': rnn_fails,
+            'attention_fails': attention_fails, 'rnn_reach': reach}
 
 
 def main(argv=None):

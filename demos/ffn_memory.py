@@ -141,8 +141,8 @@ def run(facts=512, steps=300, seed=0, full=False, device='cpu'):
           "most active hidden unit alone writes towards the right object (chance\n" + f"{1 / facts:.1%}); the rest "
           "is spread over several units.  The architecture article's claim holds for this toy memory; that\nreal "
           "models keep their facts there is the research it cites, not something a toy can show.")
-    return {'device': stored[best][0].ffn.W_1.weight.device, 'by_hand': h, 'memory': {d_ff: (n, r) for d_ff, (_, n, r, _) in stored.items()}, 'reading': reading,
-            'x_mid_gap': gap}
+    return {'device': stored[best][0].ffn.W_1.weight.device, 'by_hand': h, 'reading': reading, 'x_mid_gap': gap,
+            'memory': {d_ff: (n, r) for d_ff, (_, n, r, _) in stored.items()}}
 
 
 def main(argv=None):

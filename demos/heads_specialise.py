@@ -143,14 +143,20 @@ def run(steps=300, seed=0, full=False, device='cpu'):
                 rows, fmt='.3f'))
     roles = {h: {role(w) for w in r['offsets']} for h, r in results.items()}
     split = [h for h in head_counts if {'previous token', 'next token'} <= roles[h]]
-    one = results[1]['accuracy']
-    print(f"(chance: 10%)  One head reaches {100 * one[0]:.0f}% (previous) / {100 * one[1]:.0f}% (next): it cannot look both ways "
-          "and keep the answers apart.\n" +
+    one, back, _, forward = results[1]['accuracy'], *results[1]['offsets'][0]
+    print(f"(chance: 10%)  One head has to look both ways at once (weights {back:.2f} / {forward:.2f}) and gets one "
+          "vector for both\nneighbours: " + (f"it reaches only {100 * one[0]:.0f}% (previous) / {100 * one[1]:.0f}% "
+                                            "(next)." if min(one) < 0.9 else
+                                            f"it still gets there, more slowly (final loss "
+                                            f"{tail_mean(results[1]['losses']):.3f} against "
+                                            f"{tail_mean(results[head_counts[1]]['losses']):.3f} with "
+                                            f"{head_counts[1]} heads).") + "\n" +
           (f"With {split[0]} heads, one head takes the previous token and another the next: nobody\nassigned them, "
            "training did -- the emergence the deep dive describes\n"
            f"({cite('deep_dive', '2.3')}: 'this is not design, it is emergence')." if split else
            "No head count tried here split the two jobs between heads."))
-    return {'device': results[1]['device'], 'tables': facts, 'most_uniform': most_uniform, 'most_local': most_local, 'training': results,
+    return {'device': results[1]['device'], 'tables': facts, 'most_uniform': most_uniform, 'most_local': most_local,
+            'training': results,
             'roles': roles, 'split': split}
 
 

@@ -179,8 +179,8 @@ def run(steps=150, seed=0, full=False, device='cpu'):
     save_lines('residual_stream_depth', {'plain': [sweep[d, False] for d in depths],
                                          'residual': [sweep[d, True] for d in depths]}, 'blocks',
                'final MSE / Var(target)', 'Trainability vs depth: plain vs residual blocks', x=list(depths), logx=True)
-    return {'device': swept['device'], 'stream': runs, 'article_layer': layer, 'layernorm_alone': normed, 'sweep': sweep,
-            'plain_fails': plain_fails, 'residual_fails': residual_fails}
+    return {'device': swept['device'], 'stream': runs, 'article_layer': layer, 'layernorm_alone': normed,
+            'sweep': sweep, 'plain_fails': plain_fails, 'residual_fails': residual_fails}
 
 
 def main(argv=None):

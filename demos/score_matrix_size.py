@@ -44,8 +44,8 @@ def vit_scores(seed=0, device='cpu'):
     with mt.no_grad():
         attention(X[None])
     shape = attention.last_weights.shape
-    return {'device': attention.last_weights.device, 'patches': X.shape, 'checked': checked, 'weights': shape, 'per_head': shape[-1] * shape[-2],
-            'per_layer': attention.last_weights.size}
+    return {'device': attention.last_weights.device, 'patches': X.shape, 'checked': checked, 'weights': shape,
+            'per_head': shape[-1] * shape[-2], 'per_layer': attention.last_weights.size}
 
 
 # ---------------------------------------------------------------------------- 2. n^2
