@@ -58,6 +58,7 @@ LESSONS = [
     ('ffn_memory', "the deep dive's FFN unit by hand; an FFN trained as a memory of facts"),
     ('dependency_span', 'how far back an RNN learns to look (the "10-20 steps"), against attention'),
     ('score_matrix_size', "ViT's 196 patches and their 196^2 scores; 10^6 tokens give 10^12"),
+    ('compare_with_torch', 'the same model in PyTorch (transformer.to_torch): every gradient side by side'),
 ]
 
 VIEWER_LESSONS = ('article_trace', 'softmax_saturation', 'residual_highway')  # --html: backward-pass viewer pages
@@ -115,7 +116,7 @@ def tour(lessons):
 
 def what_next(pages):
     """Where a learner goes after the lessons: the viewer pages, the debugger guide, the reading path."""
-    viewer = ("open " + ', '.join(pages) + " in a browser" if pages else
+    viewer = ("open in a browser:" + ''.join(f"\n      {page}" for page in pages) if pages else
               f"`python -m demos {VIEWER_LESSONS[0]} --html` writes one ({', '.join(VIEWER_LESSONS[1:])} take --html "
               "too; the whole tour, `python -m demos`, writes them all)")
     return ("\nWhat next:\n"

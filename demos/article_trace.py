@@ -106,7 +106,7 @@ def _vector(values):
 
 def run(device='cpu', html=False):
     pe = positional_table(device=device)
-    print("1. Sinusoidal PE, d_model = 12:  PE[pos, 2i] = sin(pos / 10000^(2i/12)), PE[pos, 2i+1] = cos(...)")
+    print("1. Sinusoidal PE (§7.2), d_model = 12:  PE[pos, 2i] = sin(pos / 10000^(2i/12)), PE[pos, 2i+1] = cos(...)")
     print(table(['pos'] + [f"d{j}" for j in range(12)], [[pos] + row for pos, row in enumerate(pe)], fmt='.4f'))
     typos = pe_typos(pe)
     wrong = {(pos, dim) for pos, dim, _, _ in typos}
@@ -118,7 +118,7 @@ def run(device='cpu', html=False):
     X0 = x0(device=device)
     printed_pe = [pe[0]] + [article.PE_PRINTED[p] + pe[p][6:] for p in (1, 2)]  # the typos in, the rest formula
     X0_with_typos = x0(printed_pe, device)
-    print("\n2. X0 = Embedding + PE, first 4 dimensions:")
+    print("\n2. X0 = Embedding + PE (§7.2), first 4 dimensions:")
     print(table(['word', 'article', 'with the formula PE', "with the article's PE"],
                 [[word, _vector(article.X0_PRINTED[i]), _vector(X0[i][:4]), _vector(X0_with_typos[i][:4])]
                  for i, word in enumerate(article.TOKENS)]))

@@ -209,7 +209,8 @@ def plot_love(A):
                                            linewidth=3))
         ax.set_xticks(range(3), ['key 1 (wo)', 'key 2 (ai)', 'key 3 (ni)'])
         ax.set_yticks(range(3), ['query 1 (wo)', 'query 2 (ai)', 'query 3 (ni)'])
-    return save_plot('attention_by_hand', draw, 'wo ai ni: softmax(S / 2), computed; framed red: the article prints another value')
+    return save_plot('attention_by_hand', draw,
+                     'wo ai ni: softmax(S / 2), computed; framed red: the article prints another value')
 
 
 def main(argv=None):

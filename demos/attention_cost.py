@@ -110,7 +110,8 @@ def run(max_n=1024, d=64, repeats=3, full=False, device='cpu'):
     print(table(['log-log slope against n', 'measured'], list(slopes.items()), fmt='.2f'))
     cross = crossing(rows)
     last = rows[-1]
-    print(f"Multiply-adds: the article's terms n^2 d and n d^2 are equal at n = d = {d}, and attention does more work\n"
+    print(f"Multiply-adds: the deep dive's terms (§8.1) n^2 d and n d^2 are equal at n = d = {d}, and attention does "
+          "more work\n"
           f"at every n (its 4 n d^2 projections alone are twice the RNN's 2 n d^2).  Sequential steps: attention\n"
           f"{last['attention_depth']} at every n (each a matrix product over all positions at once), the RNN "
           f"{last['rnn_depth']} at n = {last['n']}, one small step after another.")

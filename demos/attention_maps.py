@@ -30,7 +30,7 @@ from . import train_gpt, train_reverse
 from .report import RUNS, command_line, options_of, run_lesson, save_plot, table
 
 # the articles' sections this lesson checks (demos/articles.py)
-SECTIONS = [('attention', '2.6'), ('deep_dive', '2.6'), ('deep_dive', '8.3')]
+SECTIONS = [('attention', '2.6'), ('deep_dive', '2.6'), ('deep_dive', '7.5'), ('deep_dive', '8.3')]
 
 
 # ---------------------------------------------------------------------------- 1. reversal

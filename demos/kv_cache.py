@@ -196,7 +196,8 @@ def run(small=False, new_tokens=24, device='cpu'):
     if not small:
         ds = deepseek_comparison(rows)
         result['deepseek'] = ds
-        print("\nThe article's 'KV Cache reduced by 93.3%' (the DeepSeek-V2 paper: DeepSeek-V2 vs DeepSeek 67B):")
+        print("\nThe attention article's 'KV Cache 减少 93.3%' (§2.2.4), from the DeepSeek-V2 paper: DeepSeek-V2 vs "
+              "DeepSeek 67B:")
         print(table(['comparison', 'cache per token', 'reduction'], [
             ['DeepSeek 67B (GQA 8 x 128, 95 layers), bf16', f"{ds['old_numbers']:.0f} numbers x 16 bit", '-'],
             ['DeepSeek-V2 (MLA 512 + 64, 60 layers), bf16', f"{ds['v2_numbers']:.0f} numbers x 16 bit",

@@ -112,7 +112,7 @@ def _show(values, n=4):
 
 def run(d_model=8, companions=3, batch_sizes=BATCH_SIZES, seed=0, device='cpu'):
     y = article_example()
-    print(f"The article's example: LayerNorm([2, 8, -4, -6]) with its gamma, beta, eps = 0:\n"
+    print(f"The deep dive's example (§5.2): LayerNorm([2, 8, -4, -6]) with its gamma, beta, eps = 0:\n"
           f"  [{', '.join(f'{v:.3f}' for v in y)}]   article: {article.LAYERNORM_EXAMPLE['y']} "
           "(it rounds x_hat to 3 decimals first)")
     results = token_in_company(d_model, companions, seed, device)

@@ -205,7 +205,8 @@ def run(train_len=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu
           "positions")
     print(table(['i', 'dims', 'wavelength'], [[i, f"{2 * i},{2 * i + 1}", lam[i]] for i in (0, 1, 16, 64, 128, 255)]))
     pe = SinusoidalPositionalEncoding(512).table(7, dtype='float64', device=device).tolist()
-    print(f"The article: 2π = {2 * math.pi:.2f} to 10000·2π = {20000 * math.pi:.0f}.  The last pair is i = 255, "
+    print(f"The deep dive (§3.3): 2π = {2 * math.pi:.2f} to 10000·2π = {20000 * math.pi:.0f}.  The last pair is "
+          "i = 255, "
           f"whose wavelength is 2π 10000^(510/512) = {lam[-1]:.0f}\n(10000·2π would need i = d_model/2); "
           f"either way position 50000 is less than one period.  Pair 0 at positions 0 and 6: "
           f"({pe[0][0]:.2f}, {pe[0][1]:.2f}) vs ({pe[6][0]:.2f}, {pe[6][1]:.2f}), near as the article says.\n"

@@ -111,9 +111,11 @@ def run(steps=200, d_model=64, d_ks=D_KS, seed=0, full=False, device='cpu'):
 
     sgd = training(steps, d_model, seed, device, 'SGD')
     by_optimizer = {'Adam': results, 'SGD': sgd}
-    learn = {(opt, name): steps_to_learn(r['losses']) for opt, runs in by_optimizer.items() for name, r in runs.items()}
+    learn = {(opt, name): steps_to_learn(r['losses'])
+             for opt, runs in by_optimizer.items() for name, r in runs.items()}
     print(f"\n3. The same four trainings by plain SGD (lr {OPTIMIZERS['SGD'][1]}) next to Adam (lr "
-          f"{OPTIMIZERS['Adam'][1]}): the step where the loss first\n   drops below {LEARNED}, and the weight on t-1 at the end")
+          f"{OPTIMIZERS['Adam'][1]}): the step where the loss first\n   drops below {LEARNED}, and the weight on t-1 at "
+          "the end")
     print(table(['scale'] + [f"{opt}: {what}" for opt in by_optimizer for what in ('learned at step', 'weight on t-1')],
                 [[name] + [cell for opt, runs in by_optimizer.items()
                            for cell in (learn[opt, name] or f"not in {steps}", runs[name]['back'])]
@@ -123,9 +125,9 @@ def run(steps=200, d_model=64, d_ks=D_KS, seed=0, full=False, device='cpu'):
     sgd_x, adam_x = (f"{slowdown[opt]:.1f}x" if opt in slowdown else "(did not learn)" for opt in ('SGD', 'Adam'))
     print("The attention article's table (§2.3.3) rates the wrong scale 1/d_k 'extremely slow' (极慢): with SGD it\n"
           f"takes {sgd_x} the steps of 1/sqrt(d_k), with Adam {adam_x}.  SGD's step is the gradient itself, and 1/d_k\n"
-          "makes the gradients of W^Q, W^K sqrt(d_k) times smaller; Adam divides each gradient by its own running size,\n"
-          "which undoes most of that (the softmax_saturation lesson shows the same with the unscaled scores).  So\n"
-          "'slow' holds, 'extremely' depends on the optimizer, and 'extremely poor' does not: every run learns.")
+          "makes the gradients of W_Q, W_K sqrt(d_k) times smaller; Adam divides each gradient by its own running\n"
+          "size, which undoes most of that (softmax_saturation trains by SGD for the same reason).  So 'slow'\n"
+          "holds, 'extremely' depends on the optimizer, and 'extremely poor' does not: every run learns.")
     save_lines('scale_variants_sgd', {name: r['losses'] for name, r in sgd.items()}, 'step', 'cross-entropy',
                f"Copy the previous token, d_k = {d_model}: four scales (SGD, lr {OPTIMIZERS['SGD'][1]})")
     return {'statistics': rows, 'training': results, 'sgd': sgd, 'steps_to_learn': learn, 'summary': summary,

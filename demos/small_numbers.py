@@ -96,7 +96,7 @@ def attention_vs_rnn(n=512, d_model=64, n_heads=4, B=1, repeats=3, seed=0, devic
 def run(seq_len=512, n_layers=24, repeats=3, seed=0, device='cpu'):
     n = seq_len
     factors = per_layer_factors(n_layers, seed=seed, device=device)
-    print(f"1. The gradient's shrink per layer: 0.9 (the article) vs measured in {n_layers} EncoderLayers, "
+    print(f"1. The gradient's shrink per layer: 0.9 (the deep dive, §4.1) vs measured in {n_layers} EncoderLayers, "
           f"(|dL/dx_1| / |dL/dx_{n_layers}|)^(1/{n_layers - 1})")
     rows = [["the article's 0.9", '0.900', f"{100 * 0.9 ** 20:.1f}%", f"{100 * 0.9 ** 56:.2f}%"]]
     rows += [[label(*c), f"{f:.3f}", f"{100 * f ** 20:.3g}%", f"{100 * f ** 56:.3g}%"] for c, f in factors.items()]
@@ -111,15 +111,16 @@ def run(seq_len=512, n_layers=24, repeats=3, seed=0, device='cpu'):
           "and there it is optimistic.")
 
     before, after, y = layernorm_ranges(device)
-    print(f"\n2. LayerNorm of [2, 8, -4, -6] with the article's γ, β: y = [{', '.join(f'{v:.3f}' for v in y)}]")
+    print(f"\n2. LayerNorm of [2, 8, -4, -6] with the deep dive's γ, β (§5.2): "
+          f"y = [{', '.join(f'{v:.3f}' for v in y)}]")
     print(table(['', 'range'], [['x', f"{before:.3f}"], ['LayerNorm(x)', f"{after:.3f}"],
                                 ['ratio', f"{before / after:.2f}x"]]))
-    print(f"The article says 'nearly 6 times': it is {before / after:.1f}x.")
+    print(f"The article says '压缩了将近 6 倍' (nearly 6 times): it is {before / after:.1f}x.")
 
     stats = batchnorm_statistics(device=device)
-    print("\n3. BatchNorm1d on (B, 10 words, d) batches of N(0, 1) data: values behind each feature's statistic, "
-          "and how much\n   the batch mean of one feature varies from batch to batch (200 batches; its true "
-          "value is 0)")
+    print("\n3. BatchNorm1d (§5.3: 32 sentences x 10 words) on (B, 10 words, d) batches of N(0, 1) data: the values\n"
+          "   behind each feature's statistic, and how much the batch mean of one feature varies from batch to\n"
+          "   batch (200 batches; its true value is 0)")
     print(table(['batch size B', 'values per statistic', 'std of the batch mean', '1/sqrt(values)'],
                 [[B, n, f"{s:.4f}", f"{1 / math.sqrt(n):.4f}"] for B, (n, s) in stats.items()]))
     (n_big, s_big), (n_small, s_small) = stats[32], stats[2]
@@ -128,7 +129,8 @@ def run(seq_len=512, n_layers=24, repeats=3, seed=0, device='cpu'):
 
     timing = attention_vs_rnn(n, repeats=repeats, seed=seed, device=device)
     ratio = timing['rnn'] / timing['attention']
-    print(f"\n4. Forward + backward over n = {n} positions, d_model = 64, median of {repeats} runs on {device}:")
+    print(f"\n4. The deep dive's '快 10-100 倍' (§8.1): forward + backward over n = {n} positions, d_model = 64, "
+          f"median of {repeats} runs on {device}:")
     print(table(['layer', 'seconds', 'multiply-adds'],
                 [['self-attention (4 heads)', f"{timing['attention']:.4f}",
                   f"{4 * n * 64 * 64 + 2 * n * n * 64:,}"],

@@ -62,7 +62,7 @@ def saturation(d_k, scaled, B=32, n=16, seed=0, device='cpu', html=None):
     loss = (output * mt.randn(*output.shape).to(device)).sum()  # a random upstream gradient dL/doutput
     if html:
         scores.name, weights.name = 's (scores)', 'p (weights)'
-        save_viewer(html, loss, f"Attention, d_k = {d_k}, scale {'1/sqrt(d_k)' if scaled else 'none'}")
+        save_viewer(html, loss, f"Attention, d_k = {d_k}, {'scale 1/sqrt(d_k)' if scaled else 'no scale'}")
     else:
         loss.backward()
     stats = saturation_stats(scores, weights)
@@ -130,10 +130,12 @@ def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train
         html=False):
     B, n = batch_size, seq_len
     rows = sweep(d_ks, B=B, n=n, seed=seed, device=device)
+    print("Var(q . k) = d_k (the deep dive §1.5, the attention article §2.3.1); what it does to the softmax "
+          "(§2.3.2).")
     print(f"q, k, v ~ N(0, 1): {B} x {n} queries, n = {n} keys each; uniform attention would have "
           f"max p = 1/n = {1 / n:.3f}, entropy = log {n} = {math.log(n):.2f}")
     print(table(['d_k', 'scale', 'Var(scores)', 'max p', 'mean p(1-p)', 'entropy', 'passes', 'rows cut off'],
-                [[r['d_k'], '1/sqrt(d_k)' if r['scaled'] else 'none', r['var'], r['max_p'], r['p1p'], r['entropy'],
+                [[r['d_k'], '1/sqrt(d_k)' if r['scaled'] else 'no scale', r['var'], r['max_p'], r['p1p'], r['entropy'],
                   r['passes'], f"{100 * r['cut_off']:.1f}%"] for r in rows]))
     print("passes = |dL/ds| / |dL/dp| per query row (mean); cut off = rows passing less than 1e-3.\n"
           "With the scale Var(scores) stays ~1 and every d_k behaves alike; without it Var(scores) ~ d_k,\n"

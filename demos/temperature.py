@@ -32,7 +32,8 @@ def distributions(logits=LOGITS, temperatures=TEMPERATURES, device='cpu'):
 
 def run(logits=LOGITS, temperatures=TEMPERATURES, device='cpu'):
     rows = distributions(logits, temperatures, device)
-    print(f"softmax({list(logits)} / T)")
+    print(f"softmax({list(logits)} / T), T the temperature (the attention article's table, §2.4.2; its example "
+          "[2.0, 1.0, 0.1], §2.4.1)")
     print(table(['T'] + [f"p({x:g})" for x in logits] + [f"entropy (max {math.log(len(logits)):.3f})"],
                 [[f"{T:g}"] + p.tolist() + [entropy] for T, p, entropy in rows], fmt='.3f'))
     print("Low T puts almost all the mass on the largest logit (near argmax); high T spreads it.")

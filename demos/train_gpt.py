@@ -231,7 +231,7 @@ def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', re
         for i, value in enumerate(window):
             history['losses'].append(check_loss(value, done - len(window) + i + 1, 'train_gpt', TRIES))
         rates.append(len(window) * tokens_per_step / (time.perf_counter() - clock))
-        pending, memory = [], mt.backend.memory_pool_bytes(device)
+        pending, memory = [], mt.cuda.memory_pool_bytes(device)
         if memory is not None:
             history['memory'].append([done, memory])
         progress.log(done, sum(window) / len(window), schedule.lr, rates[-1], memory)
@@ -359,16 +359,18 @@ def default_prompt(corpus, text_file, text):
 
 
 def run(preset='tiny', corpus=None, text_file=None, out=os.path.join(RUNS, 'train_gpt'), device='cpu', resume=False,
-        stop_after=None, prompt=None, sample_length=160, **options):
+        stop_after=None, prompt=None, sample_length=160, fused=True, **options):
     """Load the text (corpus: 'poem' or 'stdlib', default the preset's; text_file: a UTF-8 file),
-    train on it (options: see train), print the losses, plot them and sample."""
+    train on it (options: see train; fused=False: with the textbook ops instead of the fused
+    layer's), print the losses, plot them and sample."""
     corpus = corpus or PRESETS[preset]['corpus']
     text, name = texts.load(corpus, text_file)
     prompt = default_prompt(corpus, text_file, text) if prompt is None else prompt
     unknown = sorted(set(prompt) - set(text))
     if unknown:  # found now, not after the training
         raise ValueError(f"train_gpt: the prompt holds characters the text never uses: {unknown}")
-    result = train(text, out, device, resume, stop_after, preset, **options)
+    with mt.fused(fused):  # the same numbers, faster (mt.fused: the fused layer, microtensor/fused/)
+        result = train(text, out, device, resume, stop_after, preset, **options)
     model, chars, losses, config = result['model'], result['chars'], result['losses'], result['config']
     train_text, val_text = texts.split(text, config['val_fraction'])
     print(f"\n{name}: {len(train_text):,} training and {len(val_text):,} validation characters; vocabulary of "
@@ -407,6 +409,9 @@ def main(argv=None):
         parser.add_argument('--out', default=os.path.join(RUNS, 'train_gpt'), help='folder for the checkpoint and plot')
         parser.add_argument('--stop-after', type=int, metavar='N',
                             help='stop after step N, as if interrupted (then --resume)')
+        parser.add_argument('--no-fused', dest='fused', action='store_false',
+                            help='train with the textbook ops, to step through them (slower; the fused layer is on '
+                                 'by default)')
         parser.add_argument('--prompt', help=f"the start of the samples (default: {PROMPTS['poem']!r} for the poem, "
                                              f"{PROMPTS['stdlib']!r} for stdlib, a file's first characters)")
 

@@ -1,11 +1,13 @@
 """Function forms of the Tensor methods: mt.exp(x), mt.sum(x, axis), mt.maximum(a, b), ...
 
-Each one names the op in microtensor/ops/ that does the work.  As in PyTorch's
+Each one names the op in microtensor/ops/ that does the work; linear, softmax, log_softmax,
+masked_softmax, cross_entropy, gelu and layer_norm run the fused layer's op instead when it
+is on (mt.set_fused, `with mt.fused():`).  As in PyTorch's
 functional API, the tensor argument must be a Tensor (a list or an array is refused
 with a message that says to use mt.tensor); the other operand of a binary op may be a
 number or an array, made a constant like the Tensor (mt.add(x, 1), mt.mul(2, x)).
 """
-from .ops import elementwise, linalg, nn, select, shape
+from .ops import attention, elementwise, linalg, nn, select, shape
 from .convert import as_tensor, tensor_arg
 from .tensor import Tensor
 
@@ -31,7 +33,7 @@ div = _binary(elementwise.Div)
 pow = _binary(elementwise.Pow)
 maximum = _binary(elementwise.Maximum)
 minimum = _binary(elementwise.Minimum)
-matmul = linalg.matmul
+matmul, linear, masked_softmax = linalg.matmul, linalg.linear, attention.masked_softmax
 concatenate, stack, split = shape.concatenate, shape.stack, shape.split
 where, masked_fill = select.where, select.masked_fill
 softmax, log_softmax, cross_entropy, gelu = nn.softmax, nn.log_softmax, nn.cross_entropy, nn.gelu

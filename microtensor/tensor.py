@@ -592,11 +592,11 @@ class Tensor:
 
     def softmax(self, axis=-1):
         """exp(x) / sum(exp(x)) along axis: each row becomes a probability distribution."""
-        return _nn.Softmax.apply(self, axis=axis)
+        return _nn.softmax(self, axis)
 
     def log_softmax(self, axis=-1):
         """log(softmax(x)) along axis, computed stably."""
-        return _nn.LogSoftmax.apply(self, axis=axis)
+        return _nn.log_softmax(self, axis)
 
 
 class _HookHandle:

@@ -38,3 +38,13 @@ def in_tmp_path(tmp_path, monkeypatch):
 @pytest.fixture(autouse=True)
 def _seed():
     mt.manual_seed(0)
+
+
+FUSED = mt.is_fused()  # the run's setting: off, unless MICROTENSOR_FUSED=1 is in the environment
+
+
+@pytest.fixture(autouse=True)
+def _fused_setting():
+    """Every test starts with the run's fused setting, whatever the test before it did."""
+    with mt.fused(FUSED):
+        yield

@@ -154,7 +154,7 @@ def test_module_filter_and_max_depth_keep_a_deep_model_readable():
     assert 'from decoder.layers.0.ffn residual' in layer  # its input: a stub for layer 0's output
     assert 'Embedding' not in layer and 'NLLLoss' not in layer
     only = parse(mt.draw_graph(loss, module='decoder.layers.1.ffn residual').source)[0]
-    assert sorted(lines[0] for lines in only.values()) == ['Linear ...', 'ResidualAdd', 'ResidualAdd ...']  # x, F(x)
+    assert sorted(lines[0] for lines in only.values()) == ['Add ...', 'ResidualAdd', 'ResidualAdd ...']  # x, F(x)
     outside = parse(mt.draw_graph(loss, module='(no module)').source)[0]
     assert 'NLLLoss' in [lines[0] for lines in outside.values()]
 

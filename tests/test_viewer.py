@@ -69,7 +69,7 @@ def test_graph_nodes_and_edges_follow_the_steps():
     assert data['modules'][:3] == ['final_norm', 'layers', 'layers.0']
     assert [s['g'] for s in data['steps']] == pytest.approx([s.grad_in for s in viewer.steps], rel=1e-5)
     assert [data['tensors'][s['y']] for s in data['steps'][:3]] == ['Sum output ()', 'Mul output (2, 3, 8)',
-                                                                   'LayerNorm output (2, 3, 8)']
+                                                                   'LayerNormOp output (2, 3, 8)']
 
 
 def test_a_gated_residual_is_named_by_its_sub_layer_too():
@@ -179,9 +179,9 @@ def test_mlp_in_a_sequential_gets_module_names_and_a_title():
     with mt.record_modules(model):
         loss = model(mt.randn(5, 3)).mean()
     viewer = mt.BackpropViewer(loss, params=model, title='MLP')
-    assert [s.module for s in viewer.steps] == [None, None, '2', '1', '0']
+    assert [s.module for s in viewer.steps] == [None, None, '2', '2', '1', '0', '0']  # Linear: Add, MatMul
     assert viewer.title == 'MLP' and '<title>MLP</title>' in viewer.html()
-    assert repr(viewer) == f'<BackpropViewer of 5 ops, {len(viewer.nodes)} nodes>'
+    assert repr(viewer) == f'<BackpropViewer of 7 ops, {len(viewer.nodes)} nodes>'
 
 
 def test_lessons_write_their_viewers_with_html(tmp_path, monkeypatch, capsys):

@@ -1,6 +1,8 @@
-"""Matrix multiplication, batched over leading axes as numpy's `@`."""
+"""Matrix multiplication, batched over leading axes as numpy's `@`, and linear: x @ W + b."""
 from ..autograd import Function
 from ..convert import as_tensor
+from ..fused import switch as fused_switch
+from ..fused.linear import FusedLinear
 from ..tensor import Tensor
 
 
@@ -52,41 +54,17 @@ def matmul(a, b):
     return MatMul.apply(a, b)
 
 
-class Linear(Function):
-    """Y = X @ W + b,   X: (..., n_in), W: (n_in, n_out), b: (n_out,) or none -> Y: (..., n_out)
-        dL/dX = G @ W^T,   dL/dW = X^T @ G,   dL/db = G summed over every row
-
-    nn.Linear as one op: X and G are flattened to (rows, features), so each product is one
-    2-D matrix multiplication whatever X's leading axes, and the bias is added in place into
-    the product (an array this op just made) instead of by a second op with its own output.
-    """
-
-    def forward(self, x, w, b=None):
-        y = x.reshape(-1, x.shape[-1]) @ w
-        if b is not None:
-            if b.dtype == y.dtype:
-                y += b
-            else:  # e.g. a float64 bias on a float32 product: promote, as x @ W + b does
-                y = y + b
-        return y.reshape(x.shape[:-1] + w.shape[-1:])
-
-    def backward(self, g):
-        x, w = self.inputs[:2]
-        g_rows = g.reshape(-1, g.shape[-1])
-        gx = (g_rows @ w.T).reshape(x.shape) if self.needs_grad(0) else None
-        gw = x.reshape(-1, x.shape[-1]).T @ g_rows if self.needs_grad(1) else None
-        if len(self.inputs) == 2:
-            return gx, gw
-        return gx, gw, (g_rows.sum_to(self.inputs[2].shape) if self.needs_grad(2) else None)
-
-
 def linear(x, weight, bias=None):
-    """x @ weight + bias as one op (see Linear): x (..., n_in), weight (n_in, n_out), bias (n_out,)."""
+    """y = x @ weight + bias: x (..., n_in), weight (n_in, n_out), bias (n_out,) or None -> y (..., n_out).
+
+    Two ops, MatMul and Add (dL/dx = G @ W^T, dL/dW = x^T @ G, dL/db = G summed over the rows);
+    one, FusedLinear (microtensor/fused/linear.py), when the fused layer is on."""
     if x.ndim == 0 or weight.ndim != 2 or x.shape[-1] != weight.shape[0]:
         raise ValueError(f"linear: x {x.shape} @ weight {weight.shape} do not fit "
                          "(need x (..., n_in) and weight (n_in, n_out))")
-    if bias is None:
-        return Linear.apply(x, weight)
-    if bias.shape != weight.shape[1:]:
+    if bias is not None and bias.shape != weight.shape[1:]:
         raise ValueError(f"linear: bias has shape {bias.shape}, expected {weight.shape[1:]} (n_out,)")
-    return Linear.apply(x, weight, bias)
+    if fused_switch.enabled:
+        return FusedLinear.apply(x, weight) if bias is None else FusedLinear.apply(x, weight, bias)
+    y = x @ weight
+    return y if bias is None else y + bias
