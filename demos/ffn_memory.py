@@ -18,7 +18,7 @@
    fires most write (its W_2 row) towards the right object?
 
     python -m demos.ffn_memory            # a few seconds
-    python -m demos.ffn_memory --full     # more facts, longer training
+    python -m demos.ffn_memory --full     # 1024 facts, a wider FFN too
 """
 import math
 import random
@@ -32,7 +32,7 @@ from .articles import cite
 from .report import command_line, options_of, run_lesson, table
 from .toy_training import accuracy, fit
 
-SECTIONS = [('deep_dive', '6.2'), ('deep_dive', '7.3'), ('architecture', '2.7')]
+SECTIONS = [('deep_dive', '6.2'), ('architecture', '2.7')]
 X_KNOWN = [-0.6, 0.29, -0.77, 1.28]          # the deep dive §6.2: x's first four entries
 W1_COLUMN = [0.12, -0.08, 0.15, 0.22]        # W_1[:4, 0]
 B1_0 = -0.01                                 # b_1[0]
@@ -107,7 +107,7 @@ def key_value_reading(model, answers):
 
 
 def run(facts=512, steps=300, seed=0, full=False, device='cpu'):
-    facts, steps = (2048, 1000) if full else (facts, steps)
+    facts, steps = (1024, 600) if full else (facts, steps)
     h = by_hand(device)
     print(f"1. One hidden unit by hand ({cite('deep_dive', '6.2')}): x[:4] = {X_KNOWN},\n   W_1[:4, 0] = {W1_COLUMN}, "
           f"b_1[0] = {B1_0}")
@@ -125,7 +125,7 @@ def run(facts=512, steps=300, seed=0, full=False, device='cpu'):
     print(f"(This x is labelled 爱 of 我 爱 你, but it is {cite('deep_dive', '7.3')}'s X_mid(吃) of 猫 吃 鱼,\n"
           f"{X_MID_EAT}, rounded: largest difference {gap:.4f}.)")
 
-    sizes = (None, 8, 32, 128)
+    sizes = (None, 8, 32, 128, 512) if full else (None, 8, 32, 128)
     stored = {d_ff: store(facts, d_ff, steps, seed, device) for d_ff in sizes}
     print(f"\n2. An FFN as a memory ({cite('architecture', '2.7')}): {facts} facts subject -> object,\n   keys and "
           f"objects fixed random 32-d vectors, {steps} Adam steps; recall = the right object ranked first:")
@@ -138,7 +138,7 @@ def run(facts=512, steps=300, seed=0, full=False, device='cpu'):
     print(f"(chance: 1/{facts})  The single Linear recalls {linear:.0%}: a 32 x 32 matrix holds only so many "
           "arbitrary pairs.  With a hidden\nlayer the recall grows with d_ff: the FFN does store facts, and more "
           f"hidden units store more.  Read as key-value memory\n(d_ff = {best}): for {reading:.0%} of the facts the "
-          "most active hidden unit alone writes towards the right object (chance\n" + f"{1 / facts:.1%}); the rest "
+          "most active hidden unit alone writes towards the right object (chance\n" + f"{1 / facts:.2%}); the rest "
           "is spread over several units.  The architecture article's claim holds for this toy memory; that\nreal "
           "models keep their facts there is the research it cites, not something a toy can show.")
     return {'device': stored[best][0].ffn.W_1.weight.device, 'by_hand': h, 'reading': reading, 'x_mid_gap': gap,
@@ -147,7 +147,7 @@ def run(facts=512, steps=300, seed=0, full=False, device='cpu'):
 
 def main(argv=None):
     options = options_of(run, facts='facts (subject -> object pairs) to store', steps='Adam steps (full batch)',
-                         seed='random seed', full='2048 facts, 1000 steps')
+                         seed='random seed', full='1024 facts, 600 steps, and d_ff = 512 too')
     return run_lesson(run, command_line('ffn_memory', __doc__, options, argv))
 
 

@@ -43,7 +43,7 @@ from .articles import cite
 from .report import command_line, options_of, run_lesson, table
 from .toy_training import accuracy, fit, tail_mean
 
-SECTIONS = [('architecture', '2.3.2'), ('deep_dive', '7.2'), ('attention', '2.1.3'), ('attention', '2.2.3'),
+SECTIONS = [('architecture', '2.3.2'), ('attention', '2.1.3'), ('attention', '2.2.3'),
             ('attention', '2.2.4'), ('attention', '2.6')]
 
 
