@@ -174,7 +174,7 @@ def run(steps=150, seed=0, full=False, device='cpu'):
            f"; the residual one at {residual_fails[0]}") +
           f" (deepest: {depths[-1]}).\nDeeper plain nets do worse than shallower ones on the training data itself, "
           "as ResNet found at 56 vs 20 layers\n(there on images, with BatchNorm; here a toy): the article's story "
-          "holds." + (f"  Residual blocks train at {depths[-1]}: the attention article's '> 100 layers' holds here."
+          "holds." + (f"\nResidual blocks train at {depths[-1]}: the attention article's '> 100 layers' holds here."
                       if full and not residual_fails else "" if full else "  --full trains 56 and 110 blocks."))
     save_lines('residual_stream_depth', {'plain': [sweep[d, False] for d in depths],
                                          'residual': [sweep[d, True] for d in depths]}, 'blocks',
