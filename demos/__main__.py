@@ -85,7 +85,8 @@ def main(argv=None):
     if args.list:
         for name, what in LESSONS:
             print(f"{name:24s} {what}")
-            print(articles.header(getattr(importlib.import_module(f"demos.{name}"), 'SECTIONS', ()), ' ' * 4))
+            sections = getattr(importlib.import_module(f"demos.{name}"), 'SECTIONS', ())
+            print(articles.header(sections, ' ' * 4) if sections else "    (checks the engine, not an article's claim)")
         return None
     options = ['--device', args.device] if args.device else []
     if args.lessons:

@@ -178,8 +178,8 @@ def run(train_len=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu
         steps, batch_size, seeds = 400, 32, 3
     N = train_len
     gaps = equivariance_gaps(device=device)
-    print("1. Permutations of 3 input rows X (猫吃鱼 -> 鱼吃猫, 吃猫鱼); max |f(P X) - P f(X)| for one "
-          "attention layer f (float64)")
+    print("1. The deep dive's 'Attention(P·X) = P·Attention(X)' (§3.1).  Permutations of 3 input rows X\n"
+          "   (猫吃鱼 -> 鱼吃猫, 吃猫鱼); max |f(P X) - P f(X)| for one attention layer f (float64)")
     print(table(['positions'] + list(PERMUTATIONS),
                 [[k] + [f"{v:.1e}" + (' equivariant' if v < 1e-9 else '') for v in g.values()]
                  for k, g in gaps.items()]))
@@ -188,21 +188,21 @@ def run(train_len=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu
           "causal mask, as in GPT, it can); any other reordering changes its output.")
 
     errors = shift_errors(device=device)
-    print("\n2. PE[pos + k] = PE[pos] @ M_k, M_k block-diagonal 2x2 rotations by k w_i (k alone), d_model = 512, "
-          "pos 0..199:")
+    print("\n2. Relative position, the deep dive's second reason (§3.3).  PE[pos + k] = PE[pos] @ M_k, M_k\n"
+          "   block-diagonal 2x2 rotations by k w_i (k alone), d_model = 512, pos 0..199:")
     print(table(['k', 'max |PE[pos+k] - PE[pos] M_k|'], [[k, f"{e:.1e}"] for k, e in errors.items()]))
     print(f"M_1's first block: {[[round(v, 4) for v in row[:2]] for row in shift_matrix(1, 512)[:2].tolist()]} "
           "= [[cos 1, -sin 1], [sin 1, cos 1]]")
 
     scores = rope_scores(device=device)
-    print("\n3. RoPE: the same q and k placed at positions m and m + 3:")
+    print("\n3. RoPE (the deep dive §3.5): the same q and k placed at positions m and m + 3:")
     print(table(['m', 'm + 3', 'q_m . k_(m+3)'], [[m, m + 3, f"{s:.10f}"] for m, s in scores.items()]))
     spread = max(scores.values()) - min(scores.values())
     print(f"spread {spread:.1e}: the score depends on the offset only.")
 
     lam = wavelengths()
-    print("\n4. Sinusoidal wavelengths, d_model = 512: pair i (dims 2i, 2i+1) repeats every 2π 10000^(2i/512) "
-          "positions")
+    print("\n4. Many scales, the deep dive's third reason (§3.3).  Sinusoidal wavelengths, d_model = 512:\n"
+          "   pair i (dims 2i, 2i+1) repeats every 2π 10000^(2i/512) positions")
     print(table(['i', 'dims', 'wavelength'], [[i, f"{2 * i},{2 * i + 1}", lam[i]] for i in (0, 1, 16, 64, 128, 255)]))
     pe = SinusoidalPositionalEncoding(512).table(7, dtype='float64', device=device).tolist()
     print(f"The deep dive (§3.3): 2π = {2 * math.pi:.2f} to 10000·2π = {20000 * math.pi:.0f}.  The last pair is "
@@ -213,7 +213,8 @@ def run(train_len=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu
           f"{sum(w > 512 for w in lam)} of the 256 pairs have a wavelength beyond 512 positions: within a "
           "512-token sentence they never repeat, so together they pin the position down.")
 
-    print(f"\n5. Extrapolation: trained on sequences of length n = {N} ({steps} steps, batch {batch_size}, {seeds} "
+    print("\n5. Extrapolation (the deep dive §3.3's first reason; the attention article's table, §2.5.1):")
+    print(f"   trained on sequences of length n = {N} ({steps} steps, batch {batch_size}, {seeds} "
           f"seed{'s' * (seeds > 1)}), tested on n = {N}, {2 * N}, {4 * N}")
     results = extrapolation(N, steps, batch_size, seeds, device=device)
     print(table(['positions', 'train loss', f'acc, n = {N}', f'acc, n = {2 * N}', f'acc, n = {4 * N}'],

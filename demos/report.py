@@ -165,7 +165,9 @@ def check_loss(loss, step, lesson, tries=('a lower --lr (say 10x smaller)',)):
 def run_lesson(run, args):
     """Print the articles' sections the lesson checks (its module's SECTIONS), then run(**vars(args));
     a run that diverged ends with its message (exit status 1), not a traceback."""
-    print(articles.header(getattr(sys.modules[run.__module__], 'SECTIONS', ())))
+    sections = getattr(sys.modules[run.__module__], 'SECTIONS', ())
+    if sections:  # [] for a lesson that checks no article's claim
+        print(articles.header(sections))
     try:
         return run(**vars(args))
     except Diverged as error:

@@ -98,8 +98,9 @@ def run(n_layers=24, d_model=16, n_heads=2, batch_size=4, seq_len=8, seed=0, dev
     ratios = {c: grads[c][0] / grads[c][-1] for c in CONFIGS}
     print("first / last layer: " + ', '.join(f"{label(*c)} {ratios[c]:.2g}" for c in CONFIGS))
     print("+1 share: of the gradient reaching a residual connection's input, the part that came along the\n"
-          "identity (ResidualProbe).  With the highway the gradient keeps its size through every layer;\n"
-          "without it each layer multiplies it by dF/dx and it fades towards the input.")
+          "identity, the deep dive's 'highway' (§4.2), measured by ResidualProbe.  With the highway the gradient\n"
+          "keeps its size through every layer; without it each layer multiplies it by dF/dx and it fades towards\n"
+          "the input.")
 
     save_lines('residual_highway', {label(*c): grads[c] for c in CONFIGS}, 'layer (1 = nearest the input)',
                '|dL/d layer input|', f'Gradient per layer, {n_layers} EncoderLayers')

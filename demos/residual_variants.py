@@ -128,6 +128,8 @@ def layer_name(module_name):
 
 def run(steps=150, n_layers=6, seed=0, device='cpu'):
     init = shares_at_init(n_layers, seed=seed, device=device)
+    print("The attention article's table of residual variants (§2.3.5): standard x + f(x), scaled x + α f(x), "
+          "gated x + g(x) f(x).")
     print(f"1. At initialisation, {n_layers} Pre-LN EncoderLayers (the attention article's Pre-Norm), one random "
           f"batch: the mean over the\n   {2 * n_layers} residual connections of the '+1 share' |via +1| / (|via +1| + "
           "|via F|), and the mean gate g,\n   g = sigmoid(h W_g + b_g) per channel (h: what the sub-layer reads), in "

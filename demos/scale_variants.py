@@ -114,8 +114,8 @@ def run(steps=200, d_model=64, d_ks=D_KS, seed=0, full=False, device='cpu'):
     learn = {(opt, name): steps_to_learn(r['losses'])
              for opt, runs in by_optimizer.items() for name, r in runs.items()}
     print(f"\n3. The same four trainings by plain SGD (lr {OPTIMIZERS['SGD'][1]}) next to Adam (lr "
-          f"{OPTIMIZERS['Adam'][1]}): the step where the loss first\n   drops below {LEARNED}, and the weight on t-1 at "
-          "the end")
+          f"{OPTIMIZERS['Adam'][1]}): the step where the loss first\n   drops below {LEARNED}, and the weight on "
+          "t-1 at the end")
     print(table(['scale'] + [f"{opt}: {what}" for opt in by_optimizer for what in ('learned at step', 'weight on t-1')],
                 [[name] + [cell for opt, runs in by_optimizer.items()
                            for cell in (learn[opt, name] or f"not in {steps}", runs[name]['back'])]

@@ -97,7 +97,7 @@ def run(seq_len=512, n_layers=24, repeats=3, seed=0, device='cpu'):
     n = seq_len
     factors = per_layer_factors(n_layers, seed=seed, device=device)
     print(f"1. The gradient's shrink per layer: 0.9 (the deep dive, §4.1) vs measured in {n_layers} EncoderLayers, "
-          f"(|dL/dx_1| / |dL/dx_{n_layers}|)^(1/{n_layers - 1})")
+          f"(|dL/dx_1| / |dL/dx_{n_layers}|)^(1/{n_layers - 1})\n   (Pre-LN: the attention article's Pre-Norm)")
     rows = [["the article's 0.9", '0.900', f"{100 * 0.9 ** 20:.1f}%", f"{100 * 0.9 ** 56:.2f}%"]]
     rows += [[label(*c), f"{f:.3f}", f"{100 * f ** 20:.3g}%", f"{100 * f ** 56:.3g}%"] for c, f in factors.items()]
     print(table(['stack', 'per layer', 'after 20 layers', 'after 56 layers'], rows))

@@ -154,8 +154,9 @@ def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train
     if train:
         curves = {scaled: train_lookup(scaled, d_k=train_d_k, steps=train_steps, seed=seed, device=device)
                   for scaled in (True, False)}
-        print(f"\nSGD training one attention head, d_k = {train_d_k}: find the key that matches a noisy query "
-              "and return its value.\nMean squared error (returning the mean of the values scores about 1):")
+        print(f"\nThe architecture article's chain (§2.10.2) ends '→ 训不起来' (it does not train).  SGD training one "
+              f"attention head,\nd_k = {train_d_k}: find the key that matches a noisy query and return its value.  "
+              "Mean squared error\n(returning the mean of the values scores about 1):")
         print(table(['steps', 'with 1/sqrt(d_k)', 'without'],
                     [[steps, a, b] for (steps, a), (_, b) in zip(window_means(curves[True], 5),
                                                                  window_means(curves[False], 5))]))

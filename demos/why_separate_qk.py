@@ -129,8 +129,8 @@ def run(steps=200, seq_len=8, d_model=32, batch_size=32, seed=0, full=False, dev
                 [[name, sym[shared]['S_asym'], sym[shared]['A_asym'], sym[shared]['AZ_asym']]
                  for name, shared in (('shared W_Q = W_K', True), ('separate W_Q, W_K', False))], fmt='.2e'))
     print("With a shared projection S is exactly symmetric, but A is not: each row is divided by its own\n"
-          "Z_i = sum_k exp(S_ik), so A_ij / A_ji = Z_j / Z_i.  The article's 'A_ij = A_ji' overstates it;\n"
-          "what is symmetric is the score (before the row normalisation).  Shared-projection weights:")
+          "Z_i = sum_k exp(S_ik), so A_ij / A_ji = Z_j / Z_i.  The attention article's 'A_ij = A_ji' (§2.2.2)\n"
+          "overstates it: what is symmetric is the score (before the row normalisation).  Shared-projection weights:")
     print(table(['Q \\ K'] + [str(j) for j in range(5)], [[i] + row for i, row in enumerate(sym[True]['A'])],
                 fmt='.3f'))
 
