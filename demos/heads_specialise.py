@@ -90,9 +90,11 @@ def train_neighbours(n_heads, steps=300, n=8, B=32, seed=0, device='cpu'):
     """{'losses', 'accuracy': (previous, next) on a test batch, 'offsets': per head, mean weight on t-1, t, t+1}."""
     mt.manual_seed(seed)
     model = Neighbours(n_heads, n=n).to(device)
-    losses = fit(model, lambda step: (lambda ids: (ids, ids))(why_separate_qk.copy_batch(step, B, n, 10, seed,
-                                                                                          device)),
-                 steps, 'heads_specialise', loss=neighbour_loss)
+    def batch(step):                                                 # the targets are the ids themselves
+        ids = why_separate_qk.copy_batch(step, B, n, 10, seed, device)
+        return ids, ids
+
+    losses = fit(model, batch, steps, 'heads_specialise', loss=neighbour_loss)
     ids = why_separate_qk.copy_batch(10 ** 6, 256, n, 10, seed, device)
     with mt.no_grad():
         previous, following = model(ids)

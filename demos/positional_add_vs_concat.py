@@ -23,10 +23,9 @@ import microtensor as mt
 from microtensor import nn
 from transformer import EncoderLayer, MultiHeadAttention, SinusoidalPositionalEncoding, TokenEmbedding
 
-from . import why_separate_qk
 from .articles import cite
 from .report import command_line, options_of, run_lesson, table
-from .toy_training import accuracy, fit, tail_mean
+from .toy_training import copy_previous, tail_mean
 
 SECTIONS = [('deep_dive', '3.3'), ('deep_dive', '3.4'), ('attention', '2.5.2')]
 OFFSETS = (0, 1, 2, 5, 40)
@@ -86,13 +85,8 @@ def train_variant(options, steps=300, n=16, B=32, seed=0, device='cpu'):
     Adam."""
     mt.manual_seed(seed)
     model = CopyPrevious(PositionedTokens(10, **options)).to(device)
-    losses = fit(model, lambda step: (lambda ids: (ids, ids[:, :-1]))(
-        why_separate_qk.copy_batch(step, B, n, 10, seed, device)), steps, 'positional_add_vs_concat',
-        loss=lambda logits, targets: mt.cross_entropy(logits[:, 1:], targets))
-    ids = why_separate_qk.copy_batch(10 ** 6, 256, n, 10, seed, device)
-    with mt.no_grad():
-        return (model.num_parameters(), tail_mean(losses), accuracy(model(ids)[:, 1:], ids[:, :-1]),
-                model.head.weight.device)
+    losses, acc = copy_previous(model, steps, 'positional_add_vs_concat', n, B, seed=seed, device=device)
+    return model.num_parameters(), tail_mean(losses), acc, model.head.weight.device
 
 
 def interference(d_model, vocab=1000, n=64, seed=0, device='cpu'):

@@ -38,7 +38,7 @@ from transformer import KVCache, MultiHeadAttention, causal_mask, scaled_dot_pro
 from transformer import article_data as article
 from transformer.mla import MultiHeadLatentAttention
 
-from . import article_trace, why_separate_qk
+from . import article_trace, toy_training, why_separate_qk
 from .articles import cite
 from .report import command_line, options_of, run_lesson, table
 from .toy_training import accuracy, fit, tail_mean
@@ -86,12 +86,7 @@ def copy_previous(projections, steps, n=8, d_model=32, B=32, seed=0, device='cpu
     model = why_separate_qk.CopyPrevious(n=n, d_model=d_model).to(device)
     if not projections:
         model.attention = NoProjections()
-    losses = fit(model, lambda step: (lambda ids: (ids, ids[:, :-1]))(
-        why_separate_qk.copy_batch(step, B, n, 10, seed, device)), steps, 'qkv_roles',
-        loss=lambda logits, targets: mt.cross_entropy(logits[:, 1:], targets))
-    ids = why_separate_qk.copy_batch(10 ** 6, 256, n, 10, seed, device)
-    with mt.no_grad():
-        acc = accuracy(model(ids)[:, 1:], ids[:, :-1])
+    losses, acc = toy_training.copy_previous(model, steps, 'qkv_roles', n, B, seed=seed, device=device)
     A = model.attention.last_weights.reshape(-1, n, n).mean(axis=0)        # (n, n), over batch (and head)
     back = sum(A[t, t - 1].item() for t in range(1, n)) / (n - 1)
     itself = sum(A[t, t].item() for t in range(1, n)) / (n - 1)
