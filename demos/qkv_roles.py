@@ -269,8 +269,8 @@ def run(steps=200, lookup_steps=400, seed=0, full=False, device='cpu'):
     shape = (v2['d_model'], v2['n_heads'], v2['d_head'], v2['d_rope'])
     v2_full, v2_small = query_parameters(*shape), query_parameters(*shape, v2['d_cq'])
     print(f"\n4. MLA ({cite('attention', '2.2.4')}: 'Q 保持完整', Q stays full).  MultiHeadLatentAttention"
-          "(d_model = 64, 4 heads,\n   d_c = 16) with full queries and with d_cq = 24 (queries compressed too), "
-          "counted on the modules:")
+          "(d_model = 64, 4 heads,\n   d_c = 16, the width of the cached K/V latent) with full queries and with "
+          "d_cq = 24 (the queries' own latent:\n   queries compressed too), counted on the modules:")
     print(table(['queries', 'query-path parameters', 'cached numbers per token'],
                 [['full (d_cq = None)', full_q, full_cache], ['compressed (d_cq = 24)', small_q, small_cache]]))
     print(f"DeepSeek-V2 (d_model = {v2['d_model']}, {v2['n_heads']} heads of {v2['d_head']} + {v2['d_rope']} RoPE) "
