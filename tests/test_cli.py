@@ -54,6 +54,9 @@ def test_help_names_every_option(name, capsys):
     out = capsys.readouterr().out
     assert exit_.value.code == 0
     assert f"python -m demos.{name}" in out and '--device {cpu,cuda,auto}' in out
+    assert 'issue' not in out.lower()
+    if lesson(name).SECTIONS:  # and the sections it reads with
+        assert out.rstrip().endswith(articles.header(lesson(name).SECTIONS, '  ').rstrip())
 
 
 BAD = {  # lesson: [(argv, what the message must name)]

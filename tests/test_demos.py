@@ -9,7 +9,7 @@ from demos import (__main__ as tour, article_trace, layernorm_vs_batchnorm, resi
 from transformer import article_data as article
 
 
-pytestmark = pytest.mark.usefixtures('in_tmp_path')  # lessons write under runs/ of the working folder
+pytestmark = pytest.mark.usefixtures('in_tmp_path', 'speaks_of_the_articles')  # lessons write under runs/
 
 
 def test_temperature_table_matches_the_article():

@@ -19,7 +19,7 @@ from transformer.probes import rank_collapse, token_uniformity
 NEW_LESSONS = ['pre_vs_post_ln', 'positions', 'residual_variants', 'feedforward', 'encoder_only_mlm', 'small_numbers']
 
 
-pytestmark = pytest.mark.usefixtures('in_tmp_path')  # lessons write under runs/ of the working folder
+pytestmark = pytest.mark.usefixtures('in_tmp_path', 'speaks_of_the_articles')  # lessons write under runs/
 
 
 def test_the_new_lessons_are_in_the_tour_with_a_command_line(capsys):

@@ -1,6 +1,7 @@
 """The attention lessons compute what they claim, in their quick modes."""
 import importlib
 import math
+import os
 
 import pytest
 
@@ -10,8 +11,10 @@ from demos import __main__ as tour, articles
 from transformer import article_data as article
 from transformer import generate
 
+from readme import ROOT
 
-pytestmark = pytest.mark.usefixtures('in_tmp_path')  # lessons write under runs/ of the working folder
+
+pytestmark = pytest.mark.usefixtures('in_tmp_path', 'speaks_of_the_articles')  # lessons write under runs/
 
 
 def test_the_tour_lists_the_attention_lessons_with_their_sections(capsys):
@@ -133,6 +136,15 @@ def test_attention_cost_structure():
     fake = [{'n': n, 'attention_s': a, 'rnn_s': 1.0} for n, a in ((100, 0.5), (200, 2.0))]
     assert attention_cost.crossing(fake) == pytest.approx(100 * 2 ** 0.5)
     assert attention_cost.crossing(fake[:1]) is None
+
+
+def test_readme_and_the_reading_path_quote_the_sequential_steps_attention_cost_counts():
+    depth = attention_cost.measure([64], timing=False)[0]['attention_depth']
+    with open(os.path.join(ROOT, 'README.md'), encoding='utf-8') as f:
+        assert f"sequential steps {depth} (the same at every n) vs 4n + 2" in f.read()
+    with open(os.path.join(ROOT, 'docs', 'articles.md'), encoding='utf-8') as f:
+        doc = f.read()
+    assert f"longest chain of ops is {depth} for" in doc and f"stays {depth} long at every n" in doc
 
 
 def test_attention_maps_reversal_is_an_anti_diagonal():

@@ -13,7 +13,7 @@ optimizer all see the same deterministic order, with dotted names ('fc1.weight')
 """
 from collections import namedtuple
 
-from .. import argcheck, backend
+from .. import argcheck, autograd, backend
 from ..tensor import Tensor
 from .parameter import Parameter
 
@@ -70,11 +70,27 @@ class Module:
         for hook in self._forward_hooks:
             result = hook(self, args, out)
             if result is not None:
-                out = result
+                out = self._check_hook_result(hook, out, result)
         return out
 
+    def _check_hook_result(self, hook, out, result):
+        """A forward hook's replacement output: like the output (a Tensor of its shape for a Tensor, a
+        tuple as long for a tuple); else an error naming the hook and what it returned."""
+        if isinstance(out, Tensor):
+            fits, wanted = isinstance(result, Tensor) and result.shape == out.shape, f"an output of shape {out.shape}"
+        elif isinstance(out, tuple):
+            fits, wanted = isinstance(result, tuple) and len(result) == len(out), f"an output tuple of {len(out)}"
+        else:
+            fits = True
+        if not fits:
+            got = f"a Tensor of shape {result.shape}" if isinstance(result, Tensor) else autograd._what(result)
+            raise TypeError(f"{type(self).__name__}: the forward hook {autograd._name(hook)} returned {got} for "
+                            f"{wanted}; a forward hook returns None (keep the output) or a replacement like it")
+        return result
+
     def register_forward_hook(self, hook):
-        """Call hook(module, inputs, output) after each forward; a returned value replaces output.
+        """Call hook(module, inputs, output) after each forward; a returned value (a Tensor of the
+        output's shape, or a tuple as long) replaces output.
         Probes use this to record activations without touching the model's code."""
         self._forward_hooks.append(hook)
         return _HookHandle(self._forward_hooks, hook)
