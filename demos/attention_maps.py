@@ -27,7 +27,7 @@ import microtensor as mt
 from transformer import shift_right
 
 from . import train_gpt, train_reverse
-from .report import RUNS, command_line, options_of, run_lesson, save_plot, table
+from .report import RUNS, check_learned, command_line, options_of, run_lesson, save_plot, table
 
 # the articles' sections this lesson checks (demos/articles.py)
 SECTIONS = [('attention', '2.6'), ('deep_dive', '2.6'), ('deep_dive', '7.5'), ('deep_dive', '8.3')]
@@ -37,7 +37,8 @@ SECTIONS = [('attention', '2.6'), ('deep_dive', '2.6'), ('deep_dive', '7.5'), ('
 def reverse_maps(steps=150, length=6, n_test=64, seed=0, device='cpu'):
     """Train the reversal model; its cross-attention on unseen sequences: {'maps' (h, L, L) means over the
     test batch as lists, 'anti_diagonal' per head, 'argmax' [head][t], 'token_accuracy', 'device'}."""
-    model, _, seen = train_reverse.train(steps=steps, length=length, seed=seed, log_every=steps + 1, device=device)
+    model, losses, seen = train_reverse.train(steps=steps, length=length, seed=seed, log_every=steps + 1, device=device)
+    check_learned(losses, 'attention_maps (the reversal model)', rose=('another --seed',), flat=('more --steps',))
     test = train_reverse.random_sequences(random.Random(seed + 1), n_test, length, exclude=seen)
     src = mt.tensor(test, device=device)
     tgt = mt.tensor([s[::-1] for s in test], device=device)
@@ -60,6 +61,8 @@ def gpt_maps(steps=150, line='Twinkle, twinkle, little star,', seed=0, device='c
     1), 'line', 'final_loss' (mean of the last 10 steps), 'mean_loss' (of all steps, as the progress line logs it)}."""
     result = train_gpt.train(out=os.path.join(RUNS, 'attention_maps_gpt'), steps=steps, seed=seed,
                              log_every=steps, eval_every=steps, ckpt_every=steps, device=device, **options)
+    check_learned(result['losses'], 'attention_maps (the char GPT)', rose=('another --seed',),
+                  flat=('more --gpt-steps',))
     model, chars = result['model'], result['chars']
     ids = mt.tensor([chars.encode(line)], device=device)
     model.eval()

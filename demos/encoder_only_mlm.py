@@ -24,7 +24,7 @@ from transformer import EncoderOnly
 from transformer.mlm import IGNORE, masked_accuracy, mlm_loss, mlm_mask
 
 from .copy_task import copy_batch
-from .report import check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
+from .report import check_learned, check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
 
 # the articles' sections this lesson checks (demos/articles.py)
 SECTIONS = [('architecture', '2.8'), ('architecture', '2.9.2')]
@@ -93,6 +93,7 @@ def run(steps=300, batch_size=32, n_test=500, seed=0, device='cpu'):
 
     print(f"\nEncoderOnly trained {steps} steps, batch {batch_size}:")
     print(table(['steps', 'MLM loss'], window_means(losses, 6)))
+    check_learned(losses, 'encoder_only_mlm', rose=('another --seed',), flat=('more --steps', 'a larger --batch-size'))
     with mt.no_grad():
         logits = model.masked_token_logits(inputs)
     acc = accuracy_by_kind(logits, ids, inputs, labels)

@@ -21,9 +21,10 @@ import collections
 import inspect
 import math
 import os
+import shlex
 import statistics
-import time
 import sys
+import time
 import unicodedata
 
 import microtensor as mt
@@ -32,6 +33,8 @@ from . import articles
 
 RUNS = 'runs'  # relative to where you run the lesson (ignored by git)
 WRITTEN = []   # (path, what) for every file the lessons wrote in this process, oldest first
+COMMAND = {}   # the lesson's command line, as command_line parsed it last: 'lesson' and 'argv'
+PAGES = {}     # group -> {path: BackpropViewer}: viewer pages that share one colour scale
 
 
 def wrote(path, what=''):
@@ -82,6 +85,7 @@ def command_line(module, doc, options, argv=None, extra=None, check=None):
     if extra is not None:
         extra(parser)
     args = parser.parse_args(argv)
+    COMMAND.update(lesson=module, argv=list(sys.argv[1:] if argv is None else argv))
     if args.device == 'auto':
         args.device = 'cuda' if mt.cuda.is_available() else 'cpu'
     elif args.device == 'cuda' and not mt.cuda.is_available():
@@ -150,6 +154,20 @@ class Diverged(ArithmeticError):
     """A training run stopped because its loss became NaN or infinite."""
 
 
+class Refused(ValueError):
+    """A lesson cannot do what it was asked (say, resume a checkpoint made with other settings);
+    the message says why and what to do instead."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C in a training loop: the steps done (of `steps`) and the last checkpoint, (path, its
+    step) or None, read back after the interruption, so intact.  run_lesson turns it into one line."""
+
+    def __init__(self, step, steps, checkpoint=None, next_checkpoint=None):
+        super().__init__(f"stopped by Ctrl-C after step {step} of {steps}")
+        self.step, self.steps, self.checkpoint, self.next_checkpoint = step, steps, checkpoint, next_checkpoint
+
+
 def check_loss(loss, step, lesson, tries=('a lower --lr (say 10x smaller)',)):
     """Return loss (a float) when finite; else raise Diverged naming the step and what to try.
 
@@ -162,16 +180,63 @@ def check_loss(loss, step, lesson, tries=('a lower --lr (say 10x smaller)',)):
     return loss
 
 
+def check_learned(losses, lesson, rose=('a lower --lr (say 10x smaller)',),
+                  flat=('more --steps', 'a higher --lr')):
+    """Print what to try when a run did not learn, and return that remark (None when it learned).
+
+    Learning means the mean of the last tenth of the losses is below 90% of the first loss (the
+    untrained model's).  A loss that ended above where it started (the steps overshoot: `rose`)
+    needs other remedies than one that barely moved (`flat`).
+    """
+    if not losses:
+        return None
+    first, tail = losses[0], losses[-max(1, len(losses) // 10):]
+    last = sum(tail) / len(tail)
+    if last < 0.9 * first:
+        return None
+    went = "rose" if last > first else "barely moved"
+    over = 'at the last step' if len(tail) == 1 else f"over the last {len(tail)} steps"
+    remark = (f"{lesson}: this run did not learn: the loss {went}, from {first:.4g} at step 1 to {last:.4g} {over}. "
+              f"Try {', or '.join(rose if last > first else flat)}.")
+    print(remark)
+    return remark
+
+
+def resume_command():
+    """The command that continues the lesson last parsed by command_line: its options, and --resume."""
+    argv = COMMAND['argv'] + ([] if '--resume' in COMMAND['argv'] else ['--resume'])
+    return ' '.join(['python', '-m', f"demos.{COMMAND['lesson']}", *map(shlex.quote, argv)])
+
+
+def interrupted_message(stop, resumable):
+    """One line for a run stopped by Ctrl-C: where it stopped, the checkpoint, how to go on."""
+    text = f"{COMMAND.get('lesson', 'the lesson')}: {stop}"
+    if stop.checkpoint is None:
+        first = '' if stop.next_checkpoint is None else f" (the first comes at step {stop.next_checkpoint})"
+        return f"{text}; no checkpoint was written yet{first}: run the same command to start again."
+    path, step = stop.checkpoint
+    text += f"; the last checkpoint, {path} (step {step}), is intact."
+    return text + (f" Resume with: {resume_command()}" if resumable else " This lesson trains from the start each "
+                   "time: run it again.")
+
+
 def run_lesson(run, args):
     """Print the articles' sections the lesson checks (its module's SECTIONS), then run(**vars(args));
-    a run that diverged ends with its message (exit status 1), not a traceback."""
+    a run that diverged, was refused or stopped by Ctrl-C ends with one line (exit status 1, or 130 for
+    Ctrl-C as in a shell), not a traceback."""
     sections = getattr(sys.modules[run.__module__], 'SECTIONS', ())
     if sections:  # [] for a lesson that checks no article's claim
         print(articles.header(sections))
     try:
         return run(**vars(args))
-    except Diverged as error:
+    except (Diverged, Refused) as error:
         raise SystemExit(f"error: {error}") from None
+    except Interrupted as stop:
+        print(interrupted_message(stop, resumable='resume' in vars(args)), file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"{COMMAND.get('lesson', 'the lesson')}: stopped by Ctrl-C before it finished: run it again to see the "
+              "rest.", file=sys.stderr)
+    raise SystemExit(130)
 
 
 # ---------------------------------------------------------------------------- tables
@@ -302,14 +367,23 @@ def save_plot(name, draw, title=None, folder=RUNS, panels=1):
 
 
 # ---------------------------------------------------------------------------- backward-pass viewer pages
-def save_viewer(name, loss, title, params=None, folder=RUNS):
+def save_viewer(name, loss, title, params=None, folder=RUNS, group=None):
     """Run loss's backward pass through mt.BackpropViewer and save the page as <folder>/<name>.html.
 
     Fills .grad as loss.backward() does, so the lesson goes on as before.  Recorded with wrote();
-    returns the path.
+    returns the path.  group: pages saved with the same group (the lesson's name) share one colour
+    scale, so that equal colours mean equal gradient norms across them; a page that widens the
+    scale rewrites the group's earlier pages with it.
     """
     os.makedirs(folder, exist_ok=True)
-    path = mt.BackpropViewer(loss, params=params, title=title).save(os.path.join(folder, f"{name}.html"))
+    path, viewer = os.path.join(folder, f"{name}.html"), mt.BackpropViewer(loss, params=params, title=title)
+    pages = PAGES.setdefault(group, {}) if group is not None else {}
+    pages[path] = viewer
+    scale = mt.inspect.shared_scale(*pages.values()) if group is not None else None
+    for other, page in pages.items():
+        if page is viewer or page.scale != scale:
+            page.scale = scale
+            page.save(other)
     size = os.path.getsize(path)
     print(f"backward-pass viewer saved to {path} "
           f"({f'{size / 1e6:.1f} MB' if size > 1e6 else f'{size / 1e3:.0f} kB'}; open it in a browser)")

@@ -30,7 +30,7 @@ from transformer.probes import ResidualProbe
 from transformer.residual import ResidualGate
 
 from .copy_task import VOCAB, copy_batch, copy_loss
-from .report import check_loss, command_line, options_of, run_lesson, save_plot, table
+from .report import check_learned, check_loss, command_line, options_of, run_lesson, save_plot, table
 
 # the articles' sections this lesson checks (demos/articles.py)
 SECTIONS = [('attention', '2.3.5')]
@@ -144,6 +144,7 @@ def run(steps=150, n_layers=6, seed=0, device='cpu'):
     losses = trained['losses']
     print(f"\n2. A 2-layer gated GPT learns to copy ({steps} steps): loss {sum(losses[:10]) / 10:.3f} -> "
           f"{sum(losses[-10:]) / 10:.3f}")
+    check_learned(losses, 'residual_variants', rose=('another --seed',), flat=('more --steps',))
     print(table(['', 'mean gate g', '+1 share'],
                 [['before training', f"{g0:.3f}", f"{100 * s0:.1f}%"],
                  ['after training', f"{g1:.3f}", f"{100 * s1:.1f}%"]]))

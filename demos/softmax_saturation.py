@@ -62,7 +62,8 @@ def saturation(d_k, scaled, B=32, n=16, seed=0, device='cpu', html=None):
     loss = (output * mt.randn(*output.shape).to(device)).sum()  # a random upstream gradient dL/doutput
     if html:
         scores.name, weights.name = 's (scores)', 'p (weights)'
-        save_viewer(html, loss, f"Attention, d_k = {d_k}, {'scale 1/sqrt(d_k)' if scaled else 'no scale'}")
+        save_viewer(html, loss, f"Attention, d_k = {d_k}, {'scale 1/sqrt(d_k)' if scaled else 'no scale'}",
+                    group='softmax_saturation')
     else:
         loss.backward()
     stats = saturation_stats(scores, weights)

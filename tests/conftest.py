@@ -35,6 +35,15 @@ def in_tmp_path(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
 
+@pytest.fixture
+def without_cupy(monkeypatch):
+    """The engine as if cupy were not installed, whatever this machine has: backend.py imported
+    cupy (or failed to, and kept the error) once, at its own import, so both are replaced."""
+    monkeypatch.setattr(mt.backend, 'cupy', None)
+    monkeypatch.setattr(mt.backend, 'cupyx', None)
+    monkeypatch.setattr(mt.backend, '_cupy_import_error', None)
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     mt.manual_seed(0)

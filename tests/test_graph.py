@@ -36,6 +36,15 @@ def test_known_expression_has_exactly_its_nodes_and_edges():
     assert shapes == {'x': '(1, 2)', 'W': '(2, 3)', 'MatMul': '(1, 3)', 'Tanh': '(1, 3)', 'Sum': '()'}
 
 
+def test_unnamed_leaves_say_what_they_are():
+    pytest.importorskip('graphviz', reason='the graphviz Python package is not installed (pip install graphviz)')
+    mt.manual_seed(0)
+    y = (mt.randn(2, 3, requires_grad=True) * mt.randn(2, 3)).sum()
+    labels, _ = parse(mt.draw_graph(y).source)
+    assert sorted(lines[:2] for lines in labels.values() if lines[0] not in ('Mul', 'Sum')) == \
+        [['constant', '(2, 3)'], ['leaf', '(2, 3)']]
+
+
 def test_every_node_shows_the_gradient_arriving_at_it():
     """Ops: |dL/d(output)|, as the backward loop hands it to the op; leaves: |dL/d(leaf)|."""
     pytest.importorskip('graphviz', reason='the graphviz Python package is not installed (pip install graphviz)')

@@ -42,7 +42,8 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0):
     if norm_type == math.inf or not 0 < m < math.inf:
         total = m  # (0, inf or nan already are the norm)
     else:  # summed in float64 on the device, one host transfer at the end
-        total = m * float(sum(xp.sum((xp.abs(g) / m) ** norm_type) for g in arrays) ** (1.0 / norm_type))
+        with backend.quiet_float_errors(arrays[0]):  # a norm_type near 0: the 1/p power overflows to inf, the norm
+            total = m * float(sum(xp.sum((xp.abs(g) / m) ** norm_type) for g in arrays) ** (1.0 / norm_type))
     scale = max_norm / (total + 1e-6)
     if scale < 1:
         for p in grads:
