@@ -45,6 +45,19 @@ LESSONS = [
                          'masked accuracy'),
     ('small_numbers', "0.9^20, 0.9^56 vs measured decay; LayerNorm's 5.6x; BatchNorm's 320 vs 20; "
                       "attention vs RNN speed"),
+    ('qkv_roles', 'Q = K = V = X looks at itself; K = V loses when d_k is tight; no "U = aQ + bK + cV"; '
+                  "MLA's queries compressed too (d_cq); the 'it' table"),
+    ('scale_alternatives', '"±30" at d_k = 128 is 2.65 std; Pre-LN and a small d_k instead of 1/sqrt(d_k); '
+                           'softmax inputs within ±5; softmax(1.2, -0.3)'),
+    ('heads_specialise', "the deep dive's three head tables checked; two heads learn the previous and the next "
+                         "token"),
+    ('positional_add_vs_concat', 'PE_10 . PE_(10+k): nearer looks alike (not at d_model = 12); adding vs '
+                                 'concatenating the position code'),
+    ('residual_stream', 'how much of x_0 is left after 96 layers (not "100%"); trainable depth with and without '
+                        'residuals'),
+    ('ffn_memory', "the deep dive's FFN unit by hand; an FFN trained as a memory of facts"),
+    ('dependency_span', 'how far back an RNN learns to look (the "10-20 steps"), against attention'),
+    ('score_matrix_size', "ViT's 196 patches and their 196^2 scores; 10^6 tokens give 10^12"),
     ('compare_with_torch', 'the same model in PyTorch (transformer.to_torch): every gradient side by side'),
 ]
 

@@ -23,7 +23,10 @@ OWN = ['train_xor', 'temperature', 'article_trace', 'softmax_saturation', 'resid
        # the attention lessons
        'attention_by_hand', 'why_separate_qk', 'kv_cache', 'scale_variants', 'attention_cost', 'attention_maps',
        # the depth lessons
-       'pre_vs_post_ln', 'positions', 'residual_variants', 'feedforward', 'encoder_only_mlm', 'small_numbers']
+       'pre_vs_post_ln', 'positions', 'residual_variants', 'feedforward', 'encoder_only_mlm', 'small_numbers',
+       # the lessons on the articles' remaining claims
+       'qkv_roles', 'scale_alternatives', 'heads_specialise', 'positional_add_vs_concat', 'residual_stream',
+       'ffn_memory', 'dependency_span', 'score_matrix_size']
 ALL = [name for name, _ in tour.LESSONS]
 
 
@@ -82,6 +85,11 @@ BAD = {  # lesson: [(argv, what the message must name)]
     'feedforward': [(['--copy-steps', '-5'], '--copy-steps')],
     'encoder_only_mlm': [(['--n-test', '5'], '>= 10'), (['--batch-size', '0'], '--batch-size')],
     'small_numbers': [(['--n-layers', '1'], '>= 2'), (['--seq-len', 'long'], 'an integer')],
+    'qkv_roles': [(['--lookup-steps', '0'], '--lookup-steps')],
+    'scale_alternatives': [(['--rows', '0'], '--rows')],
+    'ffn_memory': [(['--facts', '0'], '--facts')],
+    'score_matrix_size': [(['--n-max', '64'], '>= 128')],
+    'dependency_span': [(['--steps', '1.5'], 'an integer')],
 }
 
 
@@ -136,6 +144,17 @@ EVERY_OPTION = {  # lesson: argv setting every option to a non-default value, an
                          dict(steps=3, batch_size=2, n_test=10, seed=1)),
     'small_numbers': (['--seq-len', '8', '--n-layers', '3', '--repeats', '1', '--seed', '1'],
                       dict(seq_len=8, n_layers=3, repeats=1, seed=1)),
+    'qkv_roles': (['--steps', '3', '--lookup-steps', '4', '--seed', '1', '--full'],
+                  dict(steps=3, lookup_steps=4, seed=1, full=True)),
+    'scale_alternatives': (['--rows', '3', '--steps', '4', '--seed', '1', '--full'],
+                           dict(rows=3, steps=4, seed=1, full=True)),
+    'heads_specialise': (['--steps', '3', '--seed', '1', '--full'], dict(steps=3, seed=1, full=True)),
+    'positional_add_vs_concat': (['--steps', '3', '--seed', '1', '--full'], dict(steps=3, seed=1, full=True)),
+    'residual_stream': (['--steps', '3', '--seed', '1', '--full'], dict(steps=3, seed=1, full=True)),
+    'ffn_memory': (['--facts', '5', '--steps', '3', '--seed', '1', '--full'],
+                   dict(facts=5, steps=3, seed=1, full=True)),
+    'dependency_span': (['--steps', '3', '--seed', '1', '--full'], dict(steps=3, seed=1, full=True)),
+    'score_matrix_size': (['--n-max', '256', '--seed', '1'], dict(n_max=256, seed=1)),
 }
 
 
@@ -237,6 +256,16 @@ TINY = {  # lesson: (argv, check(result, device))
                          lambda r, d: len(r['losses']) == 2 and r['device'] == d),
     'small_numbers': (['--seq-len', '8', '--n-layers', '2', '--repeats', '1'],
                       lambda r, d: len(r['factors']) == 4 and r['device'] == d),
+    'qkv_roles': (['--steps', '2', '--lookup-steps', '2'],
+                  lambda r, d: len(r['copy'][True]['losses']) == 2 and r['device'] == d),
+    'scale_alternatives': (['--rows', '1', '--steps', '2'], lambda r, d: sorted(r['small_d_k']) == [2, 4, 8, 16]
+                           and r['device'] == d),
+    'heads_specialise': (['--steps', '2'], lambda r, d: len(r['training'][4]['offsets']) == 4 and r['device'] == d),
+    'positional_add_vs_concat': (['--steps', '2'], lambda r, d: len(r['training']) == 3 and r['device'] == d),
+    'residual_stream': (['--steps', '2'], lambda r, d: len(r['sweep']) == 6 and r['device'] == d),
+    'ffn_memory': (['--facts', '8', '--steps', '2'], lambda r, d: len(r['memory']) == 4 and r['device'] == d),
+    'dependency_span': (['--steps', '2'], lambda r, d: len(r['accuracy']) == 8 and r['device'] == d),
+    'score_matrix_size': (['--n-max', '128'], lambda r, d: list(r['sizes']) == [128] and r['device'] == d),
 }
 
 
@@ -279,7 +308,11 @@ CUDA_RUN = {'train_xor': dict(steps=2), 'temperature': {}, 'article_trace': {},
             'pre_vs_post_ln': dict(n_layers=1, steps=1, depths=(1,), grad_seeds=1),
             'positions': dict(train_len=2, steps=1, batch_size=1), 'residual_variants': dict(steps=1, n_layers=1),
             'feedforward': dict(steps=1, copy_steps=1), 'encoder_only_mlm': dict(steps=1, batch_size=1, n_test=10),
-            'small_numbers': dict(seq_len=4, n_layers=2, repeats=1)}
+            'small_numbers': dict(seq_len=4, n_layers=2, repeats=1),
+            'qkv_roles': dict(steps=1, lookup_steps=1), 'scale_alternatives': dict(rows=1, steps=1),
+            'heads_specialise': dict(steps=1), 'positional_add_vs_concat': dict(steps=1),
+            'residual_stream': dict(steps=1), 'ffn_memory': dict(facts=4, steps=1), 'dependency_span': dict(steps=1),
+            'score_matrix_size': dict(n_max=128)}
 
 
 @pytest.mark.skipif(mt.cuda.is_available(), reason="a GPU is here: the tiny runs above run on it")

@@ -242,7 +242,7 @@ def test_lesson_pages_share_one_colour_scale(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(report, 'PAGES', {})
     for residual in (True, False):
-        residual_highway.layer_gradients('pre', residual, n_layers=6, d_model=8, B=2, T=3,
+        residual_highway.layer_gradients('pre', residual, n_layers=6, d_model=8, B=2, n=3,
                                          html=f"page_{residual}")
     scales = [page_data((tmp_path / 'runs' / f'page_{r}.html').read_text(encoding='utf-8'))['scale']
               for r in (True, False)]
