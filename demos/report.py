@@ -1,6 +1,8 @@
 """What the lessons share: the command line, a plain-text table, a median clock, plots under
 runs/, and the list of files written.
 
+    SECTIONS = [('attention', '2.3.2')]   # the articles' sections it checks (demos/articles.py), printed first
+
     def main(argv=None):                                   # every lesson ends like this
         options = options_of(run, steps='training steps', lr='learning rate', seed='random seed')
         return run_lesson(run, command_line('train_xor', __doc__, options, argv))
@@ -26,6 +28,8 @@ import time
 import unicodedata
 
 import microtensor as mt
+
+from . import articles
 
 RUNS = 'runs'  # relative to where you run the lesson (ignored by git)
 WRITTEN = []   # (path, what) for every file the lessons wrote in this process, oldest first
@@ -69,7 +73,9 @@ def command_line(module, doc, options, argv=None, extra=None, check=None):
     extra(parser) may add more arguments; check(args) returns an error message, or None when
     the options fit together.
     """
+    sections = getattr(_lesson_module(module), 'SECTIONS', ())
     parser = argparse.ArgumentParser(prog=f'python -m demos.{module}', description=doc,
+                                     epilog=f"Reads with:\n{articles.header(sections, '  ')}" if sections else None,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--device', default='cpu', choices=['cpu', 'cuda', 'auto'],
                         help='where the tensors live: cuda runs on the GPU via cupy; auto picks cuda when a GPU '
@@ -88,6 +94,14 @@ def command_line(module, doc, options, argv=None, extra=None, check=None):
     if message:
         parser.error(message)
     return args
+
+
+def _lesson_module(module):
+    """The loaded module of lesson `module`: demos.<module>, or __main__ under python -m demos.<module>."""
+    main = sys.modules.get('__main__')
+    if getattr(getattr(main, '__spec__', None), 'name', None) == f'demos.{module}':
+        return main
+    return sys.modules.get(f'demos.{module}')
 
 
 def _add_option(parser, name, option):
@@ -207,8 +221,12 @@ def interrupted_message(stop, resumable):
 
 
 def run_lesson(run, args):
-    """run(**vars(args)); a run that diverged, was refused or stopped by Ctrl-C ends with one line
-    (exit status 1, or 130 for Ctrl-C as in a shell), not a traceback."""
+    """Print the articles' sections the lesson checks (its module's SECTIONS), then run(**vars(args));
+    a run that diverged, was refused or stopped by Ctrl-C ends with one line (exit status 1, or 130
+    for Ctrl-C as in a shell), not a traceback."""
+    sections = getattr(sys.modules[run.__module__], 'SECTIONS', ())
+    if sections:  # [] for a lesson that checks no article's claim
+        print(articles.header(sections))
     try:
         return run(**vars(args))
     except (Diverged, Refused) as error:
@@ -278,17 +296,27 @@ def median_seconds(fn, repeats, warmup=0):
 
 
 # ---------------------------------------------------------------------------- plots
-def save_lines(name, series, xlabel, ylabel, title, x=None, logx=False, logy=True, folder=RUNS):
-    """One line per {label: y values} (against x, default 1, 2, ...), log axes as asked; see save_plot."""
-    def draw(ax):
-        for (label, ys), style in zip(series.items(), ('o-', 's-', '^--', 'v--', 'd-.')):
-            ax.plot(x or range(1, len(ys) + 1), ys, style, markersize=3 if len(ys) < 60 else 0, label=label)
-        ax.set(xlabel=xlabel, ylabel=ylabel, xscale='log' if logx else 'linear', yscale='log' if logy else 'linear')
-        if logx and x:  # label the measured x values themselves, not powers of ten
-            ax.set_xticks(x, [f"{v:g}" for v in x])
-            ax.tick_params(axis='x', which='minor', bottom=False, labelbottom=False)
-        ax.legend()
-    return save_plot(name, draw, title, folder)
+def save_lines(name, series, xlabel, ylabel, title, x=None, logx=False, logy=True, folder=RUNS, mark=None):
+    """One line per {label: y values} (against x, default 1, 2, ...), log axes as asked; mark=(x, label): a
+    dotted vertical line there (say, the training length); see save_plot."""
+    return save_plot(name, lambda ax: draw_lines(ax, series, xlabel, ylabel, x, logx, logy, mark), title, folder)
+
+
+def draw_lines(ax, series, xlabel, ylabel, x=None, logx=False, logy=True, mark=None):
+    """save_lines's drawing on one matplotlib axis (a panel of save_plot(..., panels=k))."""
+    # each its own line style and marker, markers staggered and earlier lines wider: curves that
+    # coincide stay visible
+    for i, ((label, ys), style) in enumerate(zip(series.items(), ('o-', 's--', '^:', 'v-.', 'd-', 'x--'))):
+        every = max(1, len(ys) // 12)
+        ax.plot(x or range(1, len(ys) + 1), ys, style, markersize=5, fillstyle='none', label=label,
+                markevery=(i * every // len(series), every), linewidth=max(1.0, 3.0 - 0.6 * i))
+    ax.set(xlabel=xlabel, ylabel=ylabel, xscale='log' if logx else 'linear', yscale='log' if logy else 'linear')
+    if mark is not None:
+        ax.axvline(mark[0], color='grey', linestyle=':', label=mark[1])
+    if logx and x:  # label the measured x values themselves, not powers of ten
+        ax.set_xticks(x, [f"{v:g}" for v in x])
+        ax.tick_params(axis='x', which='minor', bottom=False, labelbottom=False)
+    ax.legend()
 
 
 def save_heatmaps(name, matrices, rows, columns, title, fmt='.2f', folder=RUNS):

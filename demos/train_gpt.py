@@ -3,7 +3,7 @@
 A decoder-only Transformer (transformer.GPT) learns to continue a text one character at a
 time.  The causal language-model loss (transformer.next_token_loss):
 
-    logits = GPT(ids)                              (B, T, vocab): position t predicts ids[t + 1]
+    logits = GPT(ids)                              (B, n, vocab): position t predicts ids[t + 1]
     L = cross_entropy(logits[:, :-1], ids[:, 1:])  starts near ln(vocab) (a uniform guess)
 
 The text: --corpus poem (24 lines, the tour's quick run), --corpus stdlib (every docstring of
@@ -25,7 +25,7 @@ pickled), after its steps' losses and the weights were checked finite; --resume 
 it.  Batches are a function of (seed, step), so a resumed run computes exactly the losses the
 uninterrupted run would have.
 
-Then it writes, from the prompt, at several temperatures (attention-atom §2.4.2):
+Then it writes, from the prompt, at several temperatures (the attention article §2.4.2):
 T = 0.2 "extremely sharp, close to argmax", 0.7 "moderate", 1.0 "the standard
 softmax", 1.5 "smooth, diverse"; and greedily (always the most likely character).
 
@@ -52,6 +52,9 @@ from transformer import GPT, generate, next_token_loss
 from . import corpus as texts
 from .report import (RUNS, Diverged, Interrupted, Option, Refused, check_learned, check_loss, command_line, run_lesson,
                      save_plot, table, window_means, wrote)
+
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('architecture', '2.8'), ('architecture', '2.9.1'), ('attention', '2.4.2')]
 
 TEMPERATURES = (0.2, 0.7, 1.0, 1.5)
 PRESETS = {

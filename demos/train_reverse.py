@@ -1,6 +1,6 @@
 """Lesson: a tiny encoder-decoder Transformer learns to reverse digit sequences.
 
-The original architecture (transformer-architecture article; deep-dive §7.5): the
+The original architecture (the architecture article; the deep dive §7.5): the
 encoder reads the whole source at once; the decoder writes the target one token at a
 time with "masked self-attention" (it "cannot peek at" the tokens after its own) and
 "cross-attention: the decoder's junction with the encoder.  Each decoder word uses its
@@ -27,6 +27,9 @@ from microtensor import nn, optim
 from transformer import Transformer, generate, seq2seq_loss, shift_right
 
 from .report import check_learned, check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
+
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('architecture', '2.8'), ('deep_dive', '7.5')]
 
 DIGITS, BOS = 10, 10  # tokens 0-9 are digits; the decoder's start token is 10
 TRIES = ('a lower --lr (say 10x smaller)', 'a longer --warmup')  # for a run whose loss went up

@@ -10,6 +10,9 @@ import microtensor as mt
 
 from .report import check_learned, check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('deep_dive', '6.1')]
+
 
 def run(steps=300, lr=0.5, hidden=8, seed=0, device='cpu', verbose=True):
     """Train on the four XOR points; (losses, predictions: a tensor on `device`)."""

@@ -57,3 +57,12 @@ def _fused_setting():
     """Every test starts with the run's fused setting, whatever the test before it did."""
     with mt.fused(FUSED):
         yield
+
+
+@pytest.fixture
+def speaks_of_the_articles(capsys):
+    """After a lesson test: what the lesson printed (and the test did not read itself) never speaks of
+    how the lessons were made ("issue", ...): the lessons speak of the articles."""
+    yield
+    out = capsys.readouterr().out.lower()
+    assert 'issue' not in out, out[max(0, out.index('issue') - 200):out.index('issue') + 100]

@@ -192,10 +192,10 @@ def test_lessons_write_their_viewers_with_html(tmp_path, monkeypatch, capsys):
         with pytest.raises(SystemExit):  # --help lists --html
             lesson.main(['--help'])
         assert '--html' in capsys.readouterr().out
-    grads, _, _ = residual_highway.layer_gradients('pre', True, n_layers=2, d_model=8, B=2, T=3, html='residual')
-    assert grads == residual_highway.layer_gradients('pre', True, n_layers=2, d_model=8, B=2, T=3)[0]
-    numbers = softmax_saturation.saturation(64, False, n=2, T=4, html='unscaled')
-    assert numbers == softmax_saturation.saturation(64, False, n=2, T=4)
+    grads, _, _ = residual_highway.layer_gradients('pre', True, n_layers=2, d_model=8, B=2, n=3, html='residual')
+    assert grads == residual_highway.layer_gradients('pre', True, n_layers=2, d_model=8, B=2, n=3)[0]
+    numbers = softmax_saturation.saturation(64, False, B=2, n=4, html='unscaled')
+    assert numbers == softmax_saturation.saturation(64, False, B=2, n=4)
     article_trace.save_backward_viewer()
     out = capsys.readouterr().out
     pages = {name: (tmp_path / 'runs' / f'{name}.html').read_text(encoding='utf-8')
@@ -242,7 +242,7 @@ def test_lesson_pages_share_one_colour_scale(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(report, 'PAGES', {})
     for residual in (True, False):
-        residual_highway.layer_gradients('pre', residual, n_layers=6, d_model=8, B=2, T=3,
+        residual_highway.layer_gradients('pre', residual, n_layers=6, d_model=8, B=2, n=3,
                                          html=f"page_{residual}")
     scales = [page_data((tmp_path / 'runs' / f'page_{r}.html').read_text(encoding='utf-8'))['scale']
               for r in (True, False)]
