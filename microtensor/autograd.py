@@ -257,10 +257,11 @@ def backward_loop(roots, root_grads, retain_graph=False, wanted=None):
                 gx = gx.to(dtype=x.dtype)
             if _anomaly_mode:
                 _check_finite(fn, gx)
-            if id(x) not in grads and (gx is not returned or _made_for_one(gx, g, input_grads)):
-                fresh.add(id(x))
-            else:
-                fresh.discard(id(x))
+            if x.creator is None or x._retains_grad or wanted is not None:  # (the tensors that keep a gradient)
+                if id(x) not in grads and (gx is not returned or _made_for_one(gx, g, input_grads)):
+                    fresh.add(id(x))
+                else:
+                    fresh.discard(id(x))
             _accumulate(grads, x, gx, owned)
             sent.append(gx)
         yield fn, t, g, sent

@@ -692,15 +692,15 @@ class Tensor:
 def binary(fn, a, b, op):
     """The op fn (Add, Mul, ...) on a and b, one of them a Tensor, in their common dtype
     (microtensor/promotion.py: PyTorch's rules); Div computes in floats, as true division.
-    Two Tensors of one dtype, or a Python number with a float tensor, are already there."""
+    Two Tensors of one float dtype, or a Python number with a float tensor, are already there."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and a.data.dtype == b.data.dtype and a.data.dtype.kind == 'f':
+        return fn.apply(a, b)  # the common case, in every backward: no promotion to compute
     x, other = (a, b) if isinstance(a, Tensor) else (b, a)
+    if (type(other) is float or type(other) is int) and x.data.dtype.kind == 'f':
+        return fn.apply(as_tensor(a, x, op), as_tensor(b, x, op))
     if fn is _ew.Sub or fn is _ew.Pow:
         promotion.check_booleans(op, a, b, subtract=fn is _ew.Sub)
-    if (type(other) is float or type(other) is int) and x.dtype.kind == 'f' or \
-            isinstance(other, Tensor) and other.dtype == x.dtype:
-        a, b = as_tensor(a, x, op), as_tensor(b, x, op)
-    else:
-        a, b = promotion.operands(op, a, b)
+    a, b = promotion.operands(op, a, b)
     if fn is _ew.Div and a.dtype.kind != 'f':
         a, b = floating(a), floating(b)
     return fn.apply(a, b)
