@@ -170,3 +170,12 @@ def test_result_type_matches_pytorchs_for_any_dimensions_and_a_third_operand(a, 
         if min(a_dims, b_dims) == 0 < max(a_dims, b_dims):
             return  # (the folded zero would turn a weak 0-d operand into a dimensioned one)
     assert str(promotion.result_type(*values)) == str(expected).replace('torch.', '')
+
+
+@pytest.mark.parametrize('da', ['int64', 'int32', 'float16', 'float32', 'float64'])
+@pytest.mark.parametrize('db', ['int64', 'float32', 'float64'])
+def test_matmul_of_mixed_dtypes_follows_the_same_rule_as_mul(da, db):
+    a, b = mt.tensor(np.ones((2, 3), dtype=da)), mt.tensor(np.ones((3, 2), dtype=db))
+    assert (a @ b).dtype == promotion.result_type(a, b)   # PyTorch refuses mixed dtypes; numpy gives float64
+    assert (a @ np.ones((3, 2), dtype=db)).dtype == promotion.result_type(a, np.ones((3, 2), dtype=db))
+    assert (mt.tensor(np.ones((2, 3), dtype='int64')) @ mt.randn(3, 2)).dtype == mt.float32

@@ -1,6 +1,6 @@
 """Matrix multiplication, batched over leading axes as numpy's `@`, and linear: x @ W + b."""
 from ..autograd import Function
-from ..convert import as_tensor
+from .. import promotion
 from ..fused import switch as fused_switch
 from ..fused.linear import FusedLinear
 from ..tensor import Tensor
@@ -33,11 +33,10 @@ class MatMul(Function):
 
 def matmul(a, b):
     """a @ b with numpy's rules: 1-D operands are promoted to matrices and squeezed back."""
-    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):  # a constant operand (an array, a list)
-        like = a if isinstance(a, Tensor) else b
-        if not isinstance(like, Tensor):
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype == b.dtype):  # a constant, or mixed dtypes
+        if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
             raise TypeError(f"matmul: needs a Tensor as a or b, got {type(a).__name__} and {type(b).__name__}")
-        a, b = as_tensor(a, like, 'matmul'), as_tensor(b, like, 'matmul')
+        a, b = promotion.operands('matmul', a, b)  # PyTorch's rule, as for a * b (int64 @ float32 -> float32)
     a_ndim, b_ndim = a.data.ndim, b.data.ndim
     if a_ndim == 0 or b_ndim == 0:
         raise ValueError(f"MatMul: scalars cannot be matrix-multiplied (shapes {a.shape} and {b.shape}); use *")
