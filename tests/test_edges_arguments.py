@@ -1,5 +1,5 @@
 """Every public function and Tensor method, given generated arguments of every class a
-careless caller might pass (issue 8 §2): the outcome is either the value numpy gives for
+careless caller might pass: the outcome is either the value numpy gives for
 the same call, or a ValueError / TypeError / IndexError (RuntimeError for devices and
 in-place misuse, as in PyTorch) whose message names the function.  Never an internal
 exception (AttributeError, ZeroDivisionError, KeyError, RecursionError, "tuple index out

@@ -1,5 +1,4 @@
-"""Devices and bounds: the engine's own checks fire before the backend is reached
-(issue 8 §1, issue 10 §1).
+"""Devices and bounds: the engine's own checks fire before the backend is reached.
 
     devices                  index/mask/target arrays on another device: an error naming both
     bounds                   out-of-range ids raise (cupy would wrap them silently)
@@ -108,7 +107,7 @@ def test_in_range_negative_ids_work_and_their_gradient_goes_to_the_right_rows():
     assert x.grad.tolist() == [[1, 1], [0, 0], [2, 2]]
 
 
-# ---------------------------------------------------------------------------- issue 10: numpy vs cupy
+# ---------------------------------------------------------------------------- numpy vs cupy
 
 
 def test_scatter_add_is_add_at_on_every_backend():
