@@ -3,6 +3,7 @@
     python benchmarks/gpt_step.py                    # small and medium on the CPU, markdown table
     python benchmarks/gpt_step.py --device cuda --sizes small,medium,large   # on the GPU (cupy)
     python benchmarks/gpt_step.py --profile small    # plus cProfile's top costs for that size
+    python benchmarks/gpt_step.py --textbook         # the textbook ops (microtensor's fused layer off)
 
 Sizes (vocab 256, byte-level):
     small   d_model 64,  2 layers, 4 heads, context 64,  batch 32
@@ -91,6 +92,8 @@ def main(argv=None):
     parser.add_argument('--steps', type=int, default=10, help='timed steps per size')
     parser.add_argument('--warmup', type=int, default=2)
     parser.add_argument('--profile', metavar='SIZE', help='also print cProfile top costs for SIZE')
+    parser.add_argument('--textbook', action='store_true',
+                        help="microtensor's textbook ops (its fused layer off; on by default, as in train_gpt)")
     args = parser.parse_args(argv)
     sizes = args.sizes.split(',')
     unknown = [s for s in sizes + ([args.profile] if args.profile else []) if s not in SIZES]
@@ -103,8 +106,9 @@ def main(argv=None):
     elif args.device == 'cuda' and not mt.cuda.is_available():
         parser.error("--device cuda, but no GPU is usable here: " + why_no_gpu())
 
+    mt.set_fused(not args.textbook)
     print(f"GPT training step (forward + backward + AdamW), device {args.device}, "
-          f"median of {args.steps} steps\n")
+          f"{'textbook ops' if args.textbook else 'fused layer on'}, median of {args.steps} steps\n")
     print("| size | d_model | layers | heads | context | batch | params | median step | tokens/s | peak memory |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for size in sizes:

@@ -78,6 +78,7 @@ def stage_environment(device, plan):
 
 
 def stage_train_gpt(device, plan, outdir):
+    import microtensor as mt
     from demos import corpus, train_gpt
     try:
         text, name = corpus.load(plan['corpus'])
@@ -86,7 +87,8 @@ def stage_train_gpt(device, plan, outdir):
         text, name = corpus.stdlib_docstrings(root=ROOT), "this repository's docstrings"
     work = tempfile.mkdtemp(prefix='acceptance-train-')  # the checkpoint (130 MB at the gpu size) stays out of OUTDIR
     try:
-        result = train_gpt.train(text, out=work, device=device, preset='gpu', **plan['train'])
+        with mt.fused():  # as train_gpt's command line runs it
+            result = train_gpt.train(text, out=work, device=device, preset='gpu', **plan['train'])
         picture = train_gpt.plot_losses(result, name, work)
         if picture:
             shutil.copy(picture, os.path.join(outdir, 'train_gpt_loss.png'))
@@ -102,6 +104,8 @@ def stage_train_gpt(device, plan, outdir):
 def stage_gpt_step(device, plan, outdir, record):
     sys.path.insert(0, os.path.join(ROOT, 'benchmarks'))
     import gpt_step
+    import microtensor as mt
+    mt.set_fused(True)  # as gpt_step's command line runs it
     for size in plan['sizes']:
         record(size, gpt_step.measure(size, device, plan['timed_steps'], plan['warmup_steps']))
 

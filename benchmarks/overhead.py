@@ -3,6 +3,8 @@
     python benchmarks/overhead.py            # markdown table on stdout
     python benchmarks/overhead.py --profile  # plus a cProfile of the 3-op chain
 
+microtensor's fused layer is on (mt.set_fused(True)), as in the other benchmarks.
+
 Tensors are tiny (4x4), so the arithmetic itself costs almost nothing and what is
 left is the price of the engine: creating Tensors and Functions, recording the
 graph, the backward loop, undoing broadcasting.  Each case times one forward and
@@ -149,6 +151,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--profile', action='store_true', help='also print a cProfile of the 3-op chain')
     args = parser.parse_args(argv)
+    mt.set_fused(True)  # as the other benchmarks and train_gpt (softmax: FusedSoftmax)
     cases = make_cases()
     print(f"numpy {np.__version__}, Python {sys.version.split()[0]}, "
           f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}\n")

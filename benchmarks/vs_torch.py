@@ -7,13 +7,17 @@
     python benchmarks/vs_torch.py --profile                               # cProfile of microtensor's step
     python benchmarks/vs_torch.py --compare /tmp/old-checkout             # also time another version, same rounds
     python benchmarks/vs_torch.py --gemm                                  # only the step's matrix products (gemms.py)
+    python benchmarks/vs_torch.py --fused-only                            # without the textbook rows
 
 The model (both systems): a decoder-only GPT, pre-LN, learned positions, 2 layers, 4 heads,
 d_ff = 4 d_model, GELU (tanh form), separate W_Q/W_K/W_V/W_O with biases, an untied head
 without bias, vocabulary 65, context 64, batch 32, float32.  One step = forward, the
 next-token cross-entropy, backward, AdamW (lr 3e-4, weight decay 0.01).  PyTorch's model
 is written the way a PyTorch user writes it in eager mode: nn.Linear, masked_fill, softmax
-(--torch-attention sdpa uses F.scaled_dot_product_attention instead).
+(--torch-attention sdpa uses F.scaled_dot_product_attention instead).  microtensor runs with
+its fused layer on (mt.set_fused(True), as train_gpt does); a second microtensor worker runs
+the textbook ops (the default, what the lessons step through) in the same rounds, reported as
+rows of their own (--fused-only leaves it out).
 
 How it is measured:
 - each system runs in its own worker process (importing torch changes numpy's malloc
@@ -28,7 +32,9 @@ How it is measured:
   the ratio microtensor / PyTorch (< 1: microtensor is faster); then the same for CPU time
   (time.process_time: all the process's threads, user + system, so page faults count;
   less disturbed than wall time by other programs on a busy machine, but with 2 threads
-  it also counts threads that spin while waiting), and each worker's peak RSS.
+  it also counts threads that spin while waiting), and each worker's peak RSS;
+- the load average (os.getloadavg: 1, 5, 15 minutes) is printed before and after the table:
+  timings taken while other programs run are not comparable.
 
 PyTorch is an optional benchmark dependency only: without it the microtensor column is
 still measured.
@@ -72,13 +78,16 @@ def _proc_status(field):
     return None
 
 
-def microtensor_step(d_model, init_path, root=ROOT):
-    """Build the GPT (microtensor from `root`), write its initial weights and the batch to init_path; return step()."""
+def microtensor_step(d_model, init_path, root=ROOT, fused=True):
+    """Build the GPT (microtensor from `root`, its fused layer on or off), write its initial weights
+    and the batch to init_path; return step()."""
     sys.path.insert(0, root)
     import numpy as np
     import microtensor as mt
     from microtensor import optim
     from transformer import GPT, next_token_loss
+
+    getattr(mt, 'set_fused', lambda flag: None)(fused)  # a --compare checkout from before the switch: always fused
 
     c = CONFIG
     mt.manual_seed(0)
@@ -128,7 +137,7 @@ def worker(args):
     elif args.worker == 'torch':
         step = torch_step(args.d_model, args.init, args.torch_attention)
     else:
-        step = microtensor_step(args.d_model, args.init, args.root)
+        step = microtensor_step(args.d_model, args.init, args.root, fused=args.worker == 'microtensor')
     reply({'ready': True})
     for line in sys.stdin:
         command = line.split()
@@ -209,6 +218,8 @@ def compare(d_model, threads, args, use_torch):
                           d_model, threads, init_path)]
         workers += [Worker('microtensor', root, sys.executable, d_model, threads, '', root=root)
                     for root in args.compare]  # same seed, same model: they need no weights file
+        if not (args.gemm or args.fused_only):
+            workers.append(Worker('microtensor-textbook', 'textbook', sys.executable, d_model, threads, ''))
         if use_torch:
             workers.append(Worker('torch' + suffix, 'torch', args.torch_python, d_model, threads, init_path,
                                   torch_attention=args.torch_attention))
@@ -226,10 +237,11 @@ def compare(d_model, threads, args, use_torch):
         finally:
             for w in workers:
                 w.close()
-    if use_torch and abs(first['microtensor'] - first['torch']) > 1e-4:
-        raise SystemExit(f"sanity check failed at d_model {d_model}: first-step losses differ by "
-                         f"{abs(first['microtensor'] - first['torch']):.2e} "
-                         f"(microtensor {first['microtensor']:.6f}, PyTorch {first['torch']:.6f})")
+    for other in ('torch', 'textbook'):
+        if other in first and abs(first['microtensor'] - first[other]) > 1e-4:
+            raise SystemExit(f"sanity check failed at d_model {d_model}: first-step losses differ by "
+                             f"{abs(first['microtensor'] - first[other]):.2e} "
+                             f"(microtensor {first['microtensor']:.6f}, {other} {first[other]:.6f})")
     return {label: dict(ms=1000 * statistics.median(times[label]), cpu_ms=1000 * statistics.median(cpu_times[label]),
                         rss=rss[label], loss=first[label]) for label in times}
 
@@ -280,7 +292,10 @@ def main():
     parser.add_argument('--profile', action='store_true', help="only profile microtensor's step (in this process)")
     parser.add_argument('--gemm', action='store_true',
                         help="only the step's matrix products: numpy's BLAS vs PyTorch's (gemms.py)")
-    parser.add_argument('--worker', choices=['microtensor', 'torch', 'numpy-gemm', 'torch-gemm'], help=argparse.SUPPRESS)
+    parser.add_argument('--fused-only', action='store_true',
+                        help="leave out microtensor's textbook ops (its fused layer off), timed by default")
+    parser.add_argument('--worker', choices=['microtensor', 'microtensor-textbook', 'torch', 'numpy-gemm', 'torch-gemm'],
+                        help=argparse.SUPPRESS)
     parser.add_argument('--d-model', type=int, help=argparse.SUPPRESS)
     parser.add_argument('--init', help=argparse.SUPPRESS)
     parser.add_argument('--root', default=ROOT, help=argparse.SUPPRESS)
@@ -303,14 +318,15 @@ def main():
           f"{c['n_heads']} heads, "
           f"context {c['context']}, batch {c['batch']}, vocab {c['vocab']}; median of {args.rounds} alternating rounds "
           f"x {args.steps} steps" + (f"; PyTorch attention: {args.torch_attention}" if use_torch
-                                     else f"\n(no torch in {args.torch_python}: microtensor only)") + "\n")
+                                     else f"\n(no torch in {args.torch_python}: microtensor only)")
+          + f"; microtensor's fused layer on\n\nload average before: {load_average()}\n")
     if use_torch:
         print("| d_model | threads | microtensor ms | PyTorch ms | ratio | CPU ms microtensor | CPU ms PyTorch "
               "| CPU ratio | RSS MiB microtensor | RSS MiB PyTorch | first loss | loss diff |")
         print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     else:
         print("| d_model | threads | microtensor ms | CPU ms | RSS MiB | first loss |\n|---:|---:|---:|---:|---:|---:|")
-    others = []
+    others, textbook = [], []
     for d_model in args.d_models:
         for threads in args.threads:
             r = compare(d_model, threads, args, use_torch)
@@ -325,12 +341,32 @@ def main():
                 print(f"| {d_model} | {threads} | {m['ms']:.1f} | {m['cpu_ms']:.1f} | {m['rss']:.0f} "
                       f"| {m['loss']:.5f} |", flush=True)
             others += [(d_model, threads, label, r[label], r['microtensor']) for label in args.compare]
+            if 'textbook' in r:
+                textbook.append((d_model, threads, r['textbook'], m, r.get('torch')))
+    if textbook:  # the textbook ops, measured in the same rounds
+        print("\nmicrotensor's textbook ops (the fused layer off), in the same rounds:\n")
+        print("| d_model | threads | textbook ms | / PyTorch | / fused | CPU ms | / PyTorch (CPU) | RSS MiB |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for d_model, threads, o, m, t in textbook:
+            vs_torch = f"{o['ms'] / t['ms']:.2f}" if t else '-'
+            vs_torch_cpu = f"{o['cpu_ms'] / t['cpu_ms']:.2f}" if t else '-'
+            print(f"| {d_model} | {threads} | {o['ms']:.1f} | {vs_torch} | {o['ms'] / m['ms']:.2f} "
+                  f"| {o['cpu_ms']:.1f} | {vs_torch_cpu} | {o['rss']:.0f} |")
     if others:  # the other checkouts, measured in the same rounds
         print("\n| d_model | threads | checkout | ms | CPU ms | this checkout / it (ms) | (CPU) | RSS MiB |")
         print("|---:|---:|---|---:|---:|---:|---:|---:|")
         for d_model, threads, label, o, m in others:
             print(f"| {d_model} | {threads} | {label} | {o['ms']:.1f} | {o['cpu_ms']:.1f} | {m['ms'] / o['ms']:.2f} "
                   f"| {m['cpu_ms'] / o['cpu_ms']:.2f} | {o['rss']:.0f} |")
+    print(f"\nload average after: {load_average()}")
+
+
+def load_average():
+    """'1-minute, 5-minute, 15-minute' load averages; '?' where the system has none."""
+    try:
+        return ', '.join(f"{v:.2f}" for v in os.getloadavg())
+    except OSError:
+        return '?'
 
 
 def gemm_table(args, use_torch):

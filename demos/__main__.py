@@ -1,10 +1,11 @@
 """The demo tour.
 
-    python -m demos                      every lesson in order, then the list of files written
+    python -m demos                      every lesson in order (with the backward-pass viewer pages), then the
+                                         list of files written and where to go next
     python -m demos NAME [options]       one lesson, with its own options (python -m demos NAME --help)
     python -m demos NAME NAME ...        several lessons with their defaults
     python -m demos --device cuda        the tour on the GPU (every lesson gets --device)
-    python -m demos --list               the lessons' names
+    python -m demos --list               the lessons and the articles' sections each one checks
 """
 import argparse
 import importlib
@@ -13,38 +14,54 @@ import os
 import sys
 import time
 
-from . import report
+from . import articles, report
 
 LESSONS = [
     ('train_xor', 'the engine alone: an MLP learns XOR'),
-    ('temperature', 'softmax(x / T): low T is near-argmax, high T is flat'),
-    ('article_trace', "the article's 猫 吃 鱼 trace: PE table (and its typos), X0, layer-1 attention, "
-                      "X0 + MHA(X0), cosine similarities (+25%) (issue 13 item 8)"),
+    ('temperature', 'softmax(x / T): low temperature T is near-argmax, high T is flat'),
+    ('article_trace', "the deep dive's 猫 吃 鱼 trace: PE table (and its typos), X0, layer-1 attention, "
+                      "X0 + MHA(X0), cosine similarities (+25%)"),
     ('softmax_saturation', 'Var(q.k) = d_k: without 1/sqrt(d_k) the softmax saturates and stops the gradient'),
     ('residual_highway', 'per-layer gradients in 24 layers: residual vs none, Pre-LN vs Post-LN; rank collapse '
-                         'without residuals (issue 13 item 2)'),
+                         'without residuals'),
     ('rnn_vs_attention', 'gradient vs distance: the RNN decays (path n), attention does not (path 1)'),
     ('layernorm_vs_batchnorm', 'LayerNorm ignores the batch; BatchNorm depends on it and on train/eval'),
     ('train_gpt', 'a tiny character GPT: training, checkpoints, sampling at several temperatures'),
     ('train_reverse', 'a tiny encoder-decoder Transformer learns to reverse digit sequences'),
-    ('attention_by_hand', 'issue 12 items 1, 6, 9: 我爱你 by hand (2 rows misprinted), hard vs soft, small numbers'),
-    ('why_separate_qk', 'issue 12 item 2: W_Q = W_K gives symmetric scores; copy the previous token: shared vs not'),
-    ('kv_cache', 'issue 12 items 3, 4: MHA/GQA/MQA/MLA cache per token, measured; what the "93.3%" compares'),
-    ('scale_variants', 'issue 12 item 5: 1/sqrt(d_k), 1/d_k, none, learned: score variance, sharpness, training'),
-    ('attention_cost', 'issue 12 item 7: time and memory vs n: attention O(n^2 d) but parallel, RNN serial'),
-    ('attention_maps', 'issue 12 item 8: trained attention maps: reversal is an anti-diagonal; a char-GPT head'),
-    ('pre_vs_post_ln', "issue 13 item 1: Post-LN's last-layer gradient grows ~sqrt(L) over Pre-LN's; at a high LR "
-                       "it needs warm-up"),
-    ('positions', 'issue 13 items 3, 4: permutation equivariance, PE shift = rotation, RoPE offsets, wavelengths; '
-                  'extrapolation to 2N, 4N (sinusoidal, learned, RoPE, ALiBi, T5 relative bias)'),
-    ('residual_variants', 'issue 13 item 5: standard, scaled and gated residuals: the "+1" share of the gradient'),
-    ('feedforward', 'issue 13 item 6: FFN: without activation two Linears are one; GELU vs ReLU; FFN = 2/3 of a '
+    ('attention_by_hand', '我爱你 by hand (2 rows misprinted), hard vs soft attention, the small numbers'),
+    ('why_separate_qk', 'W_Q = W_K gives symmetric scores; copying the previous token: shared vs separate'),
+    ('kv_cache', 'MHA/GQA/MQA/MLA cache per token, measured; what the "93.3%" compares'),
+    ('scale_variants', '1/sqrt(d_k), 1/d_k, no scale, learned: score variance, sharpness, training'),
+    ('attention_cost', 'time and memory vs n: attention O(n^2 d) but parallel, the RNN serial'),
+    ('attention_maps', 'trained attention maps: reversal is an anti-diagonal; the heads of a char-GPT'),
+    ('pre_vs_post_ln', "Post-LN's last-layer gradient grows ~sqrt(L) over Pre-LN's; at a high LR it needs "
+                       "warm-up"),
+    ('positions', 'permutation equivariance, PE shift = rotation, RoPE offsets, wavelengths; '
+                  'trained on length n, tested on 2n, 4n (sinusoidal, learned, RoPE, ALiBi, T5 relative bias)'),
+    ('residual_variants', 'standard, scaled and gated residuals: the "+1" share of the gradient'),
+    ('feedforward', 'FFN: without activation two Linears are one; GELU vs ReLU; FFN = 2/3 of a '
                     'block; heads cost alike'),
-    ('encoder_only_mlm', 'issue 13 item 7: encoder-only (BERT) masked-language modelling: 15% chosen, 80/10/10, '
+    ('encoder_only_mlm', 'encoder-only (BERT) masked-language modelling: 15% chosen, 80/10/10, '
                          'masked accuracy'),
-    ('small_numbers', "issue 13 item 9: 0.9^20, 0.9^56 vs measured decay; LayerNorm's 5.6x; BatchNorm's 320 vs 20; "
+    ('small_numbers', "0.9^20, 0.9^56 vs measured decay; LayerNorm's 5.6x; BatchNorm's 320 vs 20; "
                       "attention vs RNN speed"),
+    ('qkv_roles', 'Q = K = V = X looks at itself; K = V loses when d_k is tight; no "U = aQ + bK + cV"; '
+                  "MLA's queries compressed too (d_cq); the 'it' table"),
+    ('scale_alternatives', '"±30" at d_k = 128 is 2.65 std; Pre-LN and a small d_k instead of 1/sqrt(d_k); '
+                           'softmax inputs within ±5; softmax(1.2, -0.3)'),
+    ('heads_specialise', "the deep dive's three head tables checked; two heads learn the previous and the next "
+                         "token"),
+    ('positional_add_vs_concat', 'PE_10 . PE_(10+k): nearer looks alike (not at d_model = 12); adding vs '
+                                 'concatenating the position code'),
+    ('residual_stream', 'how much of x_0 is left after 96 layers (not "100%"); trainable depth with and without '
+                        'residuals'),
+    ('ffn_memory', "the deep dive's FFN unit by hand; an FFN trained as a memory of facts"),
+    ('dependency_span', 'how far back an RNN learns to look (the "10-20 steps"), against attention'),
+    ('score_matrix_size', "ViT's 196 patches and their 196^2 scores; 10^6 tokens give 10^12"),
+    ('compare_with_torch', 'the same model in PyTorch (transformer.to_torch): every gradient side by side'),
 ]
+
+VIEWER_LESSONS = ('article_trace', 'softmax_saturation', 'residual_highway')  # --html: backward-pass viewer pages
 
 
 def main(argv=None):
@@ -68,9 +85,13 @@ def main(argv=None):
     if args.list:
         for name, what in LESSONS:
             print(f"{name:24s} {what}")
+            sections = getattr(importlib.import_module(f"demos.{name}"), 'SECTIONS', ())
+            print(articles.header(sections, ' ' * 4) if sections else "    (checks the engine, not an article's claim)")
         return None
     options = ['--device', args.device] if args.device else []
-    return tour([(name, options) for name in args.lessons or known])
+    if args.lessons:
+        return tour([(name, options) for name in args.lessons])
+    return tour([(name, options + ['--html'] * (name in VIEWER_LESSONS)) for name in known])
 
 
 def tour(lessons):
@@ -90,8 +111,21 @@ def tour(lessons):
     else:
         print("\nNo files written" + (" (plots need matplotlib: pip install matplotlib)."
                                        if importlib.util.find_spec('matplotlib') is None else "."))
+    print(what_next([path for path in written if path.endswith('.html')]))
     return results
 
+
+def what_next(pages):
+    """Where a learner goes after the lessons: the viewer pages, the debugger guide, the reading path."""
+    viewer = ("open in a browser:" + ''.join(f"\n      {page}" for page in pages) if pages else
+              f"`python -m demos {VIEWER_LESSONS[0]} --html` writes one ({', '.join(VIEWER_LESSONS[1:])} take --html "
+              "too; the whole tour, `python -m demos`, writes them all)")
+    return ("\nWhat next:\n"
+            f"  - the backward pass, op by op, in the viewer: {viewer}\n"
+            "  - step through backprop in a debugger (pdb, VS Code, Jupyter): docs/stepping-through-backprop.md\n"
+            "  - write the ops yourself: `python -m demos.exercises start my_ops` (docs/writing-an-op.md)\n"
+            "  - the three articles section by section, the lesson that checks each claim, and its verdict: "
+            "docs/articles.md")
 
 if __name__ == '__main__':
     main()

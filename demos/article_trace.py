@@ -1,4 +1,4 @@
-"""Lesson: the article's 猫 吃 鱼 ("cat eats fish") trace, recomputed (deep-dive §7.1-7.3).
+"""Lesson: the article's 猫 吃 鱼 ("cat eats fish") trace, recomputed (the deep dive §7.1-7.3).
 
 The article sends a 3-word sentence through a small encoder (d_model = 12, h = 3,
 d_k = 4, d_ff = 48) and prints the numbers: "This is not a schematic.  This is a real
@@ -16,8 +16,8 @@ recomputed is what follows from printed numbers alone:
    [1.22, 0.77, 1.12, 1.40], [1.64, -0.26, 0.87, 1.25].
 3. Layer 1 attention (§7.3): the printed Q_i K_i^T of heads 1 and 2, "divided by
    sqrt(4) = 2" and softmaxed row by row, give exactly the printed tables.  Head 1 is "a
-   uniform head" (every weight 30%-37%), head 2 "a semantic head: every word gives its
-   highest attention to 鱼 (fish)".
+   uniform head" ("都在 30%-37%": in fact 27.6%-37.2%, by the article's own table), head 2
+   "a semantic head: every word gives its highest attention to 鱼 (fish)".
 4-5. The residual sum X_mid_raw = X0 + MHA(X0) and the cosine similarities of X0 (§7.3-7.4):
    see transformer/article_checks.py.
 
@@ -35,6 +35,9 @@ from transformer import Encoder, SinusoidalPositionalEncoding, TokenEmbedding
 from transformer import article_checks, article_data as article
 
 from .report import command_line, options_of, run_lesson, save_heatmaps, save_viewer, table
+
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('deep_dive', '7.1'), ('deep_dive', '7.2'), ('deep_dive', '7.3'), ('deep_dive', '7.4')]
 
 ENGLISH = {'猫': 'cat', '吃': 'eats', '鱼': 'fish'}  # for plots: matplotlib's default font has no CJK
 
@@ -103,7 +106,7 @@ def _vector(values):
 
 def run(device='cpu', html=False):
     pe = positional_table(device=device)
-    print("1. Sinusoidal PE, d_model = 12:  PE[pos, 2i] = sin(pos / 10000^(2i/12)), PE[pos, 2i+1] = cos(...)")
+    print("1. Sinusoidal PE (§7.2), d_model = 12:  PE[pos, 2i] = sin(pos / 10000^(2i/12)), PE[pos, 2i+1] = cos(...)")
     print(table(['pos'] + [f"d{j}" for j in range(12)], [[pos] + row for pos, row in enumerate(pe)], fmt='.4f'))
     typos = pe_typos(pe)
     wrong = {(pos, dim) for pos, dim, _, _ in typos}
@@ -115,7 +118,7 @@ def run(device='cpu', html=False):
     X0 = x0(device=device)
     printed_pe = [pe[0]] + [article.PE_PRINTED[p] + pe[p][6:] for p in (1, 2)]  # the typos in, the rest formula
     X0_with_typos = x0(printed_pe, device)
-    print("\n2. X0 = Embedding + PE, first 4 dimensions:")
+    print("\n2. X0 = Embedding + PE (§7.2), first 4 dimensions:")
     print(table(['word', 'article', 'with the formula PE', "with the article's PE"],
                 [[word, _vector(article.X0_PRINTED[i]), _vector(X0[i][:4]), _vector(X0_with_typos[i][:4])]
                  for i, word in enumerate(article.TOKENS)]))
@@ -123,7 +126,8 @@ def run(device='cpu', html=False):
     print(f"The article's X0 {'matches' if agree else 'does NOT match'} the formula's PE; with its own printed "
           f"PE (0.2338), 吃 dim 2 would be {X0_with_typos[1][2]:.2f}, not {article.X0_PRINTED[1][2]:.2f}.")
 
-    print("\n3. Layer 1 attention: A = softmax(Q K^T / sqrt(d_k)), d_k = 4, from the article's printed Q K^T")
+    print("\n3. Layer 1 attention (§7.3): A = softmax(Q K^T / sqrt(d_k)), d_k = 4, from the article's printed Q K^T "
+          "(heads numbered from 1, as the article numbers them)")
     weights = {}
     for head in (1, 2):
         S = article.LAYER1_SCORES[head]
@@ -140,14 +144,21 @@ def run(device='cpu', html=False):
     words = [ENGLISH[w] for w in article.TOKENS]
     save_heatmaps('article_trace', {f"head {head}": weights[head].tolist() for head in weights}, words, words,
                   'Layer-1 attention A = softmax(Q K^T / 2): row = query, column = key')
-    print("\nHead 1 is near uniform (the article's 'uniform head'); in head 2 every word puts its largest\n"
-          "weight on 鱼 (its 'semantic head').  Head 3's scores and layer 2's are not printed, nor are the\n"
-          "weight matrices, so the attention cannot be recomputed further.")
+    uniform = weights[1].tolist()
+    (low, low_at), (high, high_at) = (f(((v, (q, k)) for q, row in enumerate(uniform) for k, v in enumerate(row)))
+                                      for f in (min, max))
+    cell = lambda at: f"{article.TOKENS[at[0]]} -> {article.TOKENS[at[1]]}"  # noqa: E731
+    print(f"\nHead 1 is near uniform (the article's 'uniform head'), but its weights are not all '在 30%-37%'\n"
+          f"as the article says: they range over {100 * low:.1f}% ({cell(low_at)}) to {100 * high:.1f}% "
+          f"({cell(high_at)}), by the article's own table.\n"
+          "In head 2 every word puts its largest weight on 鱼 (its 'semantic head').  Head 3's scores and\n"
+          "layer 2's are not printed, nor are the weight matrices, so the attention cannot be recomputed further.")
     for title, header, rows in article_checks.tables(X0):  # the residual sum and the similarities (§7.3-7.4)
         print('\n' + title + '\n' + table(header, rows))
     if html:
         save_backward_viewer(device=device)
-    return {'pe': pe, 'typos': typos, 'x0': X0, 'x0_with_printed_pe': X0_with_typos, 'weights': weights}
+    return {'pe': pe, 'typos': typos, 'x0': X0, 'x0_with_printed_pe': X0_with_typos, 'weights': weights,
+            'head1_range': (low, high)}
 
 
 

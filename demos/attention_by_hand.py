@@ -1,6 +1,6 @@
 """Lesson: attention by hand -- the 我爱你 example, hard vs soft attention, the chapters' small numbers.
 
-1. 我 爱 你 ("I love you", deep-dive §1.4-1.6, d_k = 4).  The article prints the scores
+1. 我 爱 你 ("I love you", the deep dive §1.4-1.6, d_k = 4).  The article prints the scores
    S = Q K^T, then S / sqrt(4) (right), then A = softmax(S / 2) row by row.  Recomputed
    here with mt.softmax, row 2 of A agrees, rows 1 and 3 do not: the printed [0.72, 0.11,
    0.17] and [0.15, 0.70, 0.15] sum to 1 but are not the softmax of the printed S / 2
@@ -8,7 +8,7 @@
    ("我 keeps 72% on itself", "你 gives 70% to 爱") is off too.  And the text reads
    "S_{2,1} = 2.1 (你 attends to 爱)": with the 0-based indices that make its
    S_{1,2} = 4.7 (爱 -> 你) right, S_{2,1} is 3.9; 2.1 is S_{1,0} (爱 -> 我).
-2. Hard vs soft attention (attention-atom §2.2.3): Argmax(Q K^T) V "is not
+2. Hard vs soft attention (the attention article §2.2.3): Argmax(Q K^T) V "is not
    differentiable", Softmax(Q K^T) V is.  On the same scores: the soft version's gradient
    dL/dS is non-zero (and matches central differences); the hard version's is exactly
    zero -- autograd finds no path from the output back to S (a comparison has no
@@ -29,7 +29,12 @@ import microtensor as mt
 from transformer import article_data as article
 
 from . import budget
+from .articles import cite
 from .report import command_line, options_of, run_lesson, save_plot, table
+
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('deep_dive', '1.4'), ('deep_dive', '1.5'), ('deep_dive', '1.6'), ('attention', '2.2.3'),
+            ('attention', '2.3.1'), ('attention', '2.4.1'), ('attention', '2.6')]
 
 
 # ---------------------------------------------------------------------------- 1. 我 爱 你
@@ -138,10 +143,11 @@ def run(samples=20000, seed=0, device='cpu'):
     words = article.LOVE_TOKENS
     S, scaled_printed = article.LOVE_SCORES, article.LOVE_SCALED_SCORES
     scaled, A, device = love_weights(device)
-    print("1. 我 爱 你, d_k = 4: S = Q K^T (article) | S / 2 (article) | S / 2 (computed)")
+    print("1. 我 爱 你 (the deep dive's example, §1.4-1.6), d_k = 4: S = Q K^T (article) | S / 2 (article) | "
+          "S / 2 (computed)")
     print(table(['Q \\ K'] + words + ['|'] + words + ['|'] + words,
                 [[w] + S[i] + ['|'] + scaled_printed[i] + ['|'] + scaled[i] for i, w in enumerate(words)], fmt='.2f'))
-    print("\nA = softmax(S / 2): computed | printed in the article")
+    print("\nA = softmax(S / 2): computed | printed in the deep dive (§1.6)")
     print(table(['Q \\ K'] + words + ['sum', '|'] + words + ['sum'],
                 [[w] + A[i] + [sum(A[i]), '|'] + printed + [sum(printed)]
                  for i, (w, printed) in enumerate(zip(words, article.LOVE_WEIGHTS_PRINTED))], fmt='.3f'))
@@ -151,7 +157,7 @@ def run(samples=20000, seed=0, device='cpu'):
     print(f"So 我 keeps {A[0][0]:.0%} on itself (the article: 72%) and 你 gives {A[2][1]:.0%} to 爱 "
           "(the article: 70%);\n"
           "row 爱 is right.  The printed rows sum to 1 but do not follow from the printed S / 2.")
-    print("\nThe cells the text names (S_{i,j}, 0-based as its S_{1,2} = 4.7 needs):")
+    print("\nThe cells the text names (§1.4; S_{i,j}, 0-based as its S_{1,2} = 4.7 needs):")
     print(table(['cell', 'the text says', 'value', 'S at that cell', 'where the value is'],
                 [[f"S_{{{i},{j}}}", named, value, actual, holder]
                  for (i, j), named, value, actual, holder in text_cells()]))
@@ -159,44 +165,53 @@ def run(samples=20000, seed=0, device='cpu'):
     plot_love(A)
 
     result = hard_vs_soft(seed=seed, device=device)
-    print("\n2. Hard vs soft attention on the same scores S (4 x 4), L = sum(weights(S) V * g):")
+    print("\n2. Hard vs soft attention (the attention article's table, §2.2.3: '硬注意力 ... 不可导') on the same "
+          "scores S\n   (4 x 4), L = sum(weights(S) V * g), g ~ N(0, 1) a fixed upstream gradient:")
     print(table(['attention', '|dL/dS| (autograd)', 'check'],
                 [['soft: softmax(S) V', result['soft'][0], f"max |autograd - central diff| = {result['soft'][1]:.1e}"],
                  ['hard: onehot(argmax S) V', result['hard'][0],
                   f"max |central diff| = {result['hard'][1]:.1e} (no path back to S)"]]))
-    print("softmax(S / T) tends to the hard argmax as T -> 0: its gradient first grows (the 1 / T in front),\n"
+    print("softmax(S / T) (T: the temperature) tends to the hard argmax as T -> 0: its gradient first grows "
+          "(the 1 / T in front),\n"
           "then collapses to 0 once every row is one-hot (p(1 - p) -> 0 faster than 1 / T grows):")
     print(table(['T', '|dL/dS|'], result['temperatures']))
 
     small = small_numbers(samples, seed, device)
     logits, printed, p = small['softmax']
     print("\n3. The chapters' small numbers:")
-    print(table(['claim', 'article', 'computed', 'verdict'], [
-        [f"softmax({logits})", str(printed), f"[{p[0]:.12f}, {p[1]:.1e}]", 'ok (0.999... rounded down)'],
-        [f"argmax({small['argmax'][0]})", str(small['argmax'][1]), str(small['argmax'][2]),
-         'WRONG: the largest entry is the first']] +
-        [[f"heat-map row '{w}' sums to", '(a softmax row: <= 1)', f"{s:.2f}",
+    print(table(['claim', 'where', 'article', 'computed', 'verdict'], [
+        [f"softmax({logits})", cite('deep_dive', '1.5'), str(printed), f"[{p[0]:.12f}, {p[1]:.1e}]",
+         'ok (0.999... rounded down)'],
+        [f"argmax({small['argmax'][0]})", cite('attention', '2.4.1'), str(small['argmax'][1]),
+         str(small['argmax'][2]), 'WRONG: the largest entry is the first']] +
+        [[f"heat-map row '{w}' sums to", cite('attention', '2.6'), '(a softmax row: <= 1)', f"{s:.2f}",
           'IMPOSSIBLE: more than 1' if s > 1 + 1e-9 else 'possible (5 of 11 tokens shown)']
          for w, s in small['heatmap_sums'].items()]))
-    print(f"\nstd of q . k for q, k ~ N(0, 1), {samples} samples per d_k:")
+    print(f"\nstd of q . k for q, k ~ N(0, 1), {samples} samples per d_k (the attention article, §2.3.1):")
     print(table(['d_k', 'article', 'sqrt(d_k)', 'sampled', '2 std (article: 20)'], small['stds'], fmt='.2f'))
-    print("The article's '-20 to +20 (2 standard deviations)' is 2 std for d_k = 100; for d_k = 512 it is +-45.")
+    print("The attention article's '-20 到 +20 (2 倍标准差范围)' is 2 std for d_k = 100; for d_k = 512 it is +-45.")
     return {'A': A, 'scaled': scaled, 'wrong': wrong, 'text_cells': text_cells(), 'hard_vs_soft': result,
             'small': small, 'device': device}
 
 
 def plot_love(A):
-    """A as a heat map, each cell labelled 'computed (article)'."""
+    """A as a heat map, each cell labelled 'computed (article)'; the cells the article misprints framed in red."""
     def draw(ax):
+        from matplotlib.patches import Rectangle  # only when drawing: matplotlib stays optional
         ax.imshow(A, cmap='Blues', vmin=0, vmax=1)
         for i in range(3):
             for j in range(3):
                 printed = article.LOVE_WEIGHTS_PRINTED[i][j]
-                ax.text(j, i, f"{A[i][j]:.2f}\n(article {printed:.2f})", ha='center', va='center',
-                        color='red' if abs(printed - A[i][j]) > 0.005 else 'black')
+                wrong = abs(printed - A[i][j]) > 0.005
+                ax.text(j, i, f"{A[i][j]:.2f}\n(article {printed:.2f})", ha='center',
+                        va='center', color='white' if A[i][j] > 0.5 else 'black', fontweight='bold' if wrong else None)
+                if wrong:  # a frame, not a text colour: it reads on light and dark cells alike
+                    ax.add_patch(Rectangle((j - 0.46, i - 0.46), 0.92, 0.92, fill=False, edgecolor='red',
+                                           linewidth=3))
         ax.set_xticks(range(3), ['key 1 (wo)', 'key 2 (ai)', 'key 3 (ni)'])
         ax.set_yticks(range(3), ['query 1 (wo)', 'query 2 (ai)', 'query 3 (ni)'])
-    return save_plot('attention_by_hand', draw, 'wo ai ni: softmax(S / 2), red = the article differs')
+    return save_plot('attention_by_hand', draw,
+                     'wo ai ni: softmax(S / 2), computed; framed red: the article prints another value')
 
 
 def main(argv=None):

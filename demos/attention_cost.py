@@ -1,9 +1,9 @@
 """Lesson: what attention costs as the sequence grows -- O(n^2 d), but parallel; the RNN O(n d^2), but serial.
 
-The deep-dive article (§1.8, §8.1): "the only n x n matrices are the attention scores and
+The deep dive (§1.8, §8.1): "the only n x n matrices are the attention scores and
 weights: that is where O(n^2) comes from ... highly parallel: every position at once";
 "self-attention costs O(n^2 d) ... the RNN's cost looks smaller, O(n d^2), but it must
-run serially: step t waits for step t - 1".  The attention-atom article (§2.1.1): the RNN
+run serially: step t waits for step t - 1".  The attention article (§2.1.1): the RNN
 "cannot run in parallel".
 
 For sequence lengths n, one MultiHeadAttention layer and one RNN layer of the same width d
@@ -34,7 +34,11 @@ from microtensor.autograd import topological_order
 from transformer import RNN, MultiHeadAttention
 
 from . import budget
-from .report import command_line, median_seconds, options_of, run_lesson, save_lines, table
+from .report import command_line, draw_lines, median_seconds, options_of, run_lesson, save_plot, table
+
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('deep_dive', '1.8'), ('deep_dive', '8.1'), ('attention', '2.1.1'), ('architecture', '2.1.1'),
+            ('architecture', '2.10.3')]
 
 
 def graph_depth(tensor):
@@ -107,7 +111,8 @@ def run(max_n=1024, d=64, repeats=3, full=False, device='cpu'):
     print(table(['log-log slope against n', 'measured'], list(slopes.items()), fmt='.2f'))
     cross = crossing(rows)
     last = rows[-1]
-    print(f"Multiply-adds: the article's terms n^2 d and n d^2 are equal at n = d = {d}, and attention does more work\n"
+    print(f"Multiply-adds: the deep dive's terms (§8.1) n^2 d and n d^2 are equal at n = d = {d}, and attention does "
+          "more work\n"
           f"at every n (its 4 n d^2 projections alone are twice the RNN's 2 n d^2).  Sequential steps: attention\n"
           f"{last['attention_depth']} at every n (each a matrix product over all positions at once), the RNN "
           f"{last['rnn_depth']} at n = {last['n']}, one small step after another.")
@@ -117,12 +122,17 @@ def run(max_n=1024, d=64, repeats=3, full=False, device='cpu'):
     else:
         print(f"Measured: the curves do not cross for n <= {last['n']}: attention is "
               f"{'faster' if last['attention_s'] < last['rnn_s'] else 'slower'} at every n here.")
-    series = {f"attention time (slope {slopes['attention time']:.2f})": [r['attention_s'] for r in rows],
-              f"RNN time (slope {slopes['RNN time']:.2f})": [r['rnn_s'] for r in rows],
-              f"score matrix GiB (slope {slopes['score memory']:.2f})": [r['score_bytes'] / 2 ** 30 for r in rows]}
-    save_lines('attention_cost', series,
-               'sequence length n', 'seconds / GiB', f'One layer, d = {d}: time and memory against n', x=ns,
-               logx=True, logy=True)
+    times = {f"attention (slope {slopes['attention time']:.2f})": [1e3 * r['attention_s'] for r in rows],
+             f"RNN (slope {slopes['RNN time']:.2f})": [1e3 * r['rnn_s'] for r in rows]}
+    memory = {f"attention's score matrix (slope {slopes['score memory']:.2f})":
+              [r['score_bytes'] / 2 ** 20 for r in rows]}
+
+    def draw(axes):
+        draw_lines(axes[0], times, 'sequence length n', 'forward pass (ms)', ns, logx=True)
+        draw_lines(axes[1], memory, 'sequence length n', 'memory (MiB)', ns, logx=True)
+        axes[0].set_title('time')
+        axes[1].set_title('memory')
+    save_plot('attention_cost', draw, f'One layer, d = {d}: time and memory against n ({device})', panels=2)
     return {'rows': rows, 'slopes': slopes, 'crossing': cross, 'device': rows[0]['device']}
 
 

@@ -1,7 +1,8 @@
 """Lesson: attention maps of trained models -- reversal is an anti-diagonal.
 
-The attention-atom article (§2.6) draws an "attention heat map" and asks whether we can
-read the model's understanding from it.  Here are two real ones, from models trained in
+The attention article (§2.6) draws an "注意力热力图" (attention heat map) and asks
+"我们能从热力图中'看懂'模型的理解吗？" (can we read the model's understanding from it?); the
+deep dive (§2.6, §8.3) says heads specialise and that "你可以看见它在'看什么'".  Here are two real ones, from models trained in
 a few seconds:
 
 1. demos/train_reverse.py's encoder-decoder learns to reverse digit sequences.  Its
@@ -13,6 +14,7 @@ a few seconds:
    highest weight of each query character goes (itself, the previous character, further
    back); the head with the largest previous-character share is drawn and tabulated.
 
+Layers and heads are numbered from 1, as the articles number them; positions from 0.
 Plots: runs/attention_maps_reverse.png (one panel per head), runs/attention_maps_gpt.png.
 
     python -m demos.attention_maps            # ~10 s: two short trainings
@@ -25,14 +27,18 @@ import microtensor as mt
 from transformer import shift_right
 
 from . import budget, train_gpt, train_reverse
-from .report import RUNS, command_line, options_of, run_lesson, save_plot, table
+from .report import RUNS, check_learned, command_line, options_of, run_lesson, save_plot, table
+
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('attention', '2.6'), ('deep_dive', '2.6'), ('deep_dive', '7.5'), ('deep_dive', '8.3')]
 
 
 # ---------------------------------------------------------------------------- 1. reversal
 def reverse_maps(steps=150, length=6, n_test=64, seed=0, device='cpu'):
     """Train the reversal model; its cross-attention on unseen sequences: {'maps' (h, L, L) means over the
     test batch as lists, 'anti_diagonal' per head, 'argmax' [head][t], 'token_accuracy', 'device'}."""
-    model, _, seen = train_reverse.train(steps=steps, length=length, seed=seed, log_every=steps + 1, device=device)
+    model, losses, seen = train_reverse.train(steps=steps, length=length, seed=seed, log_every=steps + 1, device=device)
+    check_learned(losses, 'attention_maps (the reversal model)', rose=('another --seed',), flat=('more --steps',))
     test = train_reverse.random_sequences(random.Random(seed + 1), n_test, length, exclude=seen)
     src = mt.tensor(test, device=device)
     tgt = mt.tensor([s[::-1] for s in test], device=device)
@@ -51,9 +57,12 @@ def reverse_maps(steps=150, length=6, n_test=64, seed=0, device='cpu'):
 # ---------------------------------------------------------------------------- 2. the char GPT
 def gpt_maps(steps=150, line='Twinkle, twinkle, little star,', seed=0, device='cpu', **options):
     """Train the char GPT briefly; self-attention of every head on `line`:
-    {'weights' [layer][head] (T, T) lists, 'heads' rows of per-head statistics, 'chars'}."""
+    {'weights' [layer][head] (n, n) lists, 'heads' rows of per-head statistics (layers and heads numbered from
+    1), 'line', 'final_loss' (mean of the last 10 steps), 'mean_loss' (of all steps, as the progress line logs it)}."""
     result = train_gpt.train(out=os.path.join(RUNS, 'attention_maps_gpt'), steps=steps, seed=seed,
                              log_every=steps, eval_every=steps, ckpt_every=steps, device=device, **options)
+    check_learned(result['losses'], 'attention_maps (the char GPT)', rose=('another --seed',),
+                  flat=('more --gpt-steps',))
     model, chars = result['model'], result['chars']
     ids = mt.tensor([chars.encode(line)], device=device)
     model.eval()
@@ -64,9 +73,10 @@ def gpt_maps(steps=150, line='Twinkle, twinkle, little star,', seed=0, device='c
     for l, layer in enumerate(weights):
         for h, A in enumerate(layer):
             back = [t - max(range(t + 1), key=lambda s: A[t][s]) for t in range(1, len(line))]  # 0 = itself
-            heads.append({'layer': l, 'head': h, 'self': back.count(0) / len(back),
+            heads.append({'layer': l + 1, 'head': h + 1, 'self': back.count(0) / len(back),  # numbered from 1
                           'previous': back.count(1) / len(back), 'mean_back': sum(back) / len(back)})
-    return {'weights': weights, 'heads': heads, 'line': line, 'final_loss': sum(result['losses'][-10:]) / 10}
+    return {'weights': weights, 'heads': heads, 'line': line, 'final_loss': sum(result['losses'][-10:]) / 10,
+            'mean_loss': sum(result['losses']) / len(result['losses'])}
 
 
 FULL = dict(steps=600, gpt_steps=1000)  # --full
@@ -77,51 +87,68 @@ def run(steps=150, gpt_steps=150, seed=0, full=False, device='cpu'):
     rev = reverse_maps(steps, seed=seed, device=device)
     L = len(rev['argmax'][0])
     print(f"1. Reversing {L} digits ({steps} training steps, token accuracy {100 * rev['token_accuracy']:.0f}% "
-          f"on unseen sequences): cross-attention, decoder position t over source position s")
+          f"on unseen sequences): cross-attention, decoder position t over source position s (positions from 0,\n"
+          "   heads numbered from 1)")
     print(table(['head', 'weight on the anti-diagonal s = L-1-t', 'uniform would be'],
-                [[h, a, 1 / L] for h, a in enumerate(rev['anti_diagonal'])]))
+                [[h, a, 1 / L] for h, a in enumerate(rev['anti_diagonal'], 1)]))
     print("highest-weight source position per output position (mean map over the test sequences):")
-    print(table(['output t', 'reversal wants'] + [f"head {h}" for h in range(len(rev['maps']))],
+    print(table(['output t', 'reversal wants'] + [f"head {h}" for h in range(1, len(rev['maps']) + 1)],
                 [[t, L - 1 - t] + [rev['argmax'][h][t] for h in range(len(rev['maps']))] for t in range(L)]))
-    plot_heads('attention_maps_reverse', rev['maps'], 'source position s', 'output position t',
-               'Reversal: cross-attention per head (anti-diagonal = s = L-1-t)')
+    plot_reversal(rev['maps'])
 
     gpt = gpt_maps(gpt_steps, seed=seed, device=device, context=32, batch_size=8)
     line = gpt['line']
-    print(f"\n2. The char GPT ({gpt_steps} steps, final loss {gpt['final_loss']:.2f}) on {line!r}: where each "
-          "query character's highest weight goes")
+    print(f"\n2. The char GPT after {gpt_steps} steps: training loss {gpt['final_loss']:.2f} (the mean of the last 10 "
+          f"steps; the progress line above,\n   {gpt['mean_loss']:.2f}, is the mean of all {gpt_steps} steps).  On "
+          f"{line!r}, where each query character's highest\n   weight goes (layers and heads numbered from 1):")
     print(table(['layer', 'head', 'on itself', 'on the previous char', 'mean distance back'],
                 [[r['layer'], r['head'], f"{100 * r['self']:.0f}%", f"{100 * r['previous']:.0f}%", r['mean_back']]
                  for r in gpt['heads']]))
     best = max(gpt['heads'], key=lambda r: r['previous'])
-    A = gpt['weights'][best['layer']][best['head']]
+    A = gpt['weights'][best['layer'] - 1][best['head'] - 1]
     print(f"layer {best['layer']} head {best['head']} (the largest previous-char share), query by query:")
     shown = range(1, min(len(line), 16))
     print(table(['query', 'argmax key', 'distance back', 'weight'],
                 [[repr(line[t]), repr(line[s]), t - s, A[t][s]]
                  for t in shown for s in [max(range(t + 1), key=lambda s: A[t][s])]]))
-    plot_heads('attention_maps_gpt', [A], 'key', 'query', f"char GPT, layer {best['layer']} head {best['head']}",
-               labels=list(line))
+    plot_gpt_head(A, line, f"char GPT, layer {best['layer']} head {best['head']}: the previous char "
+                           f"gets {100 * best['previous']:.0f}% of the maxima")
     return {'reverse': rev, 'gpt': gpt, 'gpt_head': best, 'device': rev['device']}
 
 
-def plot_heads(name, maps, xlabel, ylabel, title, labels=None):
-    """Heat maps of (T_q, T_k) weight matrices side by side, one panel per head, one colour scale;
-    labels: tick labels of a single panel's positions (e.g. its characters)."""
+def plot_reversal(maps):
+    """One panel per head: the (L_tgt, L_src) cross-attention, every position ticked, the anti-diagonal outlined."""
+    L = len(maps[0])
+
+    def draw(axes):
+        for h, (ax, A) in enumerate(zip(axes, maps), 1):
+            image = ax.imshow(A, cmap='viridis', vmin=0, vmax=1)
+            ax.plot(range(L), range(L - 1, -1, -1), 's', markersize=16, markerfacecolor='none',
+                    markeredgecolor='red')
+            ax.set(title=f"head {h}", xticks=range(L), yticks=range(L), xlabel='source position s',
+                   ylabel='output position t' if h == 1 else None)
+        axes[-1].figure.colorbar(image, ax=axes, shrink=0.8, label='attention weight')
+    return save_plot('attention_maps_reverse', draw,
+                     'Reversal: cross-attention per head (red: the anti-diagonal s = L-1-t)', panels=len(maps))
+
+
+def plot_gpt_head(A, line, title):
+    """The head's (n, n) self-attention on `line`, characters as ticks; each query's highest weight dotted and
+    the previous-character cells outlined, since most weights are small once a query sees many keys."""
+    n = len(line)
+
     def draw(ax):
-        T_q, T_k = len(maps[0]), len(maps[0][0])
-        gap = [float('nan')]
-        rows = [sum(([*m[t]] + gap for m in maps), [])[:-1] for t in range(T_q)]   # panels joined by a blank column
-        image = ax.imshow(rows, cmap='viridis', vmin=0, vmax=1)
-        ax.figure.colorbar(image, ax=ax, shrink=0.8)
-        if len(maps) > 1:
-            ax.set_xticks([h * (T_k + 1) + (T_k - 1) / 2 for h in range(len(maps))],
-                          [f"head {h}" for h in range(len(maps))])
-        if labels is not None:
-            ax.set_xticks(range(len(labels)), labels, fontsize=7)
-            ax.set_yticks(range(len(labels)), labels, fontsize=7)
-        ax.set(xlabel=xlabel, ylabel=ylabel)
-    return save_plot(name, draw, title)
+        image = ax.imshow(A, cmap='Greys', vmin=0, vmax=max(max(row) for row in A[3:]))  # rows 0-2 would set it
+        ax.figure.colorbar(image, ax=ax, shrink=0.8, label='attention weight')
+        ax.plot(range(n - 1), range(1, n), 's', markersize=7, markerfacecolor='none', markeredgecolor='tab:blue',
+                label='previous character (s = t - 1)')
+        top = [max(range(t + 1), key=lambda s: A[t][s]) for t in range(n)]
+        ax.plot(top, range(n), 'o', markersize=3, color='tab:red', label="each query's highest weight")
+        ax.set_xticks(range(n), list(line), fontsize=7)
+        ax.set_yticks(range(n), list(line), fontsize=7)
+        ax.set(xlabel='key', ylabel='query')
+        ax.legend(loc='upper right', fontsize=8)
+    return save_plot('attention_maps_gpt', draw, title)
 
 
 def main(argv=None):

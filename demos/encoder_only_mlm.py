@@ -25,7 +25,10 @@ from transformer.mlm import IGNORE, masked_accuracy, mlm_loss, mlm_mask
 
 from . import budget
 from .copy_task import copy_batch
-from .report import check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
+from .report import check_learned, check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
+
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('architecture', '2.8'), ('architecture', '2.9.2')]
 
 DIGITS, MASK = 10, 10   # tokens 0-9, then [MASK]
 HALF = 8
@@ -83,13 +86,15 @@ def run(steps=300, batch_size=32, n_test=500, seed=0, device='cpu'):
     ids = copy_batch(random.Random(seed + 1), n_test, HALF, device, DIGITS)
     inputs, labels = mlm_mask(ids, MASK, DIGITS)
     shares = corruption_shares(ids, inputs, labels)
-    print(f"BERT's corruption, measured on {n_test} test sequences of {2 * HALF} digits:")
+    print(f"The architecture article's 'MLM 每个样本只有 15% 的位置产生训练信号' (§2.9.2).  BERT's corruption, measured "
+          f"on {n_test} test\nsequences of {2 * HALF} digits:")
     print(table(['chosen of all positions', '[MASK]', 'random token', 'kept'],
                 [[f"{100 * shares['chosen']:.1f}%"] + [f"{100 * shares[k]:.1f}%" for k in ('mask', 'random', 'kept')]]))
     print("(target 15%; of those 80 / 10 / 10, a random token equal to the original counting as kept)")
 
     print(f"\nEncoderOnly trained {steps} steps, batch {batch_size}:")
     print(table(['steps', 'MLM loss'], window_means(losses, 6)))
+    check_learned(losses, 'encoder_only_mlm', rose=('another --seed',), flat=('more --steps', 'a larger --batch-size'))
     with mt.no_grad():
         logits = model.masked_token_logits(inputs)
     acc = accuracy_by_kind(logits, ids, inputs, labels)

@@ -1,6 +1,6 @@
 """Lesson: the feed-forward network -- why it needs its activation, GELU vs ReLU, and where the parameters are.
 
-The deep-dive article (§6.1): FFN(x) = GELU(x W_1 + b_1) W_2 + b_2, d_ff = 4 d_model.
+The deep dive (§6.1): FFN(x) = GELU(x W_1 + b_1) W_2 + b_2, d_ff = 4 d_model.
 "The activation introduces the non-linearity.  Without it, two stacked linear maps are one
 linear map -- 'the composition of two linear layers is still a linear layer': stacking
 them is wasted."  "The original paper uses ReLU; modern implementations have moved to GELU
@@ -32,6 +32,8 @@ from . import budget
 from .copy_task import VOCAB, copy_batch, copy_loss
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('deep_dive', '6.1'), ('architecture', '2.7'), ('architecture', '2.3.3'), ('architecture', '2.10.4')]
 FULL = dict(steps=1000, copy_steps=400, seeds=3)  # --full
 TARGETS = {'|x|': lambda x: x.abs(), 'sin(2x)': lambda x: (2 * x).sin()}
 
@@ -113,7 +115,8 @@ def run(steps=300, copy_steps=150, seeds=1, full=False, device='cpu'):
     if full:
         steps, copy_steps, seeds = FULL['steps'], FULL['copy_steps'], FULL['seeds']
     c = collapse(device=device)
-    print("1. A FeedForward(8, 32) without its activation vs one Linear(8, 8) with W = W_1 W_2, "
+    print("1. The deep dive's '两个线性层的复合还是线性层' (§6.1): a FeedForward(8, 32) without its activation vs\n"
+          "   one Linear(8, 8) with W = W_1 W_2, "
           "b = b_1 W_2 + b_2 (float64):")
     print(table(['', 'max |difference|', 'parameters'],
                 [['W_2(W_1(x)) vs the single Linear', f"{c['gap']:.1e}", f"{c['ffn_params']} vs {c['single_params']}"],
@@ -147,7 +150,9 @@ def run(steps=300, copy_steps=150, seeds=1, full=False, device='cpu'):
     p = parameter_counts(device=device)
     d, h = p['d_model'], p['n_heads']
     share = p['ffn'] / (p['attention'] + p['ffn'])
-    print(f"\n4. Parameters of EncoderLayer(d_model={d}, h={h}, d_ff={4 * d}), counted from the modules:")
+    print(f"\n4. The architecture article's 'FFN 通常占了模型参数的大头' (§2.7) and heads that cost one head's "
+          f"parameters (§2.3.3):\n   parameters of EncoderLayer(d_model={d}, h={h}, d_ff={4 * d}), counted from the "
+          "modules:")
     print(table(['part', 'parameters', 'formula', 'share of the layer'],
                 [['self-attention', p['attention'], f"4 d^2 + 4 d = {4 * d * d + 4 * d}",
                   f"{100 * p['attention'] / p['layer']:.2f}%"],

@@ -1,6 +1,6 @@
 """Lesson: the KV cache -- what MHA, GQA, MQA and MLA keep per token, measured, and the "93.3%".
 
-The attention-atom article's design table of Q/K/V projections (§2.2.4):
+The attention article's design table of Q/K/V projections (§2.2.4):
 
     shared       W_Q = W_K              fewer parameters, less expressive   (demos/why_separate_qk.py)
     independent  W_Q != W_K != W_V      the standard (MHA)
@@ -12,8 +12,9 @@ at run time: KV Cache reduced by 93.3%, while Q stays full".
 
 While generating, each layer keeps the K and V of every past token (the KV cache), so a
 new token costs one row of attention.  Per token and layer that is
-    MHA 2 h d_h,   GQA 2 g d_h (g K/V heads),   MQA 2 d_h,   MLA d_c + d_rope
-numbers (transformer/mla.py: MLA keeps the latent c and the shared RoPE key).  Here the
+    MHA 2 h d_k,   GQA 2 g d_k (g K/V heads),   MQA 2 d_k,   MLA d_c + d_rope
+numbers (d_k = d_model / h, the width of one head; d_c the width of MLA's latent c, d_rope
+that of its shared RoPE key: transformer/mla.py caches both).  Here the
 sizes are read from the modules' own caches after a real generation, not from the formula:
 the small configuration is a whole GPT generating greedily; the large ones cannot be
 built whole on a laptop, so one layer of the real width generates a few tokens, its
@@ -38,6 +39,9 @@ from transformer.mla import MultiHeadLatentAttention
 
 from . import budget
 from .report import command_line, options_of, run_lesson, save_plot, table
+
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('attention', '2.2.4')]
 
 BF16 = 2  # bytes per cached number as served
 
@@ -172,7 +176,10 @@ def deepseek_comparison(rows):
 
 def run(small=False, new_tokens=24, device='cpu'):
     design = design_table(device=device)
-    print("The article's design table, one layer 64 wide with 8 heads (d_h = 8), no biases:")
+    print("The attention article's design table (§2.2.4), one layer d_model = 64 wide with h = 8 heads "
+          "(d_k = d_model / h = 8),\nno biases.  d_c: the width of MLA's latent c, the compressed K and V it caches; "
+          "d_rope: the width of its one\nRoPE key shared by the heads; GQA: g = 2 K/V heads shared by 4 query "
+          "heads each; MQA: one K/V head.")
     print(table(['projections', 'parameters', 'cached numbers / token'], design))
     print("Sharing W_Q = W_K saves parameters, not cache (K is still stored); grouping and low rank shrink the "
           "cache.\n")
@@ -186,14 +193,15 @@ def run(small=False, new_tokens=24, device='cpu'):
                   r['per_layer'] * r['layers'] * BF16 / 1024, r['bytes_fp32'] / 1024, r['context'],
                   r['per_layer'] * r['layers'] * BF16 * r['context'] / 2 ** 20,
                   f"{r['per_layer'] / mha[r['config']]:.3f}" if r['config'] in mha else '-'] for r in rows]))
-    print("MLA caches d_c + d_rope numbers per layer (latent c + shared RoPE key); MQA caches 2 d_h, which is\n"
+    print("MLA caches d_c + d_rope numbers per layer (latent c + shared RoPE key); MQA caches 2 d_k, which is\n"
           "less; MLA's bet is that it keeps MHA's quality while caching about as little as a small GQA.")
     print(f"(caches measured on {device}; their sizes do not depend on the device)")
     result = {'rows': rows, 'design': design, 'device': rows[0]['device']}
     if not small:
         ds = deepseek_comparison(rows)
         result['deepseek'] = ds
-        print("\nThe article's 'KV Cache reduced by 93.3%' (the DeepSeek-V2 paper: DeepSeek-V2 vs DeepSeek 67B):")
+        print("\nThe attention article's 'KV Cache 减少 93.3%' (§2.2.4), from the DeepSeek-V2 paper: DeepSeek-V2 vs "
+              "DeepSeek 67B:")
         print(table(['comparison', 'cache per token', 'reduction'], [
             ['DeepSeek 67B (GQA 8 x 128, 95 layers), bf16', f"{ds['old_numbers']:.0f} numbers x 16 bit", '-'],
             ['DeepSeek-V2 (MLA 512 + 64, 60 layers), bf16', f"{ds['v2_numbers']:.0f} numbers x 16 bit",

@@ -1,6 +1,6 @@
 """Lesson: LayerNorm normalises each token on its own; BatchNorm depends on the batch.
 
-The deep-dive article (§5.2-5.3).  LayerNorm, for one token's vector x in R^d:
+The deep dive (§5.2-5.3).  LayerNorm, for one token's vector x in R^d:
 
     mu = mean(x),  sigma^2 = mean((x - mu)^2),  x_hat = (x - mu) / sqrt(sigma^2 + eps),  y = gamma * x_hat + beta
 
@@ -28,6 +28,9 @@ from transformer import article_data as article
 from . import budget
 from .report import command_line, options_of, run_lesson, save_lines, table
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('deep_dive', '5.2'), ('deep_dive', '5.3')]
+
 BATCH_SIZES = (2, 4, 8, 16, 32, 64)
 
 
@@ -42,7 +45,7 @@ def article_example():
 def token_in_company(d=8, companions=3, seed=0, device='cpu'):
     """The same token x normalised in different batches; {situation: (LayerNorm(x), BatchNorm(x) or error)}.
 
-    Each situation puts x (row 0) in a batch (N, d) or a padded sentence (1, T, d) and
+    Each situation puts x (row 0) in a batch (N, d) or a padded sentence (1, n, d) and
     reads back the output for x.  BatchNorm1d is in training mode (batch statistics)
     except in the last situation, which uses the running averages of the earlier batches.
     """
@@ -110,7 +113,7 @@ def _show(values, n=4):
 
 def run(d_model=8, companions=3, batch_sizes=BATCH_SIZES, seed=0, device='cpu'):
     y = article_example()
-    print(f"The article's example: LayerNorm([2, 8, -4, -6]) with its gamma, beta, eps = 0:\n"
+    print(f"The deep dive's example (§5.2): LayerNorm([2, 8, -4, -6]) with its gamma, beta, eps = 0:\n"
           f"  [{', '.join(f'{v:.3f}' for v in y)}]   article: {article.LAYERNORM_EXAMPLE['y']} "
           "(it rounds x_hat to 3 decimals first)")
     results = token_in_company(d_model, companions, seed, device)

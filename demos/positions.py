@@ -1,6 +1,6 @@
 """Lesson: positions -- what attention cannot see, four ways to show it, and going past the training length.
 
-The deep-dive article (§3).  3.1: "Attention(P X) = P Attention(X) where P is a
+The deep dive (§3).  3.1: "Attention(P X) = P Attention(X) where P is a
 permutation matrix: self-attention is permutation-equivariant" -- 猫追狗 and 狗追猫 differ
 only in the order of the rows.  3.3 gives three reasons for sin/cos:
   1. extrapolation: "given pos+100, even a position never seen in training, the same
@@ -18,7 +18,7 @@ This lesson checks each statement on the library's modules, then trains the same
 GPT (1 layer, d_model = 32, 4 heads) with six kinds of position on a task where order
 matters: the sequence mixes filler tokens with "key" tokens, and the answer at each
 position is the most recent key so far (recency: which of the earlier keys is the latest).
-It trains on length N = 16 and is tested on N, 2N and 4N.
+It trains on sequences of length n = 16 and is tested on n, 2n and 4n.
 
     python -m demos.positions            # quick: 150 steps per model (about 10 s)
     python -m demos.positions --full     # 400 steps, batch 32, 3 seeds
@@ -33,6 +33,9 @@ from transformer.positional import relative_position_bucket
 
 from . import budget
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table
+
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('deep_dive', '3.1'), ('deep_dive', '3.3'), ('deep_dive', '3.5'), ('attention', '2.5.1')]
 
 KINDS = ('none', 'sinusoidal', 'learned', 'rope', 'alibi', 'relative')
 N_KEYS, VOCAB = 6, 16  # tokens 0-5 are keys, 6-15 fillers
@@ -177,8 +180,8 @@ def run(train_len=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu
         steps, batch_size, seeds = FULL['steps'], FULL['batch_size'], FULL['seeds']
     N = train_len
     gaps = equivariance_gaps(device=device)
-    print("1. Permutations of 3 input rows X (猫吃鱼 -> 鱼吃猫, 吃猫鱼); max |f(P X) - P f(X)| for one "
-          "attention layer f (float64)")
+    print("1. The deep dive's 'Attention(P·X) = P·Attention(X)' (§3.1).  Permutations of 3 input rows X\n"
+          "   (猫吃鱼 -> 鱼吃猫, 吃猫鱼); max |f(P X) - P f(X)| for one attention layer f (float64)")
     print(table(['positions'] + list(PERMUTATIONS),
                 [[k] + [f"{v:.1e}" + (' equivariant' if v < 1e-9 else '') for v in g.values()]
                  for k, g in gaps.items()]))
@@ -187,34 +190,36 @@ def run(train_len=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu
           "causal mask, as in GPT, it can); any other reordering changes its output.")
 
     errors = shift_errors(device=device)
-    print("\n2. PE[pos + k] = PE[pos] @ M_k, M_k block-diagonal 2x2 rotations by k w_i (k alone), d_model = 512, "
-          "pos 0..199:")
+    print("\n2. Relative position, the deep dive's second reason (§3.3).  PE[pos + k] = PE[pos] @ M_k, M_k\n"
+          "   block-diagonal 2x2 rotations by k w_i (k alone), d_model = 512, pos 0..199:")
     print(table(['k', 'max |PE[pos+k] - PE[pos] M_k|'], [[k, f"{e:.1e}"] for k, e in errors.items()]))
     print(f"M_1's first block: {[[round(v, 4) for v in row[:2]] for row in shift_matrix(1, 512)[:2].tolist()]} "
           "= [[cos 1, -sin 1], [sin 1, cos 1]]")
 
     scores = rope_scores(device=device)
-    print("\n3. RoPE: the same q and k placed at positions m and m + 3:")
+    print("\n3. RoPE (the deep dive §3.5): the same q and k placed at positions m and m + 3:")
     print(table(['m', 'm + 3', 'q_m . k_(m+3)'], [[m, m + 3, f"{s:.10f}"] for m, s in scores.items()]))
     spread = max(scores.values()) - min(scores.values())
     print(f"spread {spread:.1e}: the score depends on the offset only.")
 
     lam = wavelengths()
-    print("\n4. Sinusoidal wavelengths, d_model = 512: pair i (dims 2i, 2i+1) repeats every 2π 10000^(2i/512) "
-          "positions")
+    print("\n4. Many scales, the deep dive's third reason (§3.3).  Sinusoidal wavelengths, d_model = 512:\n"
+          "   pair i (dims 2i, 2i+1) repeats every 2π 10000^(2i/512) positions")
     print(table(['i', 'dims', 'wavelength'], [[i, f"{2 * i},{2 * i + 1}", lam[i]] for i in (0, 1, 16, 64, 128, 255)]))
     pe = SinusoidalPositionalEncoding(512).table(7, dtype='float64', device=device).tolist()
-    print(f"The article: 2π = {2 * math.pi:.2f} to 10000·2π = {20000 * math.pi:.0f}.  The last pair is i = 255, "
+    print(f"The deep dive (§3.3): 2π = {2 * math.pi:.2f} to 10000·2π = {20000 * math.pi:.0f}.  The last pair is "
+          "i = 255, "
           f"whose wavelength is 2π 10000^(510/512) = {lam[-1]:.0f}\n(10000·2π would need i = d_model/2); "
           f"either way position 50000 is less than one period.  Pair 0 at positions 0 and 6: "
           f"({pe[0][0]:.2f}, {pe[0][1]:.2f}) vs ({pe[6][0]:.2f}, {pe[6][1]:.2f}), near as the article says.\n"
           f"{sum(w > 512 for w in lam)} of the 256 pairs have a wavelength beyond 512 positions: within a "
           "512-token sentence they never repeat, so together they pin the position down.")
 
-    print(f"\n5. Extrapolation: trained on length N = {N} ({steps} steps, batch {batch_size}, {seeds} "
-          f"seed{'s' * (seeds > 1)}), tested on N, 2N, 4N")
+    print("\n5. Extrapolation (the deep dive §3.3's first reason; the attention article's table, §2.5.1):")
+    print(f"   trained on sequences of length n = {N} ({steps} steps, batch {batch_size}, {seeds} "
+          f"seed{'s' * (seeds > 1)}), tested on n = {N}, {2 * N}, {4 * N}")
     results = extrapolation(N, steps, batch_size, seeds, device=device)
-    print(table(['positions', 'train loss', f'acc T={N}', f'acc T={2 * N}', f'acc T={4 * N}'],
+    print(table(['positions', 'train loss', f'acc, n = {N}', f'acc, n = {2 * N}', f'acc, n = {4 * N}'],
                 [[k, r['loss'], *(_pct(r['acc'][T]) for T in (N, 2 * N, 4 * N))] for k, r in results.items()]))
     seen = sorted({relative_position_bucket(-d) for d in range(N)})
     used = sorted({relative_position_bucket(-d) for d in range(4 * N)})
@@ -224,17 +229,28 @@ def run(train_len=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu
           f"{4 * N} the distances use buckets up to {used[-1]}, and the unseen ones {sorted(set(used) - set(seen))} "
           "still hold their initial bias 0.\n(T5 trains on 512 tokens, so every bucket up to distance 128 is "
           "learned; here the training length is what limits it.)")
+    best = max((k for k in results if results[k]['acc'][4 * N] is not None), key=lambda k: results[k]['acc'][4 * N])
+    if best == 'alibi':
+        print(f"ALiBi holds best at {4 * N} tokens ({_pct(results['alibi']['acc'][4 * N])}), although the attention "
+              "article's table (§2.5.1) gives\nits weakness as '长序列性能下降' (worse on long sequences).  ALiBi was "
+              "made for this (Press et al., 'Train Short, Test\nLong'), and a task that needs only the latest key "
+              "suits its bias toward nearby tokens; what it cannot do\nwell is attend far back, which this task "
+              "never asks for.  So here the article's claim does not hold.")
+    else:
+        print(f"At {4 * N} tokens {best} holds best ({_pct(results[best]['acc'][4 * N])}); ALiBi: "
+              f"{_pct(results['alibi']['acc'][4 * N])} (the attention article, §2.5.1: '长序列性能下降').")
     save_lines('positions_extrapolation',
                {k: [math.nan if a is None else a for a in r['per_position']] for k, r in results.items()
                 if r['per_position'] is not None},
-               'position in a test sequence of length 4N', 'accuracy', f'Trained on positions 0..{N - 1}',
-               x=list(range(1, 4 * N + 1)), logy=False)
+               f'position in a test sequence of length {4 * N}', 'accuracy',
+               f'Trained on length {N} (positions 0..{N - 1}), tested on length {4 * N}',
+               x=list(range(4 * N)), logy=False, mark=(N - 0.5, f'the training length, {N}'))
     return {'gaps': gaps, 'shift_errors': errors, 'rope_scores': scores, 'wavelengths': lam, 'extrapolation': results,
             'N': N, 'unseen_buckets': sorted(set(used) - set(seen)), 'device': results['none']['device']}
 
 
 def main(argv=None):
-    options = options_of(run, train_len=('training length N (tested at N, 2N and 4N)', 2),
+    options = options_of(run, train_len=('training length n (tested at n, 2n and 4n)', 2),
                          steps='Adam steps per model', batch_size='sequences per batch',
                          seeds='seeds per kind of position', full='400 steps, batch 32, 3 seeds (about a minute)')
     return run_lesson(run, command_line('positions', __doc__, options, argv, check=_budget))

@@ -1,18 +1,24 @@
 """Lesson: Pre-LN vs Post-LN -- the last layers' gradients at initialisation, and warm-up.
 
-The deep-dive article (§4.4): "The original Transformer uses Post-LN ... later people
-found Post-LN unstable to train -- it needs careful warm-up (the learning rate rising
-slowly from 0), otherwise the gradients explode.  Today's mainstream is Pre-LN ... more
-stable, no warm-up needed."  Its footnote points to Xiong et al. 2020, "On Layer
-Normalization in the Transformer Architecture", which measures why:
+Pre-LN is the attention article's "Pre-Norm", x + f(LayerNorm(x)) (§2.3.5), Post-LN its
+"Post-Norm", LayerNorm(x + f(x)).  The deep dive (§4.4): "The original Transformer uses
+Post-LN ... later people found Post-LN unstable to train -- it needs careful warm-up (the
+learning rate rising slowly from 0), 否则梯度会爆炸 (otherwise the gradients explode).
+Today's mainstream is Pre-LN ... more stable, no warm-up needed", because in Post-LN "子层
+接收到的信号方差越来越大" (the sub-layers receive a signal of ever larger variance).  Its
+footnote points to Xiong et al. 2020, "On Layer Normalization in the Transformer
+Architecture", which measures why:
 
 1. At initialisation the gradient of the last layer's weights (the FFN's W_1, W_2) does
    not depend on the depth L for Post-LN, but shrinks like 1/sqrt(L) for Pre-LN (the
    residual stream grows like sqrt(L) and the final LayerNorm divides by it).  So
    Post/Pre grows about like sqrt(L): with Post-LN the top layers take large steps from
    the very first update, and a large learning rate throws them off course.
+   The variances, measured layer by layer, are the reverse of the deep dive's account:
+   Post-LN's stream is renormalised to variance 1 after every layer, Pre-LN's grows.
 2. Hence the training consequence: at a high learning rate without warm-up Post-LN
-   stalls (or diverges) while Pre-LN learns; with a warm-up both learn.
+   stalls while Pre-LN learns; with a warm-up both learn.  The gradient norm, printed
+   per configuration, shows that it stalls rather than explodes.
 
 Both parts use Xiong's setting: Xavier-initialised Linear layers, biases 0 (the library's
 GPT-2 initialisation instead shrinks the residual projections by 1/sqrt(2 L), which is
@@ -36,6 +42,9 @@ from . import budget
 from .copy_task import VOCAB, copy_batch, copy_loss
 from .report import command_line, options_of, run_lesson, save_lines, table
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('deep_dive', '4.4'), ('attention', '2.3.5')]
+
 DEPTHS = (3, 6, 12, 24)
 FULL = dict(n_layers=6, steps=200, warmup=50, seeds=3, grad_seeds=10)  # --full
 
@@ -50,15 +59,15 @@ def xavier_init(model):
     return model
 
 
-def last_layer_gradients(norm_place, n_layers, d_model=32, n_heads=4, B=8, T=16, n_classes=16, seed=0,
+def last_layer_gradients(norm_place, n_layers, d_model=32, n_heads=4, B=8, n=16, n_classes=16, seed=0,
                          device='cpu'):
     """|dL/dW_1|, |dL/dW_2| of the last layer's FFN at initialisation (a dict, with the device of the
     gradients), for one random batch: L = cross-entropy(head(Encoder(x)), random classes), x ~ N(0, 1)."""
     mt.manual_seed(seed)
     encoder = xavier_init(Encoder(n_layers, d_model, n_heads, norm=norm_place)).to(device)
     head = xavier_init(nn.Linear(d_model, n_classes)).to(device)
-    x = mt.randn(B, T, d_model).to(device)  # drawn on the CPU and moved: the same batch on every device
-    y = mt.randint(0, n_classes, (B, T)).to(device)
+    x = mt.randn(B, n, d_model).to(device)  # drawn on the CPU and moved: the same batch on every device
+    y = mt.randint(0, n_classes, (B, n)).to(device)
     mt.cross_entropy(head(encoder(x)), y).backward()
     ffn = encoder.layers[-1].ffn
     return {'W_1': norm(ffn.W_1.weight.grad), 'W_2': norm(ffn.W_2.weight.grad), 'device': ffn.W_2.weight.grad.device}
@@ -75,10 +84,28 @@ def gradient_table(depths=DEPTHS, seeds=3, device='cpu'):
     return out
 
 
+def stream_variances(norm_place, n_layers, d_model=32, n_heads=4, B=8, n=16, seed=0, device='cpu'):
+    """At initialisation (Xavier), per layer l = 1..n_layers: (Var of the residual stream x_l entering layer l,
+    Var of what its self-attention sub-layer receives: LayerNorm(x_l) for Pre-LN, x_l itself for Post-LN)."""
+    mt.manual_seed(seed)
+    encoder = xavier_init(Encoder(n_layers, d_model, n_heads, norm=norm_place)).to(device)
+    stream, received = [], []
+    handles = [layer.register_forward_hook(lambda m, args, out: stream.append(args[0].var().item()))
+               for layer in encoder.layers]
+    handles += [layer.self_attn.register_forward_hook(lambda m, args, out: received.append(args[0].var().item()))
+                for layer in encoder.layers]
+    with mt.no_grad():
+        encoder(mt.randn(B, n, d_model).to(device))
+    for handle in handles:
+        handle.remove()
+    return list(zip(stream, received))
+
+
 def train_copy(norm_place, warmup, n_layers=4, steps=80, lr=1e-2, half=6, d_model=32, n_heads=4, B=16, seed=0,
-               device='cpu'):
+               device='cpu', grad_norms=None):
     """Copy-task losses per step for a GPT of n_layers (Xavier init), Adam at lr, linear warm-up over
-    `warmup` updates (0: none).  A non-finite loss (divergence) is recorded as nan."""
+    `warmup` updates (0: none).  A non-finite loss (divergence) is recorded as nan.  grad_norms: a list
+    that gets each step's gradient norm (all parameters together), to tell exploding from stalling."""
     mt.manual_seed(seed)
     rng = random.Random(seed)
     model = xavier_init(GPT(VOCAB, d_model=d_model, n_layers=n_layers, n_heads=n_heads, max_len=2 * half,
@@ -91,6 +118,8 @@ def train_copy(norm_place, warmup, n_layers=4, steps=80, lr=1e-2, half=6, d_mode
         loss = copy_loss(model(ids), ids, half)  # predict the repeated half
         opt.zero_grad()
         loss.backward()
+        if grad_norms is not None:
+            grad_norms.append(math.sqrt(sum(norm(p.grad) ** 2 for p in model.parameters() if p.grad is not None)))
         opt.step()
         schedule.step()
         value = loss.item()
@@ -111,6 +140,8 @@ def run(n_layers=4, steps=80, warmup=30, lr=1e-2, seeds=1, depths=DEPTHS, grad_s
                                                                           'grad_seeds'))
     depths = tuple(depths)
     grads = gradient_table(depths, grad_seeds, device)
+    print("Pre-LN: x + f(LayerNorm(x)), the attention article's Pre-Norm; Post-LN: LayerNorm(x + f(x)), its "
+          "Post-Norm.  L: the number of layers.")
     print(f"1. At initialisation: |dL/dW| of the last layer's FFN (mean of {grad_seeds} seeds), Xavier init")
     rows, ratios = [], {}
     for L in depths:
@@ -130,12 +161,28 @@ def run(n_layers=4, steps=80, warmup=30, lr=1e-2, seeds=1, depths=DEPTHS, grad_s
           f"{depths[-1]} the ratio grows {growth:.1f}x, sqrt({depths[-1]}/{depths[0]}) = "
           f"{math.sqrt(depths[-1] / depths[0]):.1f}.")
 
+    L = depths[-1]
+    variances = {place: stream_variances(place, L, device=device) for place in ('post', 'pre')}
+    shown = sorted({1, 2, L // 4, L // 2, L} & set(range(1, L + 1)))
+    print(f"\nThe variance of the signal, {L} layers at initialisation (layers numbered from 1): the residual "
+          "stream x_l entering\nlayer l, and what its attention sub-layer receives")
+    print(table(['layer', 'Post-LN: Var(x_l)', 'Post-LN: sub-layer input', 'Pre-LN: Var(x_l)',
+                 'Pre-LN: sub-layer input (LayerNorm(x_l))'],
+                [[l] + [v for place in ('post', 'pre') for v in variances[place][l - 1]] for l in shown], fmt='.3f'))
+    print("The deep dive (§4.4) explains Pre-LN's stability by Post-LN's sub-layers receiving '方差越来越大' (an\n"
+          "ever larger variance).  It is the other way round: Post-LN normalises after every addition, so its\n"
+          f"stream stays at variance ~1 ({variances['post'][-1][0]:.2f} at layer {L}); Pre-LN adds every "
+          f"sub-layer's output to an un-normalised stream, whose\nvariance grows with depth "
+          f"({variances['pre'][0][0]:.2f} -> {variances['pre'][-1][0]:.2f}), and its sub-layers are fine only "
+          "because each reads LayerNorm(x_l).\nThat growth is what divides Pre-LN's gradient by sqrt(L) above.")
+
     print(f"\n2. Training a {n_layers}-layer GPT to copy, Adam lr {lr}, {steps} steps, "
           f"{seeds} seed{'s' * (seeds > 1)}; chance = ln {VOCAB} = {math.log(VOCAB):.2f}")
     configs = [(place, w) for place in ('post', 'pre') for w in (0, warmup)]
     names = {c: f"{c[0].capitalize()}-LN, " + (f"warm-up {c[1]}" if c[1] else 'no warm-up') for c in configs}
-    curves = {c: [train_copy(c[0], c[1], n_layers, steps, lr, seed=s, device=device) for s in range(seeds)]
-              for c in configs}
+    grad_norms = {c: [] for c in configs}  # every step of every seed
+    curves = {c: [train_copy(c[0], c[1], n_layers, steps, lr, seed=s, device=device, grad_norms=grad_norms[c])
+                  for s in range(seeds)] for c in configs}
     mean = {c: [sum(r[i] for r in curves[c]) / seeds for i in range(steps)] for c in configs}
     window = max(1, steps // 8)
     print(table(['steps'] + [names[c] for c in configs],
@@ -148,13 +195,25 @@ def run(n_layers=4, steps=80, warmup=30, lr=1e-2, seeds=1, depths=DEPTHS, grad_s
                  for s in range(seeds)]))
     print("learned (last steps below half of chance): " + ', '.join(
         f"{names[c]} {sum(verdict(f) == 'learns' for f in finals[c])}/{seeds}" for c in configs))
+    print(table(['gradient norm |g| (all parameters)'] + [names[c] for c in configs],
+                [['largest, any step'] + [max(grad_norms[c]) for c in configs],
+                 ['median'] + [sorted(grad_norms[c])[len(grad_norms[c]) // 2] for c in configs]]))
+    stuck = ('post', 0)
+    peak = max(range(len(grad_norms[stuck])), key=grad_norms[stuck].__getitem__) % steps + 1
+    print(f"The deep dive (§4.4) says Post-LN without warm-up '否则梯度会爆炸' (else the gradients explode).  Here "
+          f"it {'stalls' if verdict(finals[stuck][0]) == 'stalled' else 'ends ' + verdict(finals[stuck][0])}:\n"
+          f"its loss stays near chance ({finals[stuck][0]:.3f} vs {math.log(VOCAB):.2f}); its gradient norm peaks "
+          f"at {max(grad_norms[stuck]):.3g} at step {peak}\n(the runs that learn: up to "
+          f"{max(max(grad_norms[c]) for c in configs if c != stuck):.3g}) and then stays small.  The large first "
+          "updates throw the top layers\ninto a state they do not leave; nothing explodes.")
     save_lines('pre_vs_post_ln', {names[c]: mean[c] for c in configs}, 'step', 'copy loss (nats)',
                f'{n_layers}-layer GPT copying, Adam lr {lr}, with and without warm-up', logy=False)
     save_lines('pre_vs_post_ln_gradients', {'Post-LN': [grads['post', L]['W_2'] for L in depths],
                                             'Pre-LN': [grads['pre', L]['W_2'] for L in depths]},
                'layers L', "|dL/dW_2| of the last layer at init", 'Last-layer gradient vs depth', x=list(depths),
                logx=True)
-    return {'grads': grads, 'ratios': ratios, 'curves': curves, 'finals': finals, 'names': names,
+    return {'grads': grads, 'ratios': ratios, 'variances': variances, 'curves': curves, 'finals': finals,
+            'grad_norms': grad_norms, 'names': names,
             'verdicts': {c: [verdict(f) for f in finals[c]] for c in configs}, 'warmup': warmup,
             'device': grads['pre', depths[0]]['device']}
 

@@ -1,6 +1,8 @@
 """What the lessons share: the command line, a plain-text table, a median clock, plots under
 runs/, and the list of files written.
 
+    SECTIONS = [('attention', '2.3.2')]   # the articles' sections it checks (demos/articles.py), printed first
+
     def main(argv=None):                                   # every lesson ends like this
         options = options_of(run, steps='training steps', lr='learning rate', seed='random seed')
         return run_lesson(run, command_line('train_xor', __doc__, options, argv))
@@ -19,14 +21,20 @@ import collections
 import inspect
 import math
 import os
+import shlex
 import statistics
+import sys
 import time
 import unicodedata
 
 import microtensor as mt
 
+from . import articles
+
 RUNS = 'runs'  # relative to where you run the lesson (ignored by git)
 WRITTEN = []   # (path, what) for every file the lessons wrote in this process, oldest first
+COMMAND = {}   # the lesson's command line, as command_line parsed it last: 'lesson' and 'argv'
+PAGES = {}     # group -> {path: BackpropViewer}: viewer pages that share one colour scale
 
 
 def wrote(path, what=''):
@@ -65,7 +73,9 @@ def command_line(module, doc, options, argv=None, extra=None, check=None):
     extra(parser) may add more arguments; check(args) returns an error message, or None when
     the options fit together.
     """
+    sections = getattr(_lesson_module(module), 'SECTIONS', ())
     parser = argparse.ArgumentParser(prog=f'python -m demos.{module}', description=doc,
+                                     epilog=f"Reads with:\n{articles.header(sections, '  ')}" if sections else None,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--device', default='cpu', choices=['cpu', 'cuda', 'auto'],
                         help='where the tensors live: cuda runs on the GPU via cupy; auto picks cuda when a GPU '
@@ -75,6 +85,7 @@ def command_line(module, doc, options, argv=None, extra=None, check=None):
     if extra is not None:
         extra(parser)
     args = parser.parse_args(argv)
+    COMMAND.update(lesson=module, argv=list(sys.argv[1:] if argv is None else argv))
     if args.device == 'auto':
         args.device = 'cuda' if mt.cuda.is_available() else 'cpu'
     elif args.device == 'cuda' and not mt.cuda.is_available():
@@ -83,6 +94,14 @@ def command_line(module, doc, options, argv=None, extra=None, check=None):
     if message:
         parser.error(message)
     return args
+
+
+def _lesson_module(module):
+    """The loaded module of lesson `module`: demos.<module>, or __main__ under python -m demos.<module>."""
+    main = sys.modules.get('__main__')
+    if getattr(getattr(main, '__spec__', None), 'name', None) == f'demos.{module}':
+        return main
+    return sys.modules.get(f'demos.{module}')
 
 
 def _add_option(parser, name, option):
@@ -135,6 +154,20 @@ class Diverged(ArithmeticError):
     """A training run stopped because its loss became NaN or infinite."""
 
 
+class Refused(ValueError):
+    """A lesson cannot do what it was asked (say, resume a checkpoint made with other settings);
+    the message says why and what to do instead."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C in a training loop: the steps done (of `steps`) and the last checkpoint, (path, its
+    step) or None, read back after the interruption, so intact.  run_lesson turns it into one line."""
+
+    def __init__(self, step, steps, checkpoint=None, next_checkpoint=None):
+        super().__init__(f"stopped by Ctrl-C after step {step} of {steps}")
+        self.step, self.steps, self.checkpoint, self.next_checkpoint = step, steps, checkpoint, next_checkpoint
+
+
 def check_loss(loss, step, lesson, tries=('a lower --lr (say 10x smaller)',)):
     """Return loss (a float) when finite; else raise Diverged naming the step and what to try.
 
@@ -147,12 +180,63 @@ def check_loss(loss, step, lesson, tries=('a lower --lr (say 10x smaller)',)):
     return loss
 
 
+def check_learned(losses, lesson, rose=('a lower --lr (say 10x smaller)',),
+                  flat=('more --steps', 'a higher --lr')):
+    """Print what to try when a run did not learn, and return that remark (None when it learned).
+
+    Learning means the mean of the last tenth of the losses is below 90% of the first loss (the
+    untrained model's).  A loss that ended above where it started (the steps overshoot: `rose`)
+    needs other remedies than one that barely moved (`flat`).
+    """
+    if not losses:
+        return None
+    first, tail = losses[0], losses[-max(1, len(losses) // 10):]
+    last = sum(tail) / len(tail)
+    if last < 0.9 * first:
+        return None
+    went = "rose" if last > first else "barely moved"
+    over = 'at the last step' if len(tail) == 1 else f"over the last {len(tail)} steps"
+    remark = (f"{lesson}: this run did not learn: the loss {went}, from {first:.4g} at step 1 to {last:.4g} {over}. "
+              f"Try {', or '.join(rose if last > first else flat)}.")
+    print(remark)
+    return remark
+
+
+def resume_command():
+    """The command that continues the lesson last parsed by command_line: its options, and --resume."""
+    argv = COMMAND['argv'] + ([] if '--resume' in COMMAND['argv'] else ['--resume'])
+    return ' '.join(['python', '-m', f"demos.{COMMAND['lesson']}", *map(shlex.quote, argv)])
+
+
+def interrupted_message(stop, resumable):
+    """One line for a run stopped by Ctrl-C: where it stopped, the checkpoint, how to go on."""
+    text = f"{COMMAND.get('lesson', 'the lesson')}: {stop}"
+    if stop.checkpoint is None:
+        first = '' if stop.next_checkpoint is None else f" (the first comes at step {stop.next_checkpoint})"
+        return f"{text}; no checkpoint was written yet{first}: run the same command to start again."
+    path, step = stop.checkpoint
+    text += f"; the last checkpoint, {path} (step {step}), is intact."
+    return text + (f" Resume with: {resume_command()}" if resumable else " This lesson trains from the start each "
+                   "time: run it again.")
+
+
 def run_lesson(run, args):
-    """run(**vars(args)); a run that diverged ends with its message (exit status 1), not a traceback."""
+    """Print the articles' sections the lesson checks (its module's SECTIONS), then run(**vars(args));
+    a run that diverged, was refused or stopped by Ctrl-C ends with one line (exit status 1, or 130
+    for Ctrl-C as in a shell), not a traceback."""
+    sections = getattr(sys.modules[run.__module__], 'SECTIONS', ())
+    if sections:  # [] for a lesson that checks no article's claim
+        print(articles.header(sections))
     try:
         return run(**vars(args))
-    except Diverged as error:
+    except (Diverged, Refused) as error:
         raise SystemExit(f"error: {error}") from None
+    except Interrupted as stop:
+        print(interrupted_message(stop, resumable='resume' in vars(args)), file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"{COMMAND.get('lesson', 'the lesson')}: stopped by Ctrl-C before it finished: run it again to see the "
+              "rest.", file=sys.stderr)
+    raise SystemExit(130)
 
 
 # ---------------------------------------------------------------------------- tables
@@ -212,17 +296,27 @@ def median_seconds(fn, repeats, warmup=0):
 
 
 # ---------------------------------------------------------------------------- plots
-def save_lines(name, series, xlabel, ylabel, title, x=None, logx=False, logy=True, folder=RUNS):
-    """One line per {label: y values} (against x, default 1, 2, ...), log axes as asked; see save_plot."""
-    def draw(ax):
-        for (label, ys), style in zip(series.items(), ('o-', 's-', '^--', 'v--', 'd-.')):
-            ax.plot(x or range(1, len(ys) + 1), ys, style, markersize=3 if len(ys) < 60 else 0, label=label)
-        ax.set(xlabel=xlabel, ylabel=ylabel, xscale='log' if logx else 'linear', yscale='log' if logy else 'linear')
-        if logx and x:  # label the measured x values themselves, not powers of ten
-            ax.set_xticks(x, [f"{v:g}" for v in x])
-            ax.tick_params(axis='x', which='minor', bottom=False, labelbottom=False)
-        ax.legend()
-    return save_plot(name, draw, title, folder)
+def save_lines(name, series, xlabel, ylabel, title, x=None, logx=False, logy=True, folder=RUNS, mark=None):
+    """One line per {label: y values} (against x, default 1, 2, ...), log axes as asked; mark=(x, label): a
+    dotted vertical line there (say, the training length); see save_plot."""
+    return save_plot(name, lambda ax: draw_lines(ax, series, xlabel, ylabel, x, logx, logy, mark), title, folder)
+
+
+def draw_lines(ax, series, xlabel, ylabel, x=None, logx=False, logy=True, mark=None):
+    """save_lines's drawing on one matplotlib axis (a panel of save_plot(..., panels=k))."""
+    # each its own line style and marker, markers staggered and earlier lines wider: curves that
+    # coincide stay visible
+    for i, ((label, ys), style) in enumerate(zip(series.items(), ('o-', 's--', '^:', 'v-.', 'd-', 'x--'))):
+        every = max(1, len(ys) // 12)
+        ax.plot(x or range(1, len(ys) + 1), ys, style, markersize=5, fillstyle='none', label=label,
+                markevery=(i * every // len(series), every), linewidth=max(1.0, 3.0 - 0.6 * i))
+    ax.set(xlabel=xlabel, ylabel=ylabel, xscale='log' if logx else 'linear', yscale='log' if logy else 'linear')
+    if mark is not None:
+        ax.axvline(mark[0], color='grey', linestyle=':', label=mark[1])
+    if logx and x:  # label the measured x values themselves, not powers of ten
+        ax.set_xticks(x, [f"{v:g}" for v in x])
+        ax.tick_params(axis='x', which='minor', bottom=False, labelbottom=False)
+    ax.legend()
 
 
 def save_heatmaps(name, matrices, rows, columns, title, fmt='.2f', folder=RUNS):
@@ -273,14 +367,23 @@ def save_plot(name, draw, title=None, folder=RUNS, panels=1):
 
 
 # ---------------------------------------------------------------------------- backward-pass viewer pages
-def save_viewer(name, loss, title, params=None, folder=RUNS):
+def save_viewer(name, loss, title, params=None, folder=RUNS, group=None):
     """Run loss's backward pass through mt.BackpropViewer and save the page as <folder>/<name>.html.
 
     Fills .grad as loss.backward() does, so the lesson goes on as before.  Recorded with wrote();
-    returns the path.
+    returns the path.  group: pages saved with the same group (the lesson's name) share one colour
+    scale, so that equal colours mean equal gradient norms across them; a page that widens the
+    scale rewrites the group's earlier pages with it.
     """
     os.makedirs(folder, exist_ok=True)
-    path = mt.BackpropViewer(loss, params=params, title=title).save(os.path.join(folder, f"{name}.html"))
+    path, viewer = os.path.join(folder, f"{name}.html"), mt.BackpropViewer(loss, params=params, title=title)
+    pages = PAGES.setdefault(group, {}) if group is not None else {}
+    pages[path] = viewer
+    scale = mt.inspect.shared_scale(*pages.values()) if group is not None else None
+    for other, page in pages.items():
+        if page is viewer or page.scale != scale:
+            page.scale = scale
+            page.save(other)
     size = os.path.getsize(path)
     print(f"backward-pass viewer saved to {path} "
           f"({f'{size / 1e6:.1f} MB' if size > 1e6 else f'{size / 1e3:.0f} kB'}; open it in a browser)")

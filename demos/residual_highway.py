@@ -1,6 +1,6 @@
 """Lesson: the residual "+1" highway -- gradients in a deep stack with and without it.
 
-The deep-dive article (§4.1-4.2): "Backpropagation multiplies the gradient by each
+The deep dive (§4.1-4.2): "Backpropagation multiplies the gradient by each
 layer's derivative (usually less than 1).  Through 20 layers it becomes 0.9^20 ~ 12%,
 through 56 layers 0.9^56 ~ 0.3%: the parameters near the input receive almost no
 gradient signal."  And the remedy, Output = x + F(x):
@@ -32,6 +32,9 @@ from transformer.probes import ResidualProbe, rank_collapse, token_uniformity
 from . import budget
 from .report import command_line, options_of, run_lesson, save_lines, save_viewer, table
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('deep_dive', '4.1'), ('deep_dive', '4.2'), ('deep_dive', '4.4'), ('attention', '2.3.5')]
+
 CONFIGS = [('pre', True), ('post', True), ('pre', False), ('post', False)]
 
 
@@ -39,7 +42,7 @@ def label(norm_place, residual):
     return f"{norm_place.capitalize()}-LN, " + ('residual' if residual else 'no residual')
 
 
-def layer_gradients(norm_place, residual, n_layers=24, d_model=16, n_heads=2, B=4, T=8, seed=0, device='cpu',
+def layer_gradients(norm_place, residual, n_layers=24, d_model=16, n_heads=2, B=4, n=8, seed=0, device='cpu',
                     html=None):
     """|dL/dx_l| for the input x_l of each layer l = 1..n_layers, each layer's "+1" share, and the device
     the gradients were computed on.
@@ -56,12 +59,13 @@ def layer_gradients(norm_place, residual, n_layers=24, d_model=16, n_heads=2, B=
         inputs.append(args[0])
 
     handles = [layer.register_forward_hook(keep_input) for layer in encoder.layers]
-    x = mt.randn(B, T, d_model).to(device).requires_grad_()
+    x = mt.randn(B, n, d_model).to(device).requires_grad_()
     with ResidualProbe(encoder) as probe, mt.record_modules(encoder):
         out = encoder(x)
         loss = (out * mt.randn(*out.shape).to(device)).sum()
         if html:
-            save_viewer(html, loss, f"{label(norm_place, residual)}, {n_layers} layers", encoder)
+            save_viewer(html, loss, f"{label(norm_place, residual)}, {n_layers} layers", encoder,
+                        group='residual_highway')
         else:
             loss.backward()
     for handle in handles:
@@ -84,7 +88,9 @@ def run(n_layers=24, d_model=16, n_heads=2, batch_size=4, seq_len=8, seed=0, dev
         page = f"residual_highway_{'residual' if config[1] else 'no_residual'}" if html and config[0] == 'pre' else None
         grads[config], shares[config], device = layer_gradients(*config, n_layers, d_model, n_heads, batch_size,
                                                                 seq_len, seed, device, html=page)
-    print(f"{n_layers} EncoderLayers, d_model = {d_model}, {n_heads} heads; |dL/dx| at each layer's input "
+    print("Pre-LN: x + F(LayerNorm(x)) (the attention article's Pre-Norm); Post-LN: LayerNorm(x + F(x)) (its "
+          "Post-Norm).")
+    print(f"{n_layers} EncoderLayers, d_model = {d_model}, h = {n_heads} heads; |dL/dx| at each layer's input "
           f"(layer 1 is the first, nearest the input):")
     step = max(1, n_layers // 12)
     shown = sorted(set(range(0, n_layers, step)) | {n_layers - 1})
@@ -94,8 +100,9 @@ def run(n_layers=24, d_model=16, n_heads=2, batch_size=4, seq_len=8, seed=0, dev
     ratios = {c: grads[c][0] / grads[c][-1] for c in CONFIGS}
     print("first / last layer: " + ', '.join(f"{label(*c)} {ratios[c]:.2g}" for c in CONFIGS))
     print("+1 share: of the gradient reaching a residual connection's input, the part that came along the\n"
-          "identity (ResidualProbe).  With the highway the gradient keeps its size through every layer;\n"
-          "without it each layer multiplies it by dF/dx and it fades towards the input.")
+          "identity, the deep dive's 'highway' (§4.2), measured by ResidualProbe.  With the highway the gradient\n"
+          "keeps its size through every layer; without it each layer multiplies it by dF/dx and it fades towards\n"
+          "the input.")
 
     save_lines('residual_highway', {label(*c): grads[c] for c in CONFIGS}, 'layer (1 = nearest the input)',
                '|dL/d layer input|', f'Gradient per layer, {n_layers} EncoderLayers')

@@ -31,7 +31,10 @@ from transformer.residual import ResidualGate
 
 from . import budget
 from .copy_task import VOCAB, copy_batch, copy_loss
-from .report import check_loss, command_line, options_of, run_lesson, save_plot, table
+from .report import check_learned, check_loss, command_line, options_of, run_lesson, save_plot, table
+
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('attention', '2.3.5')]
 
 
 
@@ -66,7 +69,7 @@ VARIANTS = [  # (name, layer options, gate bias)
 ]
 
 
-def shares_at_init(n_layers=6, d_model=16, n_heads=2, B=4, T=8, seed=0, device='cpu'):
+def shares_at_init(n_layers=6, d_model=16, n_heads=2, B=4, n=8, seed=0, device='cpu'):
     """{variant name: (mean +1 share, mean gate)} for L = sum(Encoder(x) * G), G ~ N(0, 1)."""
     out = {}
     for name, options, bias in VARIANTS:
@@ -74,8 +77,8 @@ def shares_at_init(n_layers=6, d_model=16, n_heads=2, B=4, T=8, seed=0, device='
         encoder = Encoder(n_layers, d_model, n_heads, **options).to(device)
         if bias is not None:
             set_gate_bias(encoder, bias)
-        x = mt.randn(B, T, d_model).to(device).requires_grad_()  # drawn on the CPU: the same on every device
-        G = mt.randn(B, T, d_model).to(device)
+        x = mt.randn(B, n, d_model).to(device).requires_grad_()  # drawn on the CPU: the same on every device
+        G = mt.randn(B, n, d_model).to(device)
         out[name] = probe(encoder, lambda m: (m(x) * G).sum())
     return out
 
@@ -118,10 +121,20 @@ def gate_channels(model, ids):
     return {name: g.tolist() for name, g in channels.items()}
 
 
+def layer_name(module_name):
+    """'decoder.layers.0.gate_ffn' -> 'layer 1 gate_ffn': layers numbered from 1, as the articles number them."""
+    index, gate = module_name.removeprefix('decoder.layers.').split('.', 1)
+    return f"layer {int(index) + 1} {gate}"
+
+
 def run(steps=150, n_layers=6, seed=0, device='cpu'):
     init = shares_at_init(n_layers, seed=seed, device=device)
-    print(f"1. At initialisation, {n_layers} Pre-LN EncoderLayers, one random batch: the mean over the {2 * n_layers} "
-          "residual\n   connections of the '+1 share' |via +1| / (|via +1| + |via F|), and the mean gate g")
+    print("The attention article's table of residual variants (§2.3.5): standard x + f(x), scaled x + α f(x), "
+          "gated x + g(x) f(x).")
+    print(f"1. At initialisation, {n_layers} Pre-LN EncoderLayers (the attention article's Pre-Norm), one random "
+          f"batch: the mean over the\n   {2 * n_layers} residual connections of the '+1 share' |via +1| / (|via +1| + "
+          "|via F|), and the mean gate g,\n   g = sigmoid(h W_g + b_g) per channel (h: what the sub-layer reads), in "
+          "y = x + g * F(h)")
     print(table(['residual', 'mean gate g', '+1 share'],
                 [[name, '-' if g is None else f"{g:.3f}", f"{100 * s:.1f}%"] for name, (s, g) in init.items()]))
     print("Scaling F by alpha, or gating it by g, narrows the F road: the smaller alpha or g, the larger\n"
@@ -132,12 +145,13 @@ def run(steps=150, n_layers=6, seed=0, device='cpu'):
     losses = trained['losses']
     print(f"\n2. A 2-layer gated GPT learns to copy ({steps} steps): loss {sum(losses[:10]) / 10:.3f} -> "
           f"{sum(losses[-10:]) / 10:.3f}")
+    check_learned(losses, 'residual_variants', rose=('another --seed',), flat=('more --steps',))
     print(table(['', 'mean gate g', '+1 share'],
                 [['before training', f"{g0:.3f}", f"{100 * s0:.1f}%"],
                  ['after training', f"{g1:.3f}", f"{100 * s1:.1f}%"]]))
     before, after = trained['channels_before'], trained['channels_after']
     print(table(['gate (channels: min / mean / max)', 'before training', 'after training'],
-                [[name.replace('decoder.layers.', 'layer ')] +
+                [[layer_name(name)] +
                  [f"{min(g[name]):.2f} / {sum(g[name]) / len(g[name]):.2f} / {max(g[name]):.2f}"
                   for g in (before, after)]
                  for name in before]))

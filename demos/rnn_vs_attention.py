@@ -1,18 +1,18 @@
 """Lesson: path length -- how far the gradient travels in an RNN and in attention.
 
-The deep-dive article (§7.7, §8.2): in an RNN, h_t = tanh(W_h h_{t-1} + W_x x_t), "the
+The deep dive (§7.7, §8.2): in an RNN, h_t = tanh(W_h h_{t-1} + W_x x_t), "the
 gradient from 猫 at the start to 鱼 at the end must pass through the hidden state of
 every word in between, h_1 -> h_2 -> ... -> h_n.  Each step multiplies by a matrix's
 derivative (usually < 1): after 50 steps the gradient may have decayed to nothing."
 In a Transformer, "the attention matrix entry A_{1,n} connects 猫 and 鱼 directly.
 Gradient path length: 1.  Not 'through 50 layers', but 'one hop'."
 
-Here both read the same random sequences x_1 .. x_T, and we ask how strongly the
-output at the last position depends on each input: |d(y_T . g)/dx_t| for a random g,
-as a function of the distance T - t.
+Here both read the same random sequences x_1 .. x_n (n: the sequence length), and we ask
+how strongly the output at the last position depends on each input: |d(y_n . g)/dx_t| for a
+random g, as a function of the distance n - t.
 
-    RNN:        dh_T/dx_t = prod_{s=t+1..T} [diag(1 - h_s^2) W_hh^T]  @ ...    T - t factors: decays geometrically
-    attention:  y_T = sum_j A_Tj V_j,  V_j = x_j W_V                          one factor A_Tj at any distance
+    RNN:        dh_n/dx_t = prod_{s=t+1..n} [diag(1 - h_s^2) W_hh^T]  @ ...    n - t factors: decays geometrically
+    attention:  y_n = sum_j A_nj V_j,  V_j = x_j W_V                          one factor A_nj at any distance
 
 The RNN is transformer.RNN (a tanh Elman cell); the attention is one
 MultiHeadAttention layer (no positional encoding, no mask: every position is one hop
@@ -27,35 +27,39 @@ from transformer import RNN, MultiHeadAttention
 from . import budget
 from .report import command_line, options_of, run_lesson, save_lines, table
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('deep_dive', '7.7'), ('deep_dive', '8.2'), ('architecture', '2.1.2'), ('attention', '2.1.1')]
 
-def gradient_by_distance(model, T=32, d=16, B=8, seed=0, device='cpu'):
-    """|dL/dx_t| for t = 1..T listed by distance T - t (index 0 = the last position itself).
 
-    model(x (B, T, d)) -> (B, T, d_out); L = sum(y_T * g) with y_T its last position, g ~ N(0, 1).
+def gradient_by_distance(model, n=32, d=16, B=8, seed=0, device='cpu'):
+    """|dL/dx_t| for t = 1..n listed by distance n - t (index 0 = the last position itself).
+
+    model(x (B, n, d)) -> (B, n, d_out); L = sum(y_n * g) with y_n its last position, g ~ N(0, 1).
     """
     mt.manual_seed(seed)  # drawn on the CPU and moved: the same numbers on every device
-    x = mt.randn(B, T, d).to(device).requires_grad_()
+    x = mt.randn(B, n, d).to(device).requires_grad_()
     y_last = model(x)[:, -1]
     (y_last * mt.randn(*y_last.shape).to(device)).sum().backward()
-    return [norm(x.grad[:, t]) for t in reversed(range(T))]
+    return [norm(x.grad[:, t]) for t in reversed(range(n))]
 
 
-def compare(T=32, d=16, B=8, seed=0, device='cpu'):
+def compare(n=32, d=16, B=8, seed=0, device='cpu'):
     """{'RNN': [...], 'attention': [...]} gradient norms by distance, fresh models of width d; and their device."""
     mt.manual_seed(seed)
     rnn, attention = RNN(d, d).to(device), MultiHeadAttention(d, n_heads=2).to(device)
-    grads = {'RNN': gradient_by_distance(lambda x: rnn(x)[0], T, d, B, seed, device),
-             'attention': gradient_by_distance(attention, T, d, B, seed, device)}
+    grads = {'RNN': gradient_by_distance(lambda x: rnn(x)[0], n, d, B, seed, device),
+             'attention': gradient_by_distance(attention, n, d, B, seed, device)}
     return grads, attention.W_Q.weight.device
 
 
 def run(seq_len=32, d_model=16, batch_size=8, seed=0, device='cpu'):
-    T, d, B = seq_len, d_model, batch_size
-    grads, device = compare(T, d, B, seed, device)
-    shown = sorted({0, 1, 2, 4, 8, 16, 24, T - 1} & set(range(T)))
-    print(f"|d(y_T . g)/dx_t| by distance T - t, T = {T}, d = {d}, {B} random sequences:")
+    n, d, B = seq_len, d_model, batch_size
+    grads, device = compare(n, d, B, seed, device)
+    shown = sorted({0, 1, 2, 4, 8, 16, 24, n - 1} & set(range(n)))
+    print("The deep dive's gradient path, O(n) for the RNN and 1 for attention (§8.2):")
+    print(f"|d(y_n . g)/dx_t| by distance n - t, n = {n}, d = {d}, {B} random sequences:")
     print(table(['distance', 'RNN', 'attention'], [[k, grads['RNN'][k], grads['attention'][k]] for k in shown]))
-    far = T - 1
+    far = n - 1
     rnn_ratio, attention_ratio = grads['RNN'][far] / grads['RNN'][1], grads['attention'][far] / grads['attention'][1]
     per_step = rnn_ratio ** (1 / (far - 1))
     print(f"from distance 1 to {far}: RNN x {rnn_ratio:.1e} (about x {per_step:.2f} per step), "
@@ -64,13 +68,13 @@ def run(seq_len=32, d_model=16, batch_size=8, seed=0, device='cpu'):
           "distance; attention reaches every position in one hop, so distance does not matter.\n"
           "(Distance 0 is larger for attention: the last position is also the query.)")
 
-    save_lines('rnn_vs_attention', grads, 'distance T - t', '|dL/dx_t|',
-               'Gradient from the last position back to each input', x=list(range(T)))
+    save_lines('rnn_vs_attention', grads, 'distance n - t', '|dL/dx_t|',
+               'Gradient from the last position back to each input', x=list(range(n)))
     return {'grads': grads, 'rnn_ratio': rnn_ratio, 'attention_ratio': attention_ratio, 'device': device}
 
 
 def main(argv=None):
-    options = options_of(run, seq_len=('sequence length T (distances 0 .. T-1)', 3),
+    options = options_of(run, seq_len=('sequence length n (distances 0 .. n-1)', 3),
                          d_model='width d of the inputs, the RNN state and the attention (even: 2 heads)',
                          batch_size='random sequences averaged over', seed='random seed')
     return run_lesson(run, command_line('rnn_vs_attention', __doc__, options, argv,

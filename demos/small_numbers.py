@@ -1,6 +1,6 @@
 """Lesson: the articles' small numbers, each set beside what the library measures.
 
-The deep-dive article states four quantities in passing:
+The deep dive states four quantities in passing:
 
 1. §4.1: "each layer multiplies the gradient by its derivative (usually less than 1):
    through 20 layers it becomes 0.9^20 ≈ 12%, through 56 layers 0.9^56 ≈ 0.3%".  Beside
@@ -29,6 +29,9 @@ from . import budget
 from .report import command_line, median_seconds, options_of, run_lesson, table
 from .residual_highway import label, layer_gradients
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('deep_dive', '4.1'), ('deep_dive', '5.2'), ('deep_dive', '5.3'), ('deep_dive', '8.1')]
+
 
 # ---------------------------------------------------------------------------- 1. per-layer decay
 def per_layer_factors(n_layers=24, seed=0, device='cpu'):
@@ -55,7 +58,7 @@ def layernorm_ranges(device='cpu'):
 
 
 # ---------------------------------------------------------------------------- 3. BatchNorm's sample
-def batchnorm_statistics(batch_sizes=(32, 2), T=10, d_model=8, n_batches=200, seed=0, device='cpu'):
+def batchnorm_statistics(batch_sizes=(32, 2), n=10, d_model=8, n_batches=200, seed=0, device='cpu'):
     """{B: (values per statistic, std over n_batches of the batch mean of feature 0)} for data ~ N(0, 1).
     BatchNorm1d with momentum 1 stores the batch's own mean in running_mean."""
     mt.manual_seed(seed)
@@ -64,7 +67,7 @@ def batchnorm_statistics(batch_sizes=(32, 2), T=10, d_model=8, n_batches=200, se
         bn = BatchNorm1d(d_model, momentum=1.0).to(device)
         means = []
         for _ in range(n_batches):
-            x = mt.randn(B, T, d_model).to(device)  # drawn on the CPU: the same data on every device
+            x = mt.randn(B, n, d_model).to(device)  # drawn on the CPU: the same data on every device
             with mt.no_grad():
                 bn(x)
             means.append(bn.running_mean[0].item())
@@ -73,12 +76,12 @@ def batchnorm_statistics(batch_sizes=(32, 2), T=10, d_model=8, n_batches=200, se
 
 
 # ---------------------------------------------------------------------------- 4. attention vs RNN
-def attention_vs_rnn(T=512, d_model=64, n_heads=4, B=1, repeats=3, seed=0, device='cpu'):
-    """Median seconds of forward + backward over T positions: one MultiHeadAttention vs an RNN(d_model, d_model)."""
+def attention_vs_rnn(n=512, d_model=64, n_heads=4, B=1, repeats=3, seed=0, device='cpu'):
+    """Median seconds of forward + backward over n positions: one MultiHeadAttention vs an RNN(d_model, d_model)."""
     mt.manual_seed(seed)
     attention = MultiHeadAttention(d_model, n_heads).to(device)
     rnn = RNN(d_model, d_model).to(device)
-    x = mt.randn(B, T, d_model, device=device, requires_grad=True)
+    x = mt.randn(B, n, d_model, device=device, requires_grad=True)
 
     def attend():
         attention(x).sum().backward()
@@ -92,44 +95,51 @@ def attention_vs_rnn(T=512, d_model=64, n_heads=4, B=1, repeats=3, seed=0, devic
 
 
 def run(seq_len=512, n_layers=24, repeats=3, seed=0, device='cpu'):
-    T = seq_len
+    n = seq_len
     factors = per_layer_factors(n_layers, seed=seed, device=device)
-    print(f"1. The gradient's shrink per layer: 0.9 (the article) vs measured in {n_layers} EncoderLayers, "
-          f"(|dL/dx_1| / |dL/dx_{n_layers}|)^(1/{n_layers - 1})")
+    print(f"1. The gradient's shrink per layer: 0.9 (the deep dive, §4.1) vs measured in {n_layers} EncoderLayers, "
+          f"(|dL/dx_1| / |dL/dx_{n_layers}|)^(1/{n_layers - 1})\n   (Pre-LN: the attention article's Pre-Norm)")
     rows = [["the article's 0.9", '0.900', f"{100 * 0.9 ** 20:.1f}%", f"{100 * 0.9 ** 56:.2f}%"]]
     rows += [[label(*c), f"{f:.3f}", f"{100 * f ** 20:.3g}%", f"{100 * f ** 56:.3g}%"] for c, f in factors.items()]
     print(table(['stack', 'per layer', 'after 20 layers', 'after 56 layers'], rows))
+    grow = {c: f for c, f in factors.items() if c[1]}
     print(f"0.9^20 = {0.9 ** 20:.4f} (≈ 12%) and 0.9^56 = {0.9 ** 56:.4f} (≈ 0.3%): the article's arithmetic "
-          "holds.  Without residuals\nthese layers shrink the gradient much faster than 0.9 per layer; with them the "
-          "factor is about 1.")
+          "holds.  Without residuals\nthese layers shrink the gradient much faster than 0.9 per layer.  With them "
+          f"the factor is slightly above 1\n({', '.join(f'{f:.3f}' for f in grow.values())}): each connection passes "
+          "dL/dy (1 + dF/dx), the '+1' plus a little from F, so the gradient\ngrows gently towards the input "
+          f"instead of fading; {100 * max(grow.values()) ** 56:.0f}% after 56 layers is that factor compounded, not "
+          "a blow-up.\nThe article's 0.9 per layer describes a stack without residuals (the §4.1 ResNet story), "
+          "and there it is optimistic.")
 
     before, after, y = layernorm_ranges(device)
-    print(f"\n2. LayerNorm of [2, 8, -4, -6] with the article's γ, β: y = [{', '.join(f'{v:.3f}' for v in y)}]")
+    print(f"\n2. LayerNorm of [2, 8, -4, -6] with the deep dive's γ, β (§5.2): "
+          f"y = [{', '.join(f'{v:.3f}' for v in y)}]")
     print(table(['', 'range'], [['x', f"{before:.3f}"], ['LayerNorm(x)', f"{after:.3f}"],
                                 ['ratio', f"{before / after:.2f}x"]]))
-    print(f"The article says 'nearly 6 times': it is {before / after:.1f}x.")
+    print(f"The article says '压缩了将近 6 倍' (nearly 6 times): it is {before / after:.1f}x.")
 
     stats = batchnorm_statistics(device=device)
-    print("\n3. BatchNorm1d on (B, 10 words, d) batches of N(0, 1) data: values behind each feature's statistic, "
-          "and how much\n   the batch mean of one feature varies from batch to batch (200 batches; its true "
-          "value is 0)")
+    print("\n3. BatchNorm1d (§5.3: 32 sentences x 10 words) on (B, 10 words, d) batches of N(0, 1) data: the values\n"
+          "   behind each feature's statistic, and how much the batch mean of one feature varies from batch to\n"
+          "   batch (200 batches; its true value is 0)")
     print(table(['batch size B', 'values per statistic', 'std of the batch mean', '1/sqrt(values)'],
                 [[B, n, f"{s:.4f}", f"{1 / math.sqrt(n):.4f}"] for B, (n, s) in stats.items()]))
     (n_big, s_big), (n_small, s_small) = stats[32], stats[2]
     print(f"{n_big} and {n_small} values, as the article counts; with B = 2 the mean is {s_small / s_big:.1f}x "
           f"noisier (sqrt({n_big}/{n_small}) = {math.sqrt(n_big / n_small):.1f}).")
 
-    timing = attention_vs_rnn(T, repeats=repeats, seed=seed, device=device)
+    timing = attention_vs_rnn(n, repeats=repeats, seed=seed, device=device)
     ratio = timing['rnn'] / timing['attention']
-    print(f"\n4. Forward + backward over {T} positions, d_model = 64, median of {repeats} runs on {device}:")
+    print(f"\n4. The deep dive's '快 10-100 倍' (§8.1): forward + backward over n = {n} positions, d_model = 64, "
+          f"median of {repeats} runs on {device}:")
     print(table(['layer', 'seconds', 'multiply-adds'],
                 [['self-attention (4 heads)', f"{timing['attention']:.4f}",
-                  f"{4 * T * 64 * 64 + 2 * T * T * 64:,}"],
-                 ['RNN (tanh), one step at a time', f"{timing['rnn']:.4f}", f"{2 * T * 64 * 64:,}"]]))
+                  f"{4 * n * 64 * 64 + 2 * n * n * 64:,}"],
+                 ['RNN (tanh), one step at a time', f"{timing['rnn']:.4f}", f"{2 * n * 64 * 64:,}"]]))
     verdict = ('inside' if 10 <= ratio <= 100 else 'below' if ratio < 10 else 'above')
     print(f"Attention is {ratio:.1f}x faster here, {verdict} the article's 10-100x, although it does more "
-          "arithmetic (the T^2 scores):\nits work is a few large matrix products, the RNN's is "
-          f"{T} small ones that must wait for each other.  The ratio depends on the\nhardware, as the article says "
+          "arithmetic (the n^2 scores):\nits work is a few large matrix products, the RNN's is "
+          f"{n} small ones that must wait for each other.  The ratio depends on the\nhardware, as the article says "
           + ("(here: numpy on CPU; a GPU favours the large products more)." if device == 'cpu' else
              "(here: cupy on the GPU, which favours the large products more than a CPU does)."))
     return {'factors': factors, 'layernorm': (before, after), 'batchnorm': stats, 'timing': timing, 'speedup': ratio,
@@ -137,7 +147,7 @@ def run(seq_len=512, n_layers=24, repeats=3, seed=0, device='cpu'):
 
 
 def main(argv=None):
-    options = options_of(run, seq_len='positions T of the attention vs RNN timing',
+    options = options_of(run, seq_len='positions n of the attention vs RNN timing',
                          n_layers=('EncoderLayers whose per-layer gradient factor is measured', 2),
                          repeats='timed runs (the median is shown)', seed='random seed')
     return run_lesson(run, command_line('small_numbers', __doc__, options, argv, check=_budget))

@@ -1,6 +1,6 @@
 """Lesson: why attention divides by sqrt(d_k) -- softmax saturation as d_k grows.
 
-The deep-dive article (§1.5): "Problem: when d_k is large, the variance of the dot
+The deep dive (§1.5): "Problem: when d_k is large, the variance of the dot
 product explodes."  For q, k with independent unit-variance entries,
 
     Var(q . k) = sum_i Var(q_i) Var(k_i) = d_k,
@@ -14,7 +14,7 @@ automatic gain control".
 Here, for each d_k, random unit-variance q, k, v go through
 scaled_dot_product_attention twice: with the scale (1/sqrt(d_k)) and with scale=1.0.
 For each we print Var(scores), the largest probability per row (1 = one-hot), the mean
-p(1-p) (the diagonal of the softmax Jacobian diag(p) - p p^T), the entropy (log T_k
+p(1-p) (the diagonal of the softmax Jacobian diag(p) - p p^T), the entropy (log n
 for uniform, 0 for one-hot), and how much of the gradient arriving at the weights p
 gets through the softmax to the scores s, query row by query row:
 
@@ -42,16 +42,20 @@ from transformer.probes import saturation_stats
 from . import budget
 from .report import command_line, options_of, run_lesson, save_lines, save_viewer, table, window_means
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('deep_dive', '1.5'), ('attention', '2.3.1'), ('attention', '2.3.2'), ('attention', '2.3.3'),
+            ('architecture', '2.4.1'), ('architecture', '2.10.2')]
+
 D_KS = (4, 16, 64, 256, 1024)
 
 
-def saturation(d_k, scaled, n=32, T=16, seed=0, device='cpu', html=None):
-    """Random q, k, v (n, T, d_k) ~ N(0, 1) through attention; a dict of the lesson's numbers.
+def saturation(d_k, scaled, B=32, n=16, seed=0, device='cpu', html=None):
+    """Random q, k, v (B, n, d_k) ~ N(0, 1) through attention; a dict of the lesson's numbers.
 
     html: a name: the backward pass also goes to a BackpropViewer page, runs/<html>.html.
     """
     mt.manual_seed(seed)  # drawn on the CPU and moved: the same numbers on every device
-    q, k, v = (mt.randn(n, T, d_k).to(device).requires_grad_() for _ in range(3))
+    q, k, v = (mt.randn(B, n, d_k).to(device).requires_grad_() for _ in range(3))
     q.name, k.name, v.name = 'q', 'k', 'v'
     output, weights, scores = attend(q, k, v, scale=None if scaled else 1.0)
     weights.retain_grad()
@@ -59,11 +63,12 @@ def saturation(d_k, scaled, n=32, T=16, seed=0, device='cpu', html=None):
     loss = (output * mt.randn(*output.shape).to(device)).sum()  # a random upstream gradient dL/doutput
     if html:
         scores.name, weights.name = 's (scores)', 'p (weights)'
-        save_viewer(html, loss, f"Attention, d_k = {d_k}, scale {'1/sqrt(d_k)' if scaled else 'none'}")
+        save_viewer(html, loss, f"Attention, d_k = {d_k}, {'scale 1/sqrt(d_k)' if scaled else 'no scale'}",
+                    group='softmax_saturation')
     else:
         loss.backward()
     stats = saturation_stats(scores, weights)
-    passes = row_norms(scores.grad) / row_norms(weights.grad)  # (n, T): one ratio per query row
+    passes = row_norms(scores.grad) / row_norms(weights.grad)  # (B, n): one ratio per query row
     return {'d_k': d_k, 'scaled': scaled, 'var': stats.score_var, 'max_p': stats.max_p, 'p1p': stats.mean_p1p,
             'entropy': stats.entropy, 'passes': passes.mean().item(),
             'cut_off': (passes < 1e-3).astype('float32').mean().item(), 'device': passes.device}
@@ -82,7 +87,7 @@ def sweep(d_ks=D_KS, **sizes):
 class Lookup(nn.Module):
     """One attention head: out = softmax(q W_Q (K W_K)^T * scale) V.
 
-    The task: T keys and values (random vectors); the query is a noisy copy of one
+    The task: n keys and values (random vectors); the query is a noisy copy of one
     key; the output should be that key's value.  Learning means turning W_Q W_K^T into
     something that matches a key to itself.
     """
@@ -99,22 +104,22 @@ class Lookup(nn.Module):
         return output
 
 
-def lookup_batch(B, T, d, noise=0.5, device='cpu'):
-    keys, values = mt.randn(B, T, d).to(device), mt.randn(B, T, d).to(device)
-    target = mt.randint(0, T, (B,)).to(device)
+def lookup_batch(B, n, d, noise=0.5, device='cpu'):
+    keys, values = mt.randn(B, n, d).to(device), mt.randn(B, n, d).to(device)
+    target = mt.randint(0, n, (B,)).to(device)
     rows = mt.arange(B, device=device)
     query = keys[rows, target].reshape(B, 1, d) + noise * mt.randn(B, 1, d).to(device)
     return query, keys, values, values[rows, target].reshape(B, 1, d)
 
 
-def train_lookup(scaled, d=32, d_k=256, T=8, B=32, steps=150, lr=0.5, seed=0, device='cpu'):
+def train_lookup(scaled, d=32, d_k=256, n=8, B=32, steps=150, lr=0.5, seed=0, device='cpu'):
     """Loss curve (mean squared error per step) of Lookup trained by SGD with or without the scale."""
     mt.manual_seed(seed)
     model = Lookup(d, d_k, scaled).to(device)
     opt = optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     losses = []
     for _ in range(steps):
-        query, keys, values, target = lookup_batch(B, T, d, device=device)
+        query, keys, values, target = lookup_batch(B, n, d, device=device)
         loss = ((model(query, keys, values) - target) ** 2).mean()
         opt.zero_grad()
         loss.backward()
@@ -125,12 +130,14 @@ def train_lookup(scaled, d=32, d_k=256, T=8, B=32, steps=150, lr=0.5, seed=0, de
 
 def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train_d_k=256, seed=0, device='cpu',
         html=False):
-    n, T = batch_size, seq_len
-    rows = sweep(d_ks, n=n, T=T, seed=seed, device=device)
-    print(f"q, k, v ~ N(0, 1): {n} x {T} queries, {T} keys each; uniform attention would have "
-          f"max p = {1 / T:.3f}, entropy = log {T} = {math.log(T):.2f}")
+    B, n = batch_size, seq_len
+    rows = sweep(d_ks, B=B, n=n, seed=seed, device=device)
+    print("Var(q . k) = d_k (the deep dive §1.5, the attention article §2.3.1); what it does to the softmax "
+          "(§2.3.2).")
+    print(f"q, k, v ~ N(0, 1): {B} x {n} queries, n = {n} keys each; uniform attention would have "
+          f"max p = 1/n = {1 / n:.3f}, entropy = log {n} = {math.log(n):.2f}")
     print(table(['d_k', 'scale', 'Var(scores)', 'max p', 'mean p(1-p)', 'entropy', 'passes', 'rows cut off'],
-                [[r['d_k'], '1/sqrt(d_k)' if r['scaled'] else 'none', r['var'], r['max_p'], r['p1p'], r['entropy'],
+                [[r['d_k'], '1/sqrt(d_k)' if r['scaled'] else 'no scale', r['var'], r['max_p'], r['p1p'], r['entropy'],
                   r['passes'], f"{100 * r['cut_off']:.1f}%"] for r in rows]))
     print("passes = |dL/ds| / |dL/dp| per query row (mean); cut off = rows passing less than 1e-3.\n"
           "With the scale Var(scores) stays ~1 and every d_k behaves alike; without it Var(scores) ~ d_k,\n"
@@ -142,15 +149,16 @@ def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train
     save_lines('softmax_saturation', series, 'd_k', 'p(1-p), gradient share', 'Softmax saturation as d_k grows',
                x=list(d_ks), logx=True)
     for scaled in (True, False) if html else ():  # the largest d_k, step by step, with and without the scale
-        saturation(d_ks[-1], scaled, n=n, T=T, seed=seed, device=device,
+        saturation(d_ks[-1], scaled, B=B, n=n, seed=seed, device=device,
                    html=f"softmax_saturation_{'scaled' if scaled else 'unscaled'}")
 
     curves = None
     if train:
         curves = {scaled: train_lookup(scaled, d_k=train_d_k, steps=train_steps, seed=seed, device=device)
                   for scaled in (True, False)}
-        print(f"\nSGD training one attention head, d_k = {train_d_k}: find the key that matches a noisy query "
-              "and return its value.\nMean squared error (returning the mean of the values scores about 1):")
+        print(f"\nThe architecture article's chain (§2.10.2) ends '→ 训不起来' (it does not train).  SGD training one "
+              f"attention head,\nd_k = {train_d_k}: find the key that matches a noisy query and return its value.  "
+              "Mean squared error\n(returning the mean of the values scores about 1):")
         print(table(['steps', 'with 1/sqrt(d_k)', 'without'],
                     [[steps, a, b] for (steps, a), (_, b) in zip(window_means(curves[True], 5),
                                                                  window_means(curves[False], 5))]))
@@ -161,8 +169,8 @@ def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train
 
 
 def main(argv=None):
-    options = options_of(run, d_ks='the key widths d_k to compare', batch_size='batches of queries (n)',
-                         seq_len='sequence length T (queries and keys per batch)',
+    options = options_of(run, d_ks='the key widths d_k to compare', batch_size='sequences B per batch',
+                         seq_len='sequence length n (queries and keys per sequence)',
                          train='also train one attention head with and without the scale',
                          train_steps='SGD steps of that training', train_d_k='d_k of that training',
                          seed='random seed',

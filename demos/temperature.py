@@ -1,6 +1,6 @@
 """Lesson: temperature.  softmax(x / T): low T -> near-argmax, high T -> flatter.
 
-The article's table (attention-atom §2.4.2): T = 0.2 "extremely sharp, near argmax",
+The article's table (the attention article §2.4.2): T = 0.2 "extremely sharp, near argmax",
 0.7 "moderate", 1.0 "standard softmax", 1.5 "smooth, diverse".  The same division
 appears inside attention as 1/sqrt(d_k): a "training-time temperature".
 
@@ -11,6 +11,9 @@ import math
 import microtensor as mt
 
 from .report import command_line, options_of, run_lesson, save_plot, table
+
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('attention', '2.4.2'), ('attention', '2.3.4')]
 
 LOGITS = (2.0, 1.0, 0.1)  # the article's example: softmax = [0.659, 0.242, 0.099]
 TEMPERATURES = (0.2, 0.7, 1.0, 1.5)
@@ -29,7 +32,8 @@ def distributions(logits=LOGITS, temperatures=TEMPERATURES, device='cpu'):
 
 def run(logits=LOGITS, temperatures=TEMPERATURES, device='cpu'):
     rows = distributions(logits, temperatures, device)
-    print(f"softmax({list(logits)} / T)")
+    print(f"softmax({list(logits)} / T), T the temperature (the attention article's table, §2.4.2; its example "
+          "[2.0, 1.0, 0.1], §2.4.1)")
     print(table(['T'] + [f"p({x:g})" for x in logits] + [f"entropy (max {math.log(len(logits)):.3f})"],
                 [[f"{T:g}"] + p.tolist() + [entropy] for T, p, entropy in rows], fmt='.3f'))
     print("Low T puts almost all the mass on the largest logit (near argmax); high T spreads it.")

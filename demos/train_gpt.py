@@ -3,7 +3,7 @@
 A decoder-only Transformer (transformer.GPT) learns to continue a text one character at a
 time.  The causal language-model loss (transformer.next_token_loss):
 
-    logits = GPT(ids)                              (B, T, vocab): position t predicts ids[t + 1]
+    logits = GPT(ids)                              (B, n, vocab): position t predicts ids[t + 1]
     L = cross_entropy(logits[:, :-1], ids[:, 1:])  starts near ln(vocab) (a uniform guess)
 
 The text: --corpus poem (24 lines, the tour's quick run), --corpus stdlib (every docstring of
@@ -25,7 +25,7 @@ pickled), after its steps' losses and the weights were checked finite; --resume 
 it.  Batches are a function of (seed, step), so a resumed run computes exactly the losses the
 uninterrupted run would have.
 
-Then it writes, from the prompt, at several temperatures (attention-atom §2.4.2):
+Then it writes, from the prompt, at several temperatures (the attention article §2.4.2):
 T = 0.2 "extremely sharp, close to argmax", 0.7 "moderate", 1.0 "the standard
 softmax", 1.5 "smooth, diverse"; and greedily (always the most likely character).
 
@@ -51,8 +51,11 @@ from transformer import GPT, generate, next_token_loss
 
 from . import budget
 from . import corpus as texts
-from .report import (RUNS, Diverged, Option, check_loss, command_line, run_lesson, save_plot, table, window_means,
-                     wrote)
+from .report import (RUNS, Diverged, Interrupted, Option, Refused, check_learned, check_loss, command_line, run_lesson,
+                     save_plot, table, window_means, wrote)
+
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('architecture', '2.8'), ('architecture', '2.9.1'), ('attention', '2.4.2')]
 
 TEMPERATURES = (0.2, 0.7, 1.0, 1.5)
 PRESETS = {
@@ -155,10 +158,15 @@ def text_problem(text, context, val_fraction, prompt=None):
     if val and len(val) < context:
         return (f"the validation part (--val-fraction {val_fraction}) has {len(val)} characters, fewer than "
                 f"--context {context}: raise --val-fraction, lower --context, or use --val-fraction 0")
+    return prompt_problem(prompt, text)
+
+
+def prompt_problem(prompt, text):
+    """Why the samples cannot start from `prompt` (None: the default), or None."""
+    if prompt == '':
+        return "the prompt is empty: the samples continue it, so give at least one character (or leave --prompt out)"
     unknown = sorted(set(prompt or '') - set(text))
-    if unknown:
-        return f"the prompt holds characters the text never uses: {unknown}"
-    return None
+    return f"the prompt holds characters the text never uses: {unknown}" if unknown else None
 
 
 def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', resume=False, stop_after=None,
@@ -192,12 +200,20 @@ def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', re
     opt = optim.AdamW(parameters, lr=config['lr'], weight_decay=0.01)
     schedule = optim.WarmupCosine(opt, warmup_steps=min(config['warmup'], steps - 1), total_steps=steps)
     path = os.path.join(out, 'ckpt.npz')
-    text_id = hashlib.sha256(text.encode()).hexdigest()
+    text_id = {'sha256': hashlib.sha256(text.encode()).hexdigest(),   # what the checkpoint says of its text
+               'about': f"{len(text):,} characters beginning {text[:20]!r}"}
     history = {'losses': [], 'val': [], 'memory': []}
     start = 0
     if resume and os.path.exists(path):
         start = _restore(path, device, config, text_id, model, opt, schedule, history)
         print(f"resumed from {path} at step {start}")
+        if stop_after is not None and stop_after <= start:
+            raise Refused(f"train_gpt: --stop-after {stop_after}, but {path} is already at step {start}: nothing "
+                          f"would be trained. Give a --stop-after above {start}, or leave it out to train on to "
+                          f"step {steps}")
+        if start >= steps:
+            print(f"the checkpoint is already at step {start}, --steps is {steps}: nothing to train (a larger "
+                  "--steps trains on)")
     elif resume:
         print(f"no checkpoint at {path} yet: starting a new run")
     elif os.path.exists(path):
@@ -210,40 +226,49 @@ def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', re
     tokens_per_step, rates = config['batch_size'] * context, []
     pending, clock = [], time.perf_counter()  # losses of the steps since the last log, still on the device
     began = clock
-    for step in range(start, last):
-        ids = mt.tensor(batch_at(data, step, config['batch_size'], context, config['seed']), device=device)
-        loss = next_token_loss(model(ids), ids)
-        opt.zero_grad()
-        loss.backward()
-        clip_gradients(parameters, max_norm=1.0)
-        opt.step()
-        schedule.step()
-        pending.append(loss.detach())
-        progress.advance()
-        done = step + 1
-        evaluate = val_batches and (done % config['eval_every'] == 0 or done == last)
-        save = done % config['ckpt_every'] == 0 or done == last
-        if not (done % config['log_every'] == 0 or evaluate or save):
-            continue
-        window = mt.stack(pending).tolist()  # the host copy: this window's losses, checked before anything is kept
-        for i, value in enumerate(window):
-            history['losses'].append(check_loss(value, done - len(window) + i + 1, 'train_gpt', TRIES))
-        rates.append(len(window) * tokens_per_step / (time.perf_counter() - clock))
-        pending, memory = [], mt.backend.memory_pool_bytes(device)
-        if memory is not None:
-            history['memory'].append([done, memory])
-        progress.log(done, sum(window) / len(window), schedule.lr, rates[-1], memory)
-        if evaluate:
-            history['val'].append([done, validation_loss(model, val_batches)])
-            progress.note(f"step {done}: validation loss {history['val'][-1][1]:.4f} "
-                          f"(unigram baseline {baseline:.4f})")
-        if save:
-            check_weights(parameters, done)
-            mt.save({'model': model.state_dict(), 'optim': opt.state_dict(), 'schedule': schedule.state_dict(),
-                     'step': done, 'config': config, 'vocab': chars.vocab, 'text_sha256': text_id, **history},
-                    path)
-            wrote(path, 'checkpoint')
-        clock = time.perf_counter()
+    done, saved = start, start > 0  # saved: the file at `path` is this run's (resumed, or written)
+    try:
+        for step in range(start, last):
+            ids = mt.tensor(batch_at(data, step, config['batch_size'], context, config['seed']), device=device)
+            loss = next_token_loss(model(ids), ids)
+            opt.zero_grad()
+            loss.backward()
+            clip_gradients(parameters, max_norm=1.0)
+            opt.step()
+            schedule.step()
+            pending.append(loss.detach())
+            progress.advance()
+            done = step + 1
+            evaluate = val_batches and (done % config['eval_every'] == 0 or done == last)
+            save = done % config['ckpt_every'] == 0 or done == last
+            if not (done % config['log_every'] == 0 or evaluate or save):
+                continue
+            window = mt.stack(pending).tolist()  # the host copy: this window's losses, checked before anything is kept
+            for i, value in enumerate(window):
+                history['losses'].append(check_loss(value, done - len(window) + i + 1, 'train_gpt', TRIES))
+            rates.append(len(window) * tokens_per_step / (time.perf_counter() - clock))
+            pending, memory = [], mt.cuda.memory_pool_bytes(device)
+            if memory is not None:
+                history['memory'].append([done, memory])
+            progress.log(done, sum(window) / len(window), schedule.lr, rates[-1], memory)
+            if evaluate:
+                history['val'].append([done, validation_loss(model, val_batches)])
+                progress.note(f"step {done}: validation loss {history['val'][-1][1]:.4f} "
+                              f"(unigram baseline {baseline:.4f})")
+            if save:
+                check_weights(parameters, done)
+                saved = True
+                mt.save({'model': model.state_dict(), 'optim': opt.state_dict(), 'schedule': schedule.state_dict(),
+                         'step': done, 'config': config, 'vocab': chars.vocab, 'text_sha256': text_id['sha256'],
+                         'text_about': text_id['about'], **history},
+                        path)
+                wrote(path, 'checkpoint')
+            clock = time.perf_counter()
+    except KeyboardInterrupt:  # one line from run_lesson instead of a traceback; the checkpoint read back
+        progress.close()
+        checkpoint = (path, mt.load(path)['step']) if saved else None
+        first = min(last, (done // config['ckpt_every'] + 1) * config['ckpt_every'])
+        raise Interrupted(done, steps, checkpoint, first) from None
     progress.close()
     if last < steps:
         print(f"stopped at step {last}; continue with --resume")
@@ -255,14 +280,29 @@ def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', re
 def _restore(path, device, config, text_id, model, opt, schedule, history):
     """Load the checkpoint into model, opt, schedule and history; its step.  The settings must
     match, except steps and how often to log/evaluate/save: a longer run continues along the
-    longer run's schedule."""
-    ckpt = mt.load(path, device=device)
+    longer run's schedule.  Refused, saying why, for any other checkpoint."""
+    try:
+        ckpt = mt.load(path, device=device)
+    except mt.CheckpointError as error:
+        raise Refused(f"train_gpt: cannot resume: {error}. Start a new run without --resume, or with another "
+                      "--out") from None
+    missing = [k for k in ('model', 'optim', 'schedule', 'step', 'config', 'text_sha256', *history)
+               if not isinstance(ckpt, dict) or k not in ckpt]
+    if missing:
+        holds = f"its keys are {sorted(ckpt)}" if isinstance(ckpt, dict) else f"it holds a {type(ckpt).__name__}"
+        raise Refused(f"train_gpt: {path} is not a train_gpt checkpoint ({holds}; a train_gpt checkpoint also "
+                      f"has {missing}). Give --out the folder of a train_gpt run, or start a new run without --resume")
     saved = ckpt['config']
-    different = {k: (saved.get(k), config[k]) for k in RUN_KEYS if saved.get(k) != config[k]}
-    if different or ckpt.get('text_sha256') != text_id:
-        raise ValueError(f"train_gpt: {path} was made with other settings {different or '(another text)'} "
-                         "(saved, now); resume with the same options, or start over without --resume "
-                         "(or with another --out)")
+    different = [(f"--{k.replace('_', '-')}", saved.get(k), config[k]) for k in RUN_KEYS if saved.get(k) != config[k]]
+    if ckpt['text_sha256'] != text_id['sha256']:
+        different.append(('the text', ckpt.get('text_about', 'another text'), text_id['about']))
+    if different:
+        listed = '; '.join(f"{name}: {was} in the checkpoint, {now} now" for name, was, now in different)
+        options = ' '.join(f"{name} {was}" for name, was, _ in different if name.startswith('--'))
+        text = ['its text, the same --corpus or --text'] if different[-1][0] == 'the text' else []
+        theirs = ' and '.join(([options] if options else []) + text)
+        raise Refused(f"train_gpt: {path} was made with other settings. {listed}. To resume it, give the "
+                      f"checkpoint's settings ({theirs}); or start a new run without --resume, or with another --out")
     if saved['steps'] != config['steps']:
         print(f"the checkpoint's run was {saved['steps']} steps long; the schedule now runs to {config['steps']}")
     model.load_state_dict(ckpt['model'])
@@ -357,16 +397,18 @@ def default_prompt(corpus, text_file, text):
 
 
 def run(preset='tiny', corpus=None, text_file=None, out=os.path.join(RUNS, 'train_gpt'), device='cpu', resume=False,
-        stop_after=None, prompt=None, sample_length=160, **options):
+        stop_after=None, prompt=None, sample_length=160, fused=True, **options):
     """Load the text (corpus: 'poem' or 'stdlib', default the preset's; text_file: a UTF-8 file),
-    train on it (options: see train), print the losses, plot them and sample."""
+    train on it (options: see train; fused=False: with the textbook ops instead of the fused
+    layer's), print the losses, plot them and sample."""
     corpus = corpus or PRESETS[preset]['corpus']
     text, name = texts.load(corpus, text_file)
     prompt = default_prompt(corpus, text_file, text) if prompt is None else prompt
-    unknown = sorted(set(prompt) - set(text))
-    if unknown:  # found now, not after the training
-        raise ValueError(f"train_gpt: the prompt holds characters the text never uses: {unknown}")
-    result = train(text, out, device, resume, stop_after, preset, **options)
+    problem = prompt_problem(prompt, text)
+    if problem:  # found now, not after the training
+        raise ValueError(f"train_gpt: {problem}")
+    with mt.fused(fused):  # the same numbers, faster (mt.fused: the fused layer, microtensor/fused/)
+        result = train(text, out, device, resume, stop_after, preset, **options)
     model, chars, losses, config = result['model'], result['chars'], result['losses'], result['config']
     train_text, val_text = texts.split(text, config['val_fraction'])
     print(f"\n{name}: {len(train_text):,} training and {len(val_text):,} validation characters; vocabulary of "
@@ -377,6 +419,7 @@ def run(preset='tiny', corpus=None, text_file=None, out=os.path.join(RUNS, 'trai
     if result['val']:
         print(validation_summary(result['val'], result['baseline']))
     print(table(['steps', 'mean training loss'], window_means(losses)))
+    check_learned(losses, 'train_gpt', rose=TRIES, flat=('more --steps', 'a higher --lr'))
     plot_losses(result, name, out)
     if sample_length:
         print(f"\nContinuations of {prompt!r}:")
@@ -405,6 +448,9 @@ def main(argv=None):
         parser.add_argument('--out', default=os.path.join(RUNS, 'train_gpt'), help='folder for the checkpoint and plot')
         parser.add_argument('--stop-after', type=int, metavar='N',
                             help='stop after step N, as if interrupted (then --resume)')
+        parser.add_argument('--no-fused', dest='fused', action='store_false',
+                            help='train with the textbook ops, to step through them (slower; the fused layer is on '
+                                 'by default)')
         parser.add_argument('--prompt', help=f"the start of the samples (default: {PROMPTS['poem']!r} for the poem, "
                                              f"{PROMPTS['stdlib']!r} for stdlib, a file's first characters)")
 
@@ -443,6 +489,8 @@ def _check(args):
         return f"argument --stop-after: must be an integer >= 1, got {args.stop_after}"
     if args.val_fraction >= 1:
         return f"argument --val-fraction: must be below 1 (the rest is trained on), got {args.val_fraction}"
+    if args.prompt == '':
+        return f"argument --prompt: {prompt_problem('', '')}"
     corpus = args.corpus or PRESETS[args.preset]['corpus']
     if args.text_file is None and corpus == 'stdlib':
         return None  # ~2 MB of text: every setting fits (and reading it takes a few seconds)

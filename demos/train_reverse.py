@@ -1,6 +1,6 @@
 """Lesson: a tiny encoder-decoder Transformer learns to reverse digit sequences.
 
-The original architecture (transformer-architecture article; deep-dive §7.5): the
+The original architecture (the architecture article; the deep dive §7.5): the
 encoder reads the whole source at once; the decoder writes the target one token at a
 time with "masked self-attention" (it "cannot peek at" the tokens after its own) and
 "cross-attention: the decoder's junction with the encoder.  Each decoder word uses its
@@ -27,9 +27,13 @@ from microtensor import nn, optim
 from transformer import Transformer, generate, seq2seq_loss, shift_right
 
 from . import budget
-from .report import check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
+from .report import check_learned, check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
+
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('architecture', '2.8'), ('deep_dive', '7.5')]
 
 DIGITS, BOS = 10, 10  # tokens 0-9 are digits; the decoder's start token is 10
+TRIES = ('a lower --lr (say 10x smaller)', 'a longer --warmup')  # for a run whose loss went up
 
 
 def random_sequences(rng, n, length, exclude=frozenset()):
@@ -77,8 +81,7 @@ def train(steps=300, length=6, batch_size=32, d_model=64, n_heads=4, n_layers=1,
         src = mt.tensor(batch, device=device)
         tgt = mt.tensor([s[::-1] for s in batch], device=device)
         loss = seq2seq_loss(model(src, shift_right(tgt, BOS)), tgt)
-        losses.append(check_loss(loss.item(), step, 'train_reverse', ('a lower --lr (say 10x smaller)',
-                                                                       'a longer --warmup')))
+        losses.append(check_loss(loss.item(), step, 'train_reverse', TRIES))
         opt.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
@@ -110,6 +113,7 @@ def run(steps=300, length=6, n_test=200, batch_size=32, d_model=64, n_heads=4, n
                                 held_out=frozenset(test))
     token_acc, seq_acc, by_position, predicted = evaluate(model, test)
     print(table(['steps', 'mean loss'], window_means(losses, 8)))
+    check_learned(losses, 'train_reverse', rose=TRIES, flat=('more --steps', 'a higher --lr'))
     save_lines('train_reverse', {'training loss': losses}, 'step', 'cross-entropy (nats)',
                f'Reversing {length} digits')
     print(f"\n{n_test} test sequences of length {length}, held out of training (which saw {len(seen)} "

@@ -9,7 +9,10 @@ Plain gradient descent, written out: p.data -= lr * p.grad.data for every parame
 import microtensor as mt
 
 from . import budget
-from .report import check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
+from .report import check_learned, check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
+
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('deep_dive', '6.1')]
 
 
 def run(steps=300, lr=0.5, hidden=8, seed=0, device='cpu', verbose=True):
@@ -39,6 +42,7 @@ def run(steps=300, lr=0.5, hidden=8, seed=0, device='cpu', verbose=True):
     if verbose:
         print(table(['steps', 'mean loss'], window_means(losses, 5)))
         print("predictions", predictions.tolist(), "targets", y.tolist())
+        check_learned(losses, 'train_xor', flat=('more --steps', 'a higher --lr', 'more --hidden units'))
         save_lines('train_xor', {'training loss': losses}, 'step', 'cross-entropy (nats)',
                    f'XOR, {hidden} hidden units, lr {lr}')
     return losses, predictions

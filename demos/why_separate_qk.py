@@ -1,6 +1,6 @@
 """Lesson: why Q and K have separate projections -- a shared W_Q = W_K makes attention symmetric.
 
-The attention-atom article (§2.2.2): "if Q = K, 'I attend to you' equals 'you attend to
+The attention article (§2.2.2): "if Q = K, 'I attend to you' equals 'you attend to
 me' ... mathematically a symmetric matrix", and "if Q = K, the attention matrix
 A = Softmax(Q K^T) is symmetric: A_ij = A_ji".  Its design table lists "shared projection
 W_Q = W_K: fewer parameters, but less expressive".
@@ -24,7 +24,7 @@ W_Q = W_K: fewer parameters, but less expressive".
    build a staircase instead: S_{t,t-1} falls steadily along the sequence, so that
    S_{t,t-1} > S_{t+1,t} = S_{t,t+1} at every t (position t prefers t - 1 over t + 1
    because t + 1's own look-back score is lower).  The step height it can afford shrinks
-   as the sequence grows (--full also trains T = 32), and the diagonal S_tt = |q_t|^2 sits
+   as the sequence grows (--full also trains n = 32), and the diagonal S_tt = |q_t|^2 sits
    close behind, so part of each row stays on the token itself.  The article's
    "less expressive" holds; "cannot attend directionally" is too strong once positions
    are learned.
@@ -39,12 +39,15 @@ from transformer import Embed, MultiHeadAttention
 from . import budget
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
 
+# the articles' sections this lesson checks (demos/articles.py)
+SECTIONS = [('attention', '2.2.2'), ('attention', '2.2.4')]
+
 
 # ---------------------------------------------------------------------------- 1. the symmetry
-def symmetry(T=5, d_model=8, seed=0, device='cpu'):
-    """Scores and weights of one head, shared vs separate W_Q, W_K, on the same random X (T, d_model)."""
+def symmetry(n=5, d_model=8, seed=0, device='cpu'):
+    """Scores and weights of one head, shared vs separate W_Q, W_K, on the same random X (n, d_model)."""
     mt.manual_seed(seed)  # weights and data drawn on the CPU and moved: the same numbers on every device
-    X = mt.randn(1, T, d_model, dtype='float64').to(device)
+    X = mt.randn(1, n, d_model, dtype='float64').to(device)
     out = {}
     for shared in (True, False):
         mt.manual_seed(seed + 1)
@@ -68,9 +71,9 @@ class CopyPrevious(nn.Module):
     token can only arrive through the attention weights).  Extra options go to the attention.
     """
 
-    def __init__(self, vocab=10, T=8, d_model=32, n_heads=1, **attention_options):
+    def __init__(self, vocab=10, n=8, d_model=32, n_heads=1, **attention_options):
         super().__init__()
-        self.embed = Embed(vocab, d_model, T, 'learned')
+        self.embed = Embed(vocab, d_model, n, 'learned')
         self.attention = MultiHeadAttention(d_model, n_heads, **attention_options)
         self.head = nn.Linear(d_model, vocab)
 
@@ -78,32 +81,33 @@ class CopyPrevious(nn.Module):
         return self.head(self.attention(self.embed(ids)))
 
 
-def copy_batch(rng_step, B, T, vocab, seed, device='cpu'):
-    """(B, T) random ids, the same for every model (and device) at a given (seed, step)."""
+def copy_batch(rng_step, B, n, vocab, seed, device='cpu'):
+    """(B, n) random ids, the same for every model (and device) at a given (seed, step)."""
     mt.manual_seed(seed * 100_003 + rng_step)
-    return mt.randint(0, vocab, (B, T)).to(device)
+    return mt.randint(0, vocab, (B, n)).to(device)
 
 
-def train_copy_previous(steps=200, vocab=10, T=8, d_model=32, n_heads=1, B=32, lr=3e-3, seed=0, device='cpu',
-                        lesson='why_separate_qk', **attention_options):
-    """Train CopyPrevious; returns {'model', 'losses', 'accuracy', 'back', 'forward'} where back / forward
-    are the mean attention weights on t - 1 and t + 1 (over positions 1 .. T-2, head-averaged) on a test batch."""
+def train_copy_previous(steps=200, vocab=10, n=8, d_model=32, n_heads=1, B=32, lr=3e-3, seed=0, device='cpu',
+                        lesson='why_separate_qk', optimizer='adam', **attention_options):
+    """Train CopyPrevious with Adam (or optimizer='sgd': plain SGD at lr); returns {'model', 'losses', 'accuracy',
+    'back', 'forward'} where back / forward are the mean attention weights on t - 1 and t + 1 (over positions
+    1 .. n-2, head-averaged) on a test batch."""
     mt.manual_seed(seed)
-    model = CopyPrevious(vocab, T, d_model, n_heads, **attention_options).to(device)
-    opt = optim.Adam(model.parameters(), lr=lr)
+    model = CopyPrevious(vocab, n, d_model, n_heads, **attention_options).to(device)
+    opt = (optim.Adam if optimizer == 'adam' else optim.SGD)(model.parameters(), lr=lr)
     losses = []
     for step in range(steps):
-        ids = copy_batch(step, B, T, vocab, seed, device)
+        ids = copy_batch(step, B, n, vocab, seed, device)
         loss = mt.cross_entropy(model(ids)[:, 1:], ids[:, :-1])
         opt.zero_grad()
         loss.backward()
         opt.step()
         losses.append(check_loss(loss.item(), step + 1, lesson))
-    ids = copy_batch(10 ** 6, 256, T, vocab, seed, device)               # a test batch never trained on
+    ids = copy_batch(10 ** 6, 256, n, vocab, seed, device)               # a test batch never trained on
     with mt.no_grad():
         predicted = model(ids)[:, 1:].argmax(axis=-1)
-        A = model.attention.last_weights.mean(axis=(0, 1))              # (T, T), over batch and heads
-    t = list(range(1, T - 1))
+        A = model.attention.last_weights.mean(axis=(0, 1))              # (n, n), over batch and heads
+    t = list(range(1, n - 1))
     return {'model': model, 'losses': losses,
             'accuracy': (predicted == ids[:, :-1]).astype('float32').mean().item(),
             'back': sum(A[i, i - 1].item() for i in t) / len(t),
@@ -118,21 +122,22 @@ def compare(steps=200, seed=0, **options):
 
 
 def run(steps=200, seq_len=8, d_model=32, batch_size=32, seed=0, full=False, device='cpu'):
-    steps, T = (1000 if full else steps), seq_len
+    steps, n = (1000 if full else steps), seq_len
     sym = symmetry(seed=seed, device=device)
-    print("1. One head on the same random X (5 tokens): asymmetry = max |M - M^T|")
+    print("1. One head on the same random X (5 tokens): asymmetry = max |M - M^T|; Z_i = sum_k exp(S_ik), the "
+          "normaliser of row i")
     print(table(['projection', 'S = Q K^T / sqrt(d_k)', 'A = softmax(S)', 'A_ij Z_i = exp(S_ij)'],
                 [[name, sym[shared]['S_asym'], sym[shared]['A_asym'], sym[shared]['AZ_asym']]
                  for name, shared in (('shared W_Q = W_K', True), ('separate W_Q, W_K', False))], fmt='.2e'))
     print("With a shared projection S is exactly symmetric, but A is not: each row is divided by its own\n"
-          "Z_i = sum_k exp(S_ik), so A_ij / A_ji = Z_j / Z_i.  The article's 'A_ij = A_ji' overstates it;\n"
-          "what is symmetric is the score (before the row normalisation).  Shared-projection weights:")
+          "Z_i = sum_k exp(S_ik), so A_ij / A_ji = Z_j / Z_i.  The attention article's 'A_ij = A_ji' (§2.2.2)\n"
+          "overstates it: what is symmetric is the score (before the row normalisation).  Shared-projection weights:")
     print(table(['Q \\ K'] + [str(j) for j in range(5)], [[i] + row for i, row in enumerate(sym[True]['A'])],
                 fmt='.3f'))
 
     sizes = dict(d_model=d_model, B=batch_size, device=device)
-    results = compare(steps, seed, T=T, **sizes)
-    print(f"\n2. Copy the previous token ({T} tokens, 10 symbols, no mask, one head, {steps} Adam steps):")
+    results = compare(steps, seed, n=n, **sizes)
+    print(f"\n2. Copy the previous token ({n} tokens, 10 symbols, no mask, one head, {steps} Adam steps):")
     print(table(['projection', 'parameters', 'final loss (mean of last 20)', 'test accuracy',
                  'weight on t-1', 'weight on t+1'],
                 [[name, r['model'].num_parameters(), sum(r['losses'][-20:]) / 20, f"{100 * r['accuracy']:.1f}%",
@@ -143,7 +148,7 @@ def run(steps=200, seq_len=8, d_model=32, batch_size=32, seed=0, full=False, dev
                 [[w, a, b] for (w, a), (_, b) in zip(window_means(shared['losses'], 5),
                                                      window_means(separate['losses'], 5))]))
     staircase = [[t, shared['S'][t][t - 1], shared['S'][t][t], shared['A'][t][t - 1], shared['A'][t][t]]
-                 for t in range(1, T)]
+                 for t in range(1, n)]
     print("\nHow the shared model does it (test batch means): S_{t,t-1} = S_{t-1,t} falls along t, so each t\n"
           "prefers t-1 to t+1; the diagonal S_tt = |q_t|^2 stays close:")
     print(table(['t', 'S_{t,t-1}', 'S_{t,t}', 'A_{t,t-1}', 'A_{t,t}'], staircase))
@@ -151,8 +156,8 @@ def run(steps=200, seq_len=8, d_model=32, batch_size=32, seed=0, full=False, dev
                'Copy the previous token: shared vs separate W_Q, W_K')
     longer = None
     if full:
-        longer = compare(steps, seed, T=4 * T, **sizes)
-        print(f"\nThe same with {4 * T} tokens:")
+        longer = compare(steps, seed, n=4 * n, **sizes)
+        print(f"\nThe same with {4 * n} tokens:")
         print(table(['projection', 'test accuracy', 'weight on t-1', 'weight on t+1'],
                     [[name, f"{100 * r['accuracy']:.1f}%", r['back'], r['forward']] for name, r in longer.items()]))
     return {'symmetry': sym, 'training': results, 'staircase': staircase, 'longer': longer,
@@ -160,7 +165,7 @@ def run(steps=200, seq_len=8, d_model=32, batch_size=32, seed=0, full=False, dev
 
 
 def main(argv=None):
-    options = options_of(run, steps='Adam steps of each training', seq_len=('tokens per sequence T', 3),
+    options = options_of(run, steps='Adam steps of each training', seq_len=('tokens per sequence n', 3),
                          d_model='model width d_model (one head: d_k = d_model)', batch_size='sequences per batch',
                          seed='random seed', full='train 1000 steps, and also with 4 x seq-len tokens')
     return run_lesson(run, command_line('why_separate_qk', __doc__, options, argv, check=_budget))

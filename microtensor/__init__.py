@@ -6,16 +6,18 @@
     y.backward()          # x.grad == 2 * x
 
 Where things live: tensor.py (Tensor), autograd.py (the backward loop),
-ops/ (every op's forward and backward), backend.py (numpy/cupy).
+ops/ (every op's forward and backward: the textbook), fused/ (the same ops, fast, opt-in:
+mt.set_fused(True) or `with mt.fused():`), backend.py (numpy/cupy).
 """
-from . import backend, cuda
+from . import backend, cuda, malloc_tuning  # noqa: F401  (malloc_tuning: applied at import)
 from .autograd import Function, detect_anomaly, enable_grad, grad, is_grad_enabled, no_grad
 from .backend import manual_seed, set_default_device
+from .fused import fused, is_fused, set_fused  # mt.fused() is the switch (the package: import microtensor.fused.<module>)
 from .creation import (arange, as_tensor, eye, from_numpy, full, ones, ones_like, rand, randint, randn,
                        tensor, zeros, zeros_like)
 from .functional import (abs, add, broadcast_to, clip, concatenate, cos, cross_entropy, div, dropout,
-                         erf, exp, expand_dims, gelu, layer_norm, log, log_softmax, masked_fill,
-                         matmul, max, maximum, mean, min, minimum, mul, neg, pow, relu, reshape,
+                         erf, exp, expand_dims, gelu, layer_norm, linear, log, log_softmax, masked_fill,
+                         masked_softmax, matmul, max, maximum, mean, min, minimum, mul, neg, pow, relu, reshape,
                          sigmoid, sin, softmax, split, sqrt, squeeze, stack, sub, sum, swapaxes, tanh,
                          transpose, var, where)
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
@@ -26,8 +28,12 @@ from . import inspect  # noqa: E402
 from .inspect import Trace, backward_steps, draw_graph, gradient_flow, record_modules, trace  # noqa: E402
 from .inspect import BackpropViewer  # noqa: E402
 
+float16 = backend.dtype('float16')
 float32 = backend.dtype('float32')
 float64 = backend.dtype('float64')
+uint8 = backend.dtype('uint8')
+int8 = backend.dtype('int8')
+int16 = backend.dtype('int16')
 int32 = backend.dtype('int32')
 int64 = backend.dtype('int64')
 bool_ = backend.dtype('bool')

@@ -4,7 +4,8 @@
 
 The bytes go to a temporary file `.NAME.<pid>-<hex>.tmp` in the same folder, are flushed
 to disk, and the temporary file is renamed over `path` in one step (os.replace), so
-`path` always holds either the old file or the new one, complete.
+`path` always holds either the old file or the new one, complete.  A symbolic link is
+written through: the file it points to is replaced (beside that file), the link stays.
 
 Two processes writing one path take turns: each write holds a lock on `.NAME.lock`
 beside the file (flock on POSIX, msvcrt.locking on Windows; removed when the write ends),
@@ -39,6 +40,8 @@ def write_atomically(path, write, who):
     who: the function to name in errors, e.g. 'mt.save'.
     """
     path = os.fspath(path)
+    if os.path.islink(path):  # write through to the file the link names (as open(path, 'wb') and
+        path = os.path.realpath(path)  # torch.save do): the link stays a link
     folder, base = os.path.split(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"{who}: the folder {folder!r} does not exist (create it first)")

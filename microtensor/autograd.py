@@ -17,39 +17,46 @@ recorded and second derivatives come for free).
 import contextlib
 import os
 import sys
+import threading
 import weakref
 
 from . import backend
 
-_grad_enabled = True
 _anomaly_mode = False
 
 
 # ----------------------------------------------------------------------------
-# grad mode
+# grad mode: one switch per thread, as in PyTorch (no_grad in a data-loading or evaluation
+# thread leaves the training thread recording)
+class _GradMode(threading.local):
+    enabled = True  # each new thread starts with recording on
+
+
+_grad_mode = _GradMode()
+
+
 @contextlib.contextmanager
+def _set_grad_enabled(enabled):
+    previous, _grad_mode.enabled = _grad_mode.enabled, enabled
+    try:
+        yield
+    finally:
+        _grad_mode.enabled = previous
+
+
 def no_grad():
-    """Ops inside record no graph: for evaluation and for parameter updates."""
-    global _grad_enabled
-    previous, _grad_enabled = _grad_enabled, False
-    try:
-        yield
-    finally:
-        _grad_enabled = previous
+    """Ops inside record no graph (in this thread): for evaluation and for parameter updates."""
+    return _set_grad_enabled(False)
 
 
-@contextlib.contextmanager
 def enable_grad():
-    global _grad_enabled
-    previous, _grad_enabled = _grad_enabled, True
-    try:
-        yield
-    finally:
-        _grad_enabled = previous
+    """Ops inside record the graph again (in this thread), e.g. within a no_grad block."""
+    return _set_grad_enabled(True)
 
 
 def is_grad_enabled():
-    return _grad_enabled
+    """Whether ops in this thread record the graph."""
+    return _grad_mode.enabled
 
 
 @contextlib.contextmanager
@@ -109,11 +116,11 @@ class Function:
         except (ValueError, IndexError, TypeError, OverflowError) as error:  # a bad argument: numpy's or ours
             shapes = ', '.join(str(tuple(t.shape)) for t in inputs)
             raise error_kind(error)(f"{cls.__name__}: cannot apply to inputs of shapes {shapes}: {error}") from None
-        out = Tensor._wrap(out_data)
+        out = check_forward_result(cls, Tensor._wrap(out_data))
         if out.data.base is not None:  # a view (reshape, slice, transpose...): an in-place change of
             _share_version(out, inputs)  # either tensor changes both, so both count it
         # (lists, not generators: this runs for every op, and a generator costs ~1 us more)
-        if _grad_enabled and any([t.requires_grad for t in inputs]):
+        if _grad_mode.enabled and any([t.requires_grad for t in inputs]):
             fn.inputs = inputs
             fn.input_versions = [t._version[0] for t in inputs]
             fn._output = weakref.ref(out)
@@ -213,6 +220,7 @@ def backward_loop(roots, root_grads, retain_graph=False, wanted=None):
     run_backward runs it to the end; mt.backward_steps can stop after any op.
     """
     grads, owned = {}, set()  # owned: ids of the tensors whose gradient sum the engine made (_accumulate)
+    fresh = set()  # ids of the tensors whose one gradient an op's backward made for them alone
     for root, g in zip(roots, root_grads):
         _accumulate(grads, root, g, owned)
 
@@ -220,16 +228,17 @@ def backward_loop(roots, root_grads, retain_graph=False, wanted=None):
         g = grads.pop(id(t), None)
         if g is None:
             continue
+        exclusive = id(t) in owned or id(t) in fresh
         for hook in t._hooks or ():
             new_g = hook(g)
-            if new_g is not None:
-                g = new_g
+            if new_g is not None and new_g is not g:
+                g, exclusive = check_hook_result(hook, g, new_g), False  # the hook's tensor: the hook may keep it
         fn = t.creator
         if wanted is not None:
             if id(t) in wanted:
-                wanted[id(t)] = g
+                wanted[id(t)] = _own(g, exclusive)
         elif fn is None or t._retains_grad:
-            t.grad = g if t.grad is None else t.grad + g
+            t.grad = _own(g, exclusive) if t.grad is None else t.grad + g
         if fn is None:
             continue
 
@@ -237,21 +246,125 @@ def backward_loop(roots, root_grads, retain_graph=False, wanted=None):
         input_grads = fn.backward(g)
 
         sent = []
-        for x, gx in zip(fn.inputs, input_grads):
+        for x, gx in zip(fn.inputs, check_backward_result(fn, input_grads)):
             if gx is None or not x.requires_grad:
                 sent.append(None)
                 continue
+            returned = gx
             if gx.shape != x.shape:  # undo broadcasting, in one place for every op
                 gx = gx.sum_to(x.shape)
             if gx.dtype != x.dtype:  # a float32 x used in a float64 op still gets a float32 gradient
                 gx = gx.to(dtype=x.dtype)
             if _anomaly_mode:
                 _check_finite(fn, gx)
+            if x.creator is None or x._retains_grad or wanted is not None:  # (the tensors that keep a gradient)
+                if id(x) not in grads and (gx is not returned or _made_for_one(gx, g, input_grads)):
+                    fresh.add(id(x))
+                else:
+                    fresh.discard(id(x))
             _accumulate(grads, x, gx, owned)
             sent.append(gx)
         yield fn, t, g, sent
         if not retain_graph:
             fn.release()
+
+
+def _made_for_one(gx, g, input_grads):
+    """Did the op's backward make gx for one input alone: a new array of its own (not g passed on,
+    as Add does, nor a view such as Reshape's), not also sent to another input?"""
+    others = input_grads if isinstance(input_grads, (tuple, list)) else (input_grads,)  # (one input's, alone)
+    return gx is not g and backend.owns_memory(gx.data) and sum(1 for other in others if other is gx) == 1
+
+
+def _own(g, exclusive):
+    """The gradient a tensor keeps in .grad (or mt.grad returns): its own writable array, as in PyTorch.
+    g itself when nothing else holds it (a sum the engine made, or an op's new array for this tensor
+    alone); else a copy, so that no two leaves share a .grad, and the grad= a user passed, the
+    gradient Add passed to both of its inputs or a read-only broadcast view never become one.
+    A gradient that is itself in a graph (create_graph=True) is kept as it is, graph and all."""
+    if exclusive or g.requires_grad:
+        return g
+    return Tensor._wrap(g.data.copy())
+
+
+def check_forward_result(cls, out):
+    """The output tensor, if forward returned an array (numpy scalars are 0-d arrays by now);
+    else an error naming the op."""
+    if backend.is_array(out.data):
+        return out
+    raise TypeError(f"{cls.__name__}.forward returned {_what(out.data)}; forward works on arrays and must "
+                    "return one array (numpy's or cupy's), e.g. x * y, not a Tensor, a list or a tuple")
+
+
+def check_backward_result(fn, grads):
+    """What fn.backward returned, as a tuple of one gradient per input; else an error naming
+    the op, the input's position and what is wrong (a few comparisons per input: no host sync).
+
+    Each gradient is None or a Tensor on the input's device, of a floating dtype at least as
+    precise as the input's, and of the input's shape or a shape it broadcast to (the loop
+    sums that back).  A one-input op may return its gradient alone, without the tuple.
+    """
+    inputs = fn.inputs
+    op = type(fn).__name__
+    if isinstance(grads, Tensor) and len(inputs) == 1:
+        return (grads,)
+    if not isinstance(grads, (tuple, list)):
+        raise TypeError(f"{op}.backward returned {_what(grads)} for {len(inputs)} inputs; return a tuple with "
+                        f"one gradient (a Tensor, or None) per input, in the order of forward's arguments")
+    if len(grads) != len(inputs):
+        raise ValueError(f"{op}.backward returned {len(grads)} gradient{'s' * (len(grads) != 1)} for "
+                         f"{len(inputs)} inputs; return one "
+                         "per input, in the order of forward's arguments (None for an input with no gradient)")
+    for i, (x, gx) in enumerate(zip(inputs, grads)):
+        if gx is None or not x.requires_grad:
+            continue
+        if not isinstance(gx, Tensor):
+            raise TypeError(f"{op}.backward: the gradient for input {i} is {_what(gx)}, not a Tensor; compute "
+                            "it with Tensor ops on g and self.inputs (or wrap an array: mt.as_tensor(array))")
+        g_array, x_array = gx.data, x.data  # (the arrays' attributes: cheaper than the Tensor's properties)
+        if g_array.shape != x_array.shape and not _sums_to(g_array.shape, x_array.shape):
+            raise ValueError(f"{op}.backward: the gradient for input {i} has shape {gx.shape}, but the input has "
+                             f"shape {x.shape}; it must have the input's shape (or a shape the input was "
+                             "broadcast to, which the engine sums back)")
+        if type(g_array) is not type(x_array):
+            raise RuntimeError(f"{op}.backward: the gradient for input {i} is on '{gx.device}', but the input is "
+                               f"on '{x.device}'; build it from g and self.inputs, which are on the input's device")
+        if g_array.dtype != x_array.dtype and not (g_array.dtype.kind == 'f'
+                                                   and g_array.dtype.itemsize >= x_array.dtype.itemsize):
+            raise TypeError(f"{op}.backward: the gradient for input {i} is {gx.dtype}, but the input is {x.dtype}; "
+                            "a gradient is a float at least as precise as its input (a constant made in another "
+                            "dtype? make it with x.dtype)")
+    return grads
+
+
+def _sums_to(shape, target):
+    """Can a gradient of `shape` be summed down to `target` (was `target` broadcast to `shape`)?"""
+    return len(shape) >= len(target) and all(n == 1 or n == m for n, m in zip(reversed(target), reversed(shape)))
+
+
+def check_hook_result(hook, g, new_g):
+    """A tensor hook's replacement gradient: a Tensor of g's shape, dtype and device; else an
+    error naming the hook."""
+    if not isinstance(new_g, Tensor) or new_g.shape != g.shape or type(new_g.data) is not type(g.data) \
+            or new_g.dtype != g.dtype:
+        got = (f"a Tensor of shape {new_g.shape}, {new_g.dtype} on '{new_g.device}'" if isinstance(new_g, Tensor)
+               else _what(new_g))
+        raise TypeError(f"register_hook: the hook {_name(hook)} returned {got} for a gradient of shape {g.shape}, "
+                        f"{g.dtype} on '{g.device}'; a hook returns None (keep the gradient) or a Tensor like it")
+    return new_g
+
+
+def _name(fn):
+    """How errors name a hook: its qualified name."""
+    return getattr(fn, '__qualname__', None) or repr(fn)
+
+
+def _what(value):
+    """A short description of a wrong value for an error: its type, and its length for a sequence."""
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)}"
+    return 'None' if value is None else f"a {type(value).__module__.split('.')[0]}.{type(value).__name__}".replace(
+        'a builtins.', 'a ')
 
 
 def _accumulate(grads, t, g, owned):
@@ -271,7 +384,7 @@ def _accumulate(grads, t, g, owned):
         previous.data += g.data
     else:
         grads[key] = previous + g
-        if not _grad_enabled:
+        if not _grad_mode.enabled:
             owned.add(key)
 
 

@@ -8,16 +8,15 @@ data, never by a global switch:
     y = xp.exp(x.data)
 
 Things numpy and cupy spell differently (scatter-add, erf, random generators,
-host copies) live here too.
+host copies) live here too.  Nothing else: checkpoint members are read in npy_format.py,
+glibc's malloc is tuned in malloc_tuning.py, GPU memory is reported by cuda.py, and the
+fused layer's row blocks are in fused/rows.py.
 
 The engine imports the module `cupy`, whichever wheel provides it (cupy-cuda12x,
 cupy-cuda13x, a source build): any cupy build works.
 """
 import contextlib
-import io
 import math
-import os
-import sys
 
 import numpy
 
@@ -154,12 +153,25 @@ def to_numpy(array):
     return cupy.asnumpy(array) if device_of(array) == 'cuda' else numpy.asarray(array)
 
 
+INDEX = numpy.dtype(numpy.intp)  # the platform's index type (int64 on 64-bit systems): what offsets are computed in
+
+
+def owns_memory(array):
+    """True if `array` is not a view of another array and may be written (a broadcast view may not)."""
+    return array.base is None and getattr(array.flags, 'writeable', True)
+
+
 def float_dtype(dtype):
     return numpy.dtype(dtype).kind == 'f'
 
 
 def dtype(name):
     return numpy.dtype(name)
+
+
+def promote_types(a, b):
+    """numpy's common dtype of two dtypes (int8 and uint8: int16)."""
+    return numpy.promote_types(a, b)
 
 
 def unravel_index(flat, shape):
@@ -192,35 +204,12 @@ def scatter_add(target, index, values):
         # rows picked by one integer array (an embedding's ids): numpy's add.at is ~5x faster
         # on flat indices into a 1-D array, so address every element of those rows directly
         row = target[0].size
+        index = index.astype(INDEX, copy=False)  # offsets row * width: uint8/uint16 ids would overflow
         flat = (numpy.where(index < 0, index + len(target), index).reshape(-1, 1) * row + numpy.arange(row)).ravel()
         numpy.add.at(target.reshape(-1), flat, numpy.broadcast_to(values, index.shape + target.shape[1:]).ravel())
     else:
         array_module(target).add.at(target, index, values)
     return target
-
-
-def sum_rows(x):
-    """x.sum(axis=0) for a C-contiguous matrix (n, m) -> (m,), as the vector-matrix product
-    ones(n) @ x: BLAS's GEMV is 2-6x faster than numpy's sum over the first axis (a batch's
-    rows summed into a bias's gradient)."""
-    return array_module(x).ones(len(x), dtype=x.dtype) @ x
-
-
-def max_along(x, axis):
-    """x.max(axis, keepdims=True), as the element at argmax: numpy's argmax is vectorised and
-    its max over short rows is not (1.5-2.5x faster for rows of 16 to 256 floats).  The same
-    value, NaN included (argmax picks the first NaN)."""
-    if x.shape[axis] == 0:
-        return x.max(axis=axis, keepdims=True)  # numpy's own error for an empty axis
-    return array_module(x).take_along_axis(x, x.argmax(axis=axis, keepdims=True), axis=axis)
-
-
-def sum_along(x, axis):
-    """x.sum(axis, keepdims=True); along the last axis as an einsum, 2-3x faster than numpy's
-    sum over short rows, and each row summed on its own (the same bits in any block of rows)."""
-    if axis not in (-1, x.ndim - 1):
-        return x.sum(axis=axis, keepdims=True)
-    return array_module(x).einsum('...i->...', x)[..., None]
 
 
 def quiet_float_errors(array):
@@ -234,15 +223,18 @@ _math_erf = numpy.frompyfunc(math.erf, 1, 1)
 
 
 def erf(array):
-    """The error function, exact to the dtype's precision on both backends."""
-    if array_module(array) is not numpy:
+    """The error function, exact to the dtype's precision on both backends, in the input's float
+    type (ints give float64, as numpy's tanh does; scipy and cupy would give float32 for float16)."""
+    xp = array_module(array)
+    float_type = xp.result_type(array.dtype, 1.0)
+    if xp is not numpy:
         import cupyx.scipy.special
-        return cupyx.scipy.special.erf(array)
+        return cupyx.scipy.special.erf(array).astype(float_type, copy=False)
     try:
         from scipy.special import erf as scipy_erf
     except ImportError:  # scipy is optional: math.erf per element is exact but slower
-        return numpy.asarray(_math_erf(array), dtype=array.dtype)  # a 0-d input gives a float
-    return scipy_erf(array)
+        return numpy.asarray(_math_erf(array), dtype=float_type)  # (a 0-d input gives a float)
+    return numpy.asarray(scipy_erf(array), dtype=float_type)
 
 
 # ----------------------------------------------------------------------------
@@ -267,146 +259,3 @@ def generator(device):
         else:
             _generators[device] = numpy.random.default_rng(seed)
     return _generators[device]
-
-
-# ----------------------------------------------------------------------------
-# checkpoint members: one .npy file (numpy's format) per array, written and read without pickle
-NPY_KINDS = 'biufcSU'  # bools, integers, floats, complex numbers, byte and unicode strings
-
-
-def npy_dtype(descr):
-    """The dtype a checkpoint declares as `descr` ('<f4', '|b1', '<U5'); ValueError for anything
-    else (objects need pickle; structured dtypes are not stored)."""
-    try:
-        dtype = numpy.dtype(descr) if isinstance(descr, str) and len(descr) <= 16 else None
-    except Exception:  # numpy raises TypeError, ValueError or OverflowError for strings it cannot parse
-        dtype = None
-    if dtype is None or dtype.kind not in NPY_KINDS or dtype.str != descr or dtype.itemsize == 0:
-        raise ValueError(f"it declares an array of dtype {descr!r}, not one of the plain dtypes mt.save writes")
-    return dtype
-
-
-def npy_parts(value):
-    """(.npy header bytes, the data as flat uint8 bytes, dtype descr, shape) of `value` as a
-    C-ordered host array: the header followed by the data is the .npy file numpy.save writes."""
-    array = numpy.asarray(to_numpy(value) if is_array(value) else value)
-    if array.dtype.kind not in NPY_KINDS:
-        raise TypeError(f"an array of dtype {array.dtype} cannot be stored without pickle; store numbers or strings")
-    if not array.flags.c_contiguous:
-        array = array.copy(order='C')
-    header = io.BytesIO()
-    numpy.lib.format.write_array_header_1_0(header, numpy.lib.format.header_data_from_array_1_0(array))
-    return header.getvalue(), array.reshape(-1).view(numpy.uint8), array.dtype.str, array.shape
-
-
-def read_npy(stream, dtype, shape, member_size, digest, chunk=1 << 20):
-    """Read the .npy file in `stream` (member_size bytes) into a new array, after checking that
-    its header declares exactly `dtype`, `shape` and C order and that the sizes agree, so
-    nothing is allocated for a member that lies; every data byte is fed to `digest`."""
-    version = numpy.lib.format.read_magic(stream)
-    if version not in ((1, 0), (2, 0)):
-        raise ValueError(f"its .npy header has version {version}")
-    read_header = numpy.lib.format.read_array_header_1_0 if version == (1, 0) else \
-        numpy.lib.format.read_array_header_2_0
-    header_shape, fortran_order, header_dtype = read_header(stream, max_header_size=4096)
-    if (header_shape, fortran_order, header_dtype) != (tuple(shape), False, dtype):
-        raise ValueError(f"its .npy header declares dtype {header_dtype.str}, shape {header_shape}"
-                         f"{', Fortran order' if fortran_order else ''}; the checkpoint's header says "
-                         f"{dtype.str}, {tuple(shape)}")
-    nbytes = math.prod(shape) * dtype.itemsize
-    if stream.tell() + nbytes != member_size:
-        raise ValueError(f"it holds {member_size - stream.tell()} bytes of data where dtype and shape need {nbytes}")
-    array = numpy.empty(shape, dtype)
-    flat = array.reshape(-1).view(numpy.uint8)
-    for start in range(0, nbytes, chunk):
-        data = stream.read(min(chunk, nbytes - start))
-        if len(data) != min(chunk, nbytes - start):
-            raise ValueError("its data ends early")
-        flat[start:start + len(data)] = numpy.frombuffer(data, numpy.uint8)
-        digest.update(data)
-    return array
-
-
-# ----------------------------------------------------------------------------
-# memory: what train_gpt's progress line reports on the GPU
-def memory_pool_bytes(device):
-    """Bytes cupy's default memory pool holds on the GPU: blocks in use plus freed blocks it keeps
-    for reuse (so it stays flat across training steps unless something leaks).  None on the CPU."""
-    if check_device(device) != 'cuda':
-        return None
-    return cupy.get_default_memory_pool().total_bytes()
-
-
-# ----------------------------------------------------------------------------
-# memory reuse on the CPU: keep freed working memory instead of giving it back to the OS
-#
-# A training step allocates and frees the same large arrays (activations, gradients) every
-# time.  glibc's malloc serves big requests with mmap and unmaps them on free, and trims the
-# heap's free top back to the OS, so the next step's arrays are fresh pages: the kernel
-# faults each one in and zeroes it again (a fifth of benchmarks/vs_torch.py's step).  Three
-# mallopt settings, once at import, make freed blocks stay in the heap for reuse:
-#
-#     M_MMAP_THRESHOLD 32 MiB   arrays up to this size come from the heap (glibc's maximum)
-#     M_TRIM_THRESHOLD 256 MiB  free memory at the heap's top is given back only beyond this
-#     M_TOP_PAD        16 MiB   the heap grows in steps of at least this much
-#
-# The process's peak memory does not change (a step's peak is the same either way); what
-# changes is that RSS stays at that peak between steps instead of falling and rising.
-# Linux with glibc only (a no-op on macOS, Windows, musl); MICROTENSOR_MALLOC_TUNING=0 in
-# the environment turns it off.  benchmarks/README.md has the measurements.
-_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3  # glibc's <malloc.h> parameter numbers
-MALLOC_SETTINGS = {_M_MMAP_THRESHOLD: 32 * 2**20, _M_TRIM_THRESHOLD: 256 * 2**20, _M_TOP_PAD: 16 * 2**20}
-
-
-def _tune_malloc():
-    """Apply MALLOC_SETTINGS through glibc's mallopt; True if it was done."""
-    if os.environ.get('MICROTENSOR_MALLOC_TUNING', '1') == '0' or not sys.platform.startswith('linux'):
-        return False
-    import ctypes
-    try:
-        libc = ctypes.CDLL(None)
-        libc.gnu_get_libc_version  # only glibc has it (musl's mallopt does nothing)
-    except (OSError, AttributeError):
-        return False
-    return all(libc.mallopt(param, value) == 1 for param, value in MALLOC_SETTINGS.items())
-
-
-malloc_tuned = _tune_malloc()
-
-
-# ----------------------------------------------------------------------------
-# row blocks: long elementwise chains at cache speed
-#
-# A fused op's formula is a chain of numpy operations (GELU's forward is nine), each making
-# a temporary as large as the input.  On a (B, T, d_ff) activation every temporary is
-# megabytes, so each operation streams through main memory.  by_rows runs the same formula
-# on blocks of rows of about BLOCK elements, whose temporaries stay in the CPU's cache
-# (GELU: ~1.3x faster at d_ff = 256, ~1.8x at 1024).  Each block is computed exactly as the
-# whole array would be (rows are independent), so the result is the same, bit for bit,
-# whatever the block size.  (Threads over the blocks were tried twice: two threads make GELU
-# alone 1.35-1.6x faster, but a training step no faster, because OpenBLAS's own second thread
-# spins on the other core between matrix products; see benchmarks/README.md, "Threads".)
-BLOCK = 2**16
-
-
-def by_rows(fn, *arrays):
-    """fn(*arrays), computed block of rows by block of rows on the CPU.
-
-    arrays: fn's inputs and the outputs it fills, all with one leading shape, each (..., n)
-    or (..., 1) (a per-row statistic, as keepdims=True gives).  fn gets 2-D blocks of rows,
-    (rows, n) or (rows, 1), and writes its results into the blocks of its output arrays
-    (numpy's out=, or in place), so no result is copied.  fn must treat rows independently:
-    elementwise math and reductions over the last axis only; constants (gamma, a Python
-    number) come from the closure.
-    On the GPU, for arrays of at most two blocks, and when an array is not C-contiguous
-    (its blocks would be copies, not views), this is fn(*arrays).
-    """
-    first = arrays[0]
-    if (array_module(first) is not numpy or first.size <= 2 * BLOCK or first.ndim == 0
-            or not all(a.flags.c_contiguous for a in arrays)):
-        fn(*arrays)
-        return
-    rows = [a.reshape(-1, a.shape[-1]) for a in arrays]  # views: every array is C-contiguous
-    step = max(1, BLOCK // first.shape[-1])
-    for start in range(0, len(rows[0]), step):
-        fn(*[r[start:start + step] for r in rows])

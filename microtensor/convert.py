@@ -17,11 +17,12 @@ from . import argcheck, autograd, backend
 from .tensor import DEFAULT_FLOAT, Tensor
 
 
-def as_tensor(value, like, op='op'):
+def as_tensor(value, like, op='op', dtype=None):
     """An operand of the op `op` on `like`, as a Tensor.
 
     A Tensor stays as it is.  A number, or a list of numbers, becomes a constant on like's
-    device, in like's float dtype (x_float32 * 0.5 stays float32).  An array becomes a
+    device: in `dtype` if given (promotion.operands gives the common dtype of an op's
+    operands), else in like's float dtype (x_float32 * 0.5 stays float32).  An array becomes a
     constant holding a private copy: changing the array after the forward pass cannot
     change a pending gradient.  Anything else (None, a str, an object array, complex
     numbers) is a TypeError that names the op and the type.
@@ -31,9 +32,13 @@ def as_tensor(value, like, op='op'):
     float_like = backend.float_dtype(like.dtype)
     xp = backend.array_module(like.data)  # like's device: known to exist, no need to check it again
     if type(value) is float or type(value) is int:  # the common case first: x * 0.5, 1 - x
-        array = xp.asarray(value, dtype=like.dtype if float_like else DEFAULT_FLOAT if type(value) is float else None)
+        if dtype is None:
+            dtype = like.dtype if float_like else DEFAULT_FLOAT if type(value) is float else None
+        if dtype is not None and dtype.kind == 'f':
+            return Tensor._wrap(xp.asarray(value, dtype=dtype))
+        array = xp.asarray(value)  # (an integer dtype by way of int64: uint8 ids + 300 wraps, as in PyTorch)
         if array.dtype.kind != 'O':  # an int too large for int64 becomes an object array
-            return Tensor._wrap(array)
+            return Tensor._wrap(array if dtype is None else array.astype(dtype))
     if backend.is_array(value):
         backend.check_on_device(value, like.device, op, 'operand')
         array = value.copy()
@@ -42,14 +47,14 @@ def as_tensor(value, like, op='op'):
             array = xp.asarray(value)
         except (ValueError, TypeError, OverflowError) as error:
             raise ValueError(f"{op}: cannot make an array of numbers from {argcheck.short(value)}: {error}") from None
-        if float_like and backend.numeric(array.dtype):
+        if dtype is None and float_like and backend.numeric(array.dtype):
             array = array.astype(like.dtype)
     else:
         array = None
     if array is None or not backend.numeric(array.dtype):
         raise TypeError(f"{op}: expected a Tensor, a number or an array of numbers, got "
                         f"{type(value).__name__} ({argcheck.short(value)})")
-    return Tensor._wrap(array)
+    return Tensor._wrap(array if dtype is None else array.astype(dtype, copy=False))
 
 
 def tensor_arg(x, op, what='x'):
@@ -152,7 +157,7 @@ def share_counter(t, adopt=True):
     """Register t as the tensor over its memory; with adopt=True, first take the counter
     of a live tensor already registered for that memory."""
     owner = t.data
-    if not backend.is_array(owner):  # an optimizer may leave a numpy scalar in a 0-d parameter's .data
+    if not backend.is_array(owner):  # a numpy scalar assigned to a 0-d tensor's .data by hand
         return t
     while backend.is_array(owner.base):
         owner = owner.base

@@ -1,13 +1,17 @@
 """Function forms of the Tensor methods: mt.exp(x), mt.sum(x, axis), mt.maximum(a, b), ...
 
-Each one names the op in microtensor/ops/ that does the work.  As in PyTorch's
+Each one names the op in microtensor/ops/ that does the work; linear, softmax, log_softmax,
+masked_softmax, cross_entropy, gelu and layer_norm run the fused layer's op instead when it
+is on (mt.set_fused, `with mt.fused():`).  As in PyTorch's
 functional API, the tensor argument must be a Tensor (a list or an array is refused
 with a message that says to use mt.tensor); the other operand of a binary op may be a
-number or an array, made a constant like the Tensor (mt.add(x, 1), mt.mul(2, x)).
+number or an array, made a constant like the Tensor (mt.add(x, 1), mt.mul(2, x)), and both
+meet in the dtype PyTorch's promotion gives (microtensor/promotion.py).
 """
-from .ops import elementwise, linalg, nn, select, shape
-from .convert import as_tensor, tensor_arg
-from .tensor import Tensor
+from .ops import attention, elementwise, linalg, nn, select, shape
+from .convert import tensor_arg
+from .promotion import floating
+from .tensor import Tensor, binary
 
 
 def _binary(op):
@@ -18,7 +22,7 @@ def _binary(op):
         if not isinstance(like, Tensor):
             raise TypeError(f"{name}: needs a Tensor as a or b, got {type(a).__name__} and {type(b).__name__} "
                             "(make one with mt.tensor(...))")
-        return op.apply(as_tensor(a, like, name), as_tensor(b, like, name))
+        return binary(op, a, b, name)
     apply.__name__ = name
     apply.__doc__ = op.__doc__
     return apply
@@ -31,7 +35,7 @@ div = _binary(elementwise.Div)
 pow = _binary(elementwise.Pow)
 maximum = _binary(elementwise.Maximum)
 minimum = _binary(elementwise.Minimum)
-matmul = linalg.matmul
+matmul, linear, masked_softmax = linalg.matmul, linalg.linear, attention.masked_softmax
 concatenate, stack, split = shape.concatenate, shape.stack, shape.split
 where, masked_fill = select.where, select.masked_fill
 softmax, log_softmax, cross_entropy, gelu = nn.softmax, nn.log_softmax, nn.cross_entropy, nn.gelu
@@ -48,7 +52,7 @@ def cos(x): return tensor_arg(x, 'cos').cos()
 def sigmoid(x): return tensor_arg(x, 'sigmoid').sigmoid()
 def relu(x): return tensor_arg(x, 'relu').relu()
 def abs(x): return tensor_arg(x, 'abs').abs()
-def erf(x): return elementwise.Erf.apply(tensor_arg(x, 'erf'))
+def erf(x): return elementwise.Erf.apply(floating(tensor_arg(x, 'erf')))
 def clip(x, min=None, max=None): return tensor_arg(x, 'clip').clip(min, max)
 def sum(x, axis=None, keepdims=False): return tensor_arg(x, 'sum').sum(axis, keepdims)
 def mean(x, axis=None, keepdims=False): return tensor_arg(x, 'mean').mean(axis, keepdims)

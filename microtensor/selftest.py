@@ -19,8 +19,6 @@ from typing import Callable
 import microtensor as mt
 
 from . import backend
-from .ops.attention import masked_softmax
-from .ops.linalg import linear
 
 
 @dataclass(frozen=True)
@@ -51,6 +49,14 @@ def _causal(x):
 def _second_derivative(f):
     """x -> d(f(x))/dx built with create_graph=True: differentiating it runs backward's own backward."""
     return lambda x: mt.grad(f(x), x, create_graph=True)[0]
+
+
+def _fused(f):
+    """f with the fused layer on (mt.fused()): the Fused... ops, compared on the device too."""
+    def with_fused_layer(*inputs):
+        with mt.fused():
+            return f(*inputs)
+    return with_fused_layer
 
 
 def _written(x, v):
@@ -130,7 +136,7 @@ CASES = [
     Case('where', lambda a, b: mt.where(a > 0, a, b), ((3, 4), (4,))),
     Case('where scalar', lambda x: mt.where(x > 0, x, 0.0), ((3, 4),)),
     Case('masked_fill', lambda x: x.masked_fill(x > 0.5, -1.0), ((3, 4),)),
-    # the fused nn ops
+    # the nn ops
     Case('softmax', lambda x: mt.softmax(x), ((2, 3, 4),)),
     Case('softmax axis 0', lambda x: mt.softmax(x, axis=0), ((3, 4),)),
     Case('softmax 2nd order', _second_derivative(lambda x: (mt.softmax(x) ** 2).sum()), ((3, 4),)),
@@ -139,12 +145,24 @@ CASES = [
     Case('cross_entropy ignore', lambda x: mt.cross_entropy(x, _ids([[0, 3, -1], [-1, 1, 2]], x), ignore_index=-1),
          ((2, 3, 4),)),
     Case('layer_norm', lambda x, gamma, beta: mt.layer_norm(x, gamma, beta), ((2, 3, 4), (4,), (4,))),
-    # fused for speed (nn.Linear, MultiHeadAttention)
-    Case('linear', lambda x, W, b: linear(x, W, b), ((2, 3, 4), (4, 5), (5,))),
-    Case('linear no bias', lambda x, W: linear(x, W), ((3, 4), (4, 5))),
-    Case('masked_softmax', lambda s: masked_softmax(s, _causal(s)), ((2, 4, 4),)),
-    Case('masked_softmax 2nd order', _second_derivative(lambda s: (masked_softmax(s, _causal(s)) ** 2).sum()),
+    # nn.Linear's and attention's
+    Case('linear', lambda x, W, b: mt.linear(x, W, b), ((2, 3, 4), (4, 5), (5,))),
+    Case('linear no bias', lambda x, W: mt.linear(x, W), ((3, 4), (4, 5))),
+    Case('masked_softmax', lambda s: mt.masked_softmax(s, _causal(s)), ((2, 4, 4),)),
+    Case('masked_softmax 2nd order', _second_derivative(lambda s: (mt.masked_softmax(s, _causal(s)) ** 2).sum()),
          ((2, 4, 4),)),
+    # the fused layer (microtensor/fused/)
+    Case('fused softmax', _fused(lambda x: mt.softmax(x)), ((2, 3, 4),)),
+    Case('fused cross_entropy', _fused(lambda x: mt.cross_entropy(x, _ids([0, 3, 1], x))), ((3, 4),)),
+    Case('fused gelu tanh', _fused(lambda x: mt.gelu(x)), ((3, 4),)),
+    Case('fused gelu tanh 2nd order', _fused(_second_derivative(lambda x: (mt.gelu(x) ** 2).sum())), ((3, 4),)),
+    Case('fused layer_norm', _fused(lambda x, gamma, beta: mt.layer_norm(x, gamma, beta)), ((2, 3, 4), (4,), (4,))),
+    Case('fused linear', _fused(lambda x, W, b: mt.linear(x, W, b)), ((2, 3, 4), (4, 5), (5,))),
+    Case('fused linear 2nd order', _fused(_second_derivative(lambda x: (mt.linear(x, x.T, x[0]) ** 2).sum())),
+         ((3, 3),)),
+    Case('fused masked_softmax', _fused(lambda s: mt.masked_softmax(s, _causal(s))), ((2, 4, 4),)),
+    Case('fused masked_softmax 2nd order',
+         _fused(_second_derivative(lambda s: (mt.masked_softmax(s, _causal(s)) ** 2).sum())), ((2, 4, 4),)),
 ]
 
 

@@ -32,7 +32,7 @@ import json
 import os
 import zipfile
 
-from . import backend
+from . import backend, npy_format
 from .atomic_write import write_atomically
 from .tensor import Tensor
 
@@ -83,7 +83,7 @@ def _store(array, path, arrays):
     if key in arrays:
         raise ValueError(f"mt.save: two values would be stored under the name {key!r}; "
                          "rename the dict keys (a key containing '/' can collide with a nested path)")
-    if array.dtype.kind not in backend.NPY_KINDS:
+    if array.dtype.kind not in npy_format.NPY_KINDS:
         raise TypeError(f"mt.save: the array at {key!r} has dtype {array.dtype}, which cannot be stored without "
                         "pickle; store numbers, bools or strings")
     arrays[key] = array
@@ -104,7 +104,7 @@ def _write_zip(file, tree, arrays):
     described = {}
     with zipfile.ZipFile(file, 'w', zipfile.ZIP_STORED, allowZip64=True) as archive:
         for name, value in arrays.items():
-            header, data, descr, shape = backend.npy_parts(value)
+            header, data, descr, shape = npy_format.npy_parts(value)
             info = zipfile.ZipInfo(name + '.npy', date_time=(1980, 1, 1, 0, 0, 0))
             info.file_size = len(header) + data.nbytes  # known in advance: zip64 only where needed
             with archive.open(info, 'w') as member:
@@ -262,11 +262,11 @@ def _read_array(archive, name, entry):
             not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
         raise _Refused(f"the header gives {name!r} an invalid shape {shape!r}")
     try:
-        dtype = backend.npy_dtype(entry['dtype'])
+        dtype = npy_format.npy_dtype(entry['dtype'])
         info = archive.getinfo(name + '.npy')
         digest = hashlib.sha256()
         with archive.open(info) as member:
-            array = backend.read_npy(member, dtype, shape, info.file_size, digest)
+            array = npy_format.read_npy(member, dtype, shape, info.file_size, digest)
             if member.read(1):  # also reaches the end, where zipfile compares the CRC-32
                 raise ValueError("it holds more bytes than it declares")
     except _Refused:

@@ -17,6 +17,13 @@ DEFAULT_FLOAT = backend.dtype('float32')
 REPR_MAX_VALUES = 100  # a bigger tensor's repr is one line: shape, dtype, device, |x|, creator
 
 
+# numpy's ufunc for `array <op> tensor`, and the tensor's method that computes it (Tensor.__array_ufunc__)
+_NUMPY_REFLECTED = {'add': '__radd__', 'subtract': '__rsub__', 'multiply': '__rmul__', 'divide': '__rtruediv__',
+                    'power': '__rpow__', 'matmul': '__rmatmul__', 'equal': '__eq__', 'not_equal': '__ne__',
+                    'less': '__gt__', 'less_equal': '__ge__', 'greater': '__lt__', 'greater_equal': '__le__',
+                    'bitwise_and': '__and__', 'bitwise_or': '__or__'}
+
+
 class Tensor:
     """An N-d array of numbers (numpy on 'cpu', cupy on 'cuda') that remembers how it was made.
 
@@ -35,11 +42,13 @@ class Tensor:
     backward sit side by side in microtensor/ops/ (e.g. Tanh in ops/elementwise.py).
 
     Operators and methods follow numpy's names and broadcasting (x @ W, x.sum(axis=0)),
-    with PyTorch's autograd habits (backward, retain_grad, register_hook, detach).
+    with PyTorch's autograd habits (backward, retain_grad, register_hook, detach), its
+    dtype promotion (int64 * 0.5 is float32: microtensor/promotion.py) and its in-place
+    arithmetic (with mt.no_grad(): p -= lr * p.grad writes into p's memory).
     """
     __slots__ = ('data', '_grad', 'requires_grad', 'creator', 'name',
                  '_retains_grad', '_hooks', '_version', '__weakref__')
-    __array_priority__ = 1000  # numpy_array * tensor -> Tensor.__rmul__
+    __array_priority__ = 1000  # cupy_array * tensor -> Tensor.__rmul__ (numpy asks __array_ufunc__)
 
     def __init__(self, data, dtype=None, device=None, requires_grad=False, name=None):
         """A new leaf holding a copy of `data` (a number, a list, an array or a Tensor), as
@@ -155,8 +164,13 @@ class Tensor:
         self._grad = value
 
     def requires_grad_(self, requires_grad=True):
-        """Set requires_grad in place (floating-point tensors only); returns self."""
+        """Set requires_grad in place (floating-point leaves only; a tensor an op made always
+        requires grad: use detach() to cut it off); returns self."""
         requires_grad = argcheck.boolean(requires_grad, 'requires_grad_', 'requires_grad')
+        if not requires_grad and not self.is_leaf:
+            raise RuntimeError(f"requires_grad_(False): this tensor of shape {self.shape} was computed by "
+                               f"{type(self.creator).__name__}, and only a leaf's flag can change (as in PyTorch); "
+                               "to use its value without a graph, take h.detach()")
         if requires_grad and not backend.float_dtype(self.dtype):
             raise TypeError(f"requires_grad_: only floating-point tensors can require grad, not {self.dtype} "
                             "(integer tensors hold indices and have no gradient)")
@@ -205,6 +219,32 @@ class Tensor:
         if self.device == 'cpu':
             share_counter(self, adopt=False)
         return backend.to_numpy(self.data)
+
+    def __array__(self, dtype=None, copy=None):
+        """numpy's view of a CPU tensor, as PyTorch offers: numpy.asarray(t), and p.data -= lr * p.grad
+        (p.data is the array itself).  As in PyTorch, a tensor that requires grad is refused (numpy
+        would drop its graph without a word): take t.detach() first."""
+        if self.requires_grad:
+            raise RuntimeError("numpy cannot use a tensor that requires grad (its graph would be lost without a "
+                               "word): use t.detach(), or compute the update under `with mt.no_grad():`")
+        if self.device != 'cpu':
+            raise TypeError(f"numpy cannot read a tensor on '{self.device}': bring it over with .cpu() first")
+        if dtype is not None and backend.dtype(dtype) != self.dtype:
+            return self.data.astype(dtype)
+        return self.data.copy() if copy else self.data
+
+    def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        """numpy meets a tensor.  array <op> tensor is the tensor's op (array * t is t.__rmul__(array), a
+        Tensor in the graph); array <op>= tensor writes into the array, as numpy does for two arrays:
+        p.data -= lr * p.grad.  Other numpy functions of tensors are refused: use the tensor's own."""
+        if method != '__call__' or out is not None and any(isinstance(o, Tensor) for o in out):
+            return NotImplemented
+        if out is not None:
+            return ufunc(*[x.__array__() if isinstance(x, Tensor) else x for x in inputs], out=out, **kwargs)
+        name = _NUMPY_REFLECTED.get(ufunc.__name__)
+        if name and len(inputs) == 2 and not kwargs and isinstance(inputs[1], Tensor):
+            return getattr(inputs[1], name)(inputs[0])
+        return NotImplemented
 
     def tolist(self):
         """The values as nested Python lists."""
@@ -271,10 +311,30 @@ class Tensor:
     # ------------------------------------------------------------------ in-place updates
     def _modify_in_place(self, op, new_data_fn):
         if self.requires_grad and autograd.is_grad_enabled():
-            raise RuntimeError(f"{op}: in-place change of a tensor that requires grad: wrap it in "
-                               "`with mt.no_grad():` (as optimizers do) or use an out-of-place op")
+            what = " (a leaf: a parameter, or an input made with requires_grad=True)" if self.is_leaf else ""
+            raise RuntimeError(f"{op}: in-place change of a tensor that requires grad{what}, of shape {self.shape}, "
+                               "while the graph is recorded: wrap it in `with mt.no_grad():` (as optimizers do: "
+                               "for p in model.parameters(): p -= lr * p.grad) or compute a new tensor (x = x + y)")
         new_data_fn()
         self._version[0] += 1  # a pending backward that saved this memory will notice
+        return self
+
+    def _record_in_place(self, op, before_data, compute):
+        """An in-place change of a non-leaf, recorded in the graph as PyTorch does: `before` (a tensor
+        over before_data, holding self's history and hooks) stands for self's old value; compute(before)
+        writes the new value into self.data and returns the op's output, and self becomes that output."""
+        if counter_holders(self) > ONE_HOLDER:
+            raise RuntimeError(
+                f"{op}: this tensor shares its memory with other tensors (views, slices, detach()); they would not "
+                "see the graph of this change. Compute a new tensor (x = x + y, mt.where, mt.concatenate) or change "
+                "a tensor that is not a view")
+        before = Tensor._wrap(before_data)
+        before.creator, before.requires_grad = self.creator, self.requires_grad
+        before._version[0] = self._version[0]
+        before._hooks, self._hooks = self._hooks, None  # hooks see the gradient of the value they were set on
+        out = compute(before)
+        self._version[0] += 1
+        autograd.take_output(out.creator, self)
         return self
 
     def __setitem__(self, index, value):
@@ -295,18 +355,47 @@ class Tensor:
             check_cast(value.data, self.dtype, 'setitem')
             write = self.data.__setitem__
             return self._modify_in_place('setitem', lambda: backend_call('setitem', write, index, value.data))
-        if counter_holders(self) > ONE_HOLDER:
-            raise RuntimeError(
-                "setitem: this tensor shares its memory with other tensors (views, slices, detach()); they would not "
-                "see the graph of this assignment. Write it out of place (mt.where, mt.concatenate) or assign "
-                "into a tensor that is not a view")
-        before = Tensor._wrap(self.data)  # self's value so far, with its history: it gets g with zeros at index
-        before.creator, before.requires_grad = self.creator, self.requires_grad
-        before._version[0] = self._version[0]
-        before._hooks, self._hooks = self._hooks, None  # hooks see the gradient of the value they were set on
-        out = _shape.SetItem.apply(before, value, index=index)  # writes into self.data
-        self._version[0] += 1
-        autograd.take_output(out.creator, self)
+        # SetItem writes into its input's memory: `before` is self's own array
+        self._record_in_place('setitem', self.data, lambda before: _shape.SetItem.apply(before, value, index=index))
+
+    def _arithmetic_in_place(self, fn, other, op):
+        """self op= other (+=, -=, *=, /=) as in PyTorch: the result, in the promoted dtype, is written into
+        self's memory (through to the tensor a view was taken from), and the version goes up, so a backward
+        that saved the old value refuses to run.  With the graph recorded it is differentiable (self then
+        becomes the op's output), except on a leaf that requires grad, which must change under no_grad."""
+        dtype = promotion.result_type(self, other)
+        promotion.check_in_place(op, self, promotion.floating_dtype(dtype) if fn is _ew.Div else dtype)
+        write = self.data.__setitem__
+        recording = autograd.is_grad_enabled() and not (self.is_leaf and self.requires_grad) and \
+            (self.requires_grad or isinstance(other, Tensor) and other.requires_grad)
+        if not recording:  # (a leaf that requires grad is refused here, unless under no_grad)
+            def compute():
+                with autograd.no_grad():
+                    result = binary(fn, self, other, op)
+                backend_call(op, write, Ellipsis, result.data)
+            return self._modify_in_place(op, compute)
+
+        def compute(before):
+            result = binary(fn, before, other, op)
+            backend_call(op, write, Ellipsis, result.data)
+            return result
+        return self._record_in_place(op, self.data.copy(), compute)  # a copy: the op may need the old value
+
+    def __iadd__(self, other):
+        """self += other, in place (see _arithmetic_in_place)."""
+        return self._arithmetic_in_place(_ew.Add, other, '+=')
+
+    def __isub__(self, other):
+        """self -= other, in place: with mt.no_grad(): p -= lr * p.grad."""
+        return self._arithmetic_in_place(_ew.Sub, other, '-=')
+
+    def __imul__(self, other):
+        """self *= other, in place."""
+        return self._arithmetic_in_place(_ew.Mul, other, '*=')
+
+    def __itruediv__(self, other):
+        """self /= other, in place (a float tensor: integers cannot hold the quotient, as in PyTorch)."""
+        return self._arithmetic_in_place(_ew.Div, other, '/=')
 
     def fill_(self, value):
         """Set every element to value, in place; returns self."""
@@ -328,44 +417,44 @@ class Tensor:
 
     # ------------------------------------------------------------------ arithmetic
     def __add__(self, other):
-        """self + other, broadcasting as numpy."""
-        return _ew.Add.apply(self, as_tensor(other, self, 'add'))
+        """self + other, broadcasting as numpy, in the dtype PyTorch's promotion gives (promotion.py)."""
+        return binary(_ew.Add, self, other, 'add')
 
     def __radd__(self, other):
         """other + self."""
-        return _ew.Add.apply(as_tensor(other, self, 'add'), self)
+        return binary(_ew.Add, other, self, 'add')
 
     def __sub__(self, other):
         """self - other, broadcasting as numpy."""
-        return _ew.Sub.apply(self, as_tensor(other, self, 'sub'))
+        return binary(_ew.Sub, self, other, 'sub')
 
     def __rsub__(self, other):
         """other - self."""
-        return _ew.Sub.apply(as_tensor(other, self, 'sub'), self)
+        return binary(_ew.Sub, other, self, 'sub')
 
     def __mul__(self, other):
         """self * other, elementwise, broadcasting as numpy."""
-        return _ew.Mul.apply(self, as_tensor(other, self, 'mul'))
+        return binary(_ew.Mul, self, other, 'mul')
 
     def __rmul__(self, other):
         """other * self."""
-        return _ew.Mul.apply(as_tensor(other, self, 'mul'), self)
+        return binary(_ew.Mul, other, self, 'mul')
 
     def __truediv__(self, other):
-        """self / other, elementwise, broadcasting as numpy."""
-        return _ew.Div.apply(self, as_tensor(other, self, 'div'))
+        """self / other, elementwise, broadcasting as numpy: true division, so integers give floats."""
+        return binary(_ew.Div, self, other, 'div')
 
     def __rtruediv__(self, other):
         """other / self."""
-        return _ew.Div.apply(as_tensor(other, self, 'div'), self)
+        return binary(_ew.Div, other, self, 'div')
 
     def __pow__(self, other):
         """self ** other, elementwise."""
-        return _ew.Pow.apply(self, as_tensor(other, self, 'pow'))
+        return binary(_ew.Pow, self, other, 'pow')
 
     def __rpow__(self, other):
         """other ** self."""
-        return _ew.Pow.apply(as_tensor(other, self, 'pow'), self)
+        return binary(_ew.Pow, other, self, 'pow')
 
     def __neg__(self):
         """-self."""
@@ -446,33 +535,34 @@ class Tensor:
         return bool(self.data.all())
 
     # ------------------------------------------------------------------ elementwise functions
+    # (the functions only floats have take integers and bools as float32, as in PyTorch: exp(ids))
     def exp(self):
         """e ** x, elementwise."""
-        return _ew.Exp.apply(self)
+        return _ew.Exp.apply(floating(self))
 
     def log(self):
         """The natural logarithm, elementwise."""
-        return _ew.Log.apply(self)
+        return _ew.Log.apply(floating(self))
 
     def sqrt(self):
         """The square root, elementwise."""
-        return _ew.Sqrt.apply(self)
+        return _ew.Sqrt.apply(floating(self))
 
     def tanh(self):
         """The hyperbolic tangent, elementwise."""
-        return _ew.Tanh.apply(self)
+        return _ew.Tanh.apply(floating(self))
 
     def sin(self):
         """The sine, elementwise."""
-        return _ew.Sin.apply(self)
+        return _ew.Sin.apply(floating(self))
 
     def cos(self):
         """The cosine, elementwise."""
-        return _ew.Cos.apply(self)
+        return _ew.Cos.apply(floating(self))
 
     def sigmoid(self):
         """1 / (1 + exp(-x)), elementwise."""
-        return _ew.Sigmoid.apply(self)
+        return _ew.Sigmoid.apply(floating(self))
 
     def relu(self):
         """max(x, 0), elementwise."""
@@ -502,8 +592,8 @@ class Tensor:
         return _reduce.mean(self, axis, keepdims)
 
     def var(self, axis=None, keepdims=False, ddof=0):
-        """The variance over axis (ddof=0: divide by n, as numpy)."""
-        return _reduce.Var.apply(self, axis=axis, keepdims=keepdims, ddof=ddof)
+        """The variance over axis (ddof=0: divide by n, as numpy); of integers, in float32."""
+        return _reduce.Var.apply(floating(self), axis=axis, keepdims=keepdims, ddof=ddof)
 
     def max(self, axis=None, keepdims=False):
         """The maximum over axis; ties share the gradient."""
@@ -592,11 +682,28 @@ class Tensor:
 
     def softmax(self, axis=-1):
         """exp(x) / sum(exp(x)) along axis: each row becomes a probability distribution."""
-        return _nn.Softmax.apply(self, axis=axis)
+        return _nn.softmax(self, axis)
 
     def log_softmax(self, axis=-1):
         """log(softmax(x)) along axis, computed stably."""
-        return _nn.LogSoftmax.apply(self, axis=axis)
+        return _nn.log_softmax(self, axis)
+
+
+def binary(fn, a, b, op):
+    """The op fn (Add, Mul, ...) on a and b, one of them a Tensor, in their common dtype
+    (microtensor/promotion.py: PyTorch's rules); Div computes in floats, as true division.
+    Two Tensors of one float dtype, or a Python number with a float tensor, are already there."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and a.data.dtype == b.data.dtype and a.data.dtype.kind == 'f':
+        return fn.apply(a, b)  # the common case, in every backward: no promotion to compute
+    x, other = (a, b) if isinstance(a, Tensor) else (b, a)
+    if (type(other) is float or type(other) is int) and x.data.dtype.kind == 'f':
+        return fn.apply(as_tensor(a, x, op), as_tensor(b, x, op))
+    if fn is _ew.Sub or fn is _ew.Pow:
+        promotion.check_booleans(op, a, b, subtract=fn is _ew.Sub)
+    a, b = promotion.operands(op, a, b)
+    if fn is _ew.Div and a.dtype.kind != 'f':
+        a, b = floating(a), floating(b)
+    return fn.apply(a, b)
 
 
 class _HookHandle:
@@ -614,6 +721,8 @@ class _HookHandle:
 from . import autograd  # noqa: E402
 from .convert import (ONE_HOLDER, as_tensor, backend_call, check_cast, check_dtype,  # noqa: E402
                       counter_holders, new_array, param_array, share_counter)
+from . import promotion  # noqa: E402
+from .promotion import floating  # noqa: E402
 from .ops import args as _args  # noqa: E402
 from .ops import elementwise as _ew, reduce as _reduce, linalg as _linalg  # noqa: E402
 from .ops import shape as _shape, select as _select, nn as _nn, index as _index  # noqa: E402

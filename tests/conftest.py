@@ -35,6 +35,34 @@ def in_tmp_path(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
 
+@pytest.fixture
+def without_cupy(monkeypatch):
+    """The engine as if cupy were not installed, whatever this machine has: backend.py imported
+    cupy (or failed to, and kept the error) once, at its own import, so both are replaced."""
+    monkeypatch.setattr(mt.backend, 'cupy', None)
+    monkeypatch.setattr(mt.backend, 'cupyx', None)
+    monkeypatch.setattr(mt.backend, '_cupy_import_error', None)
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     mt.manual_seed(0)
+
+
+FUSED = mt.is_fused()  # the run's setting: off, unless MICROTENSOR_FUSED=1 is in the environment
+
+
+@pytest.fixture(autouse=True)
+def _fused_setting():
+    """Every test starts with the run's fused setting, whatever the test before it did."""
+    with mt.fused(FUSED):
+        yield
+
+
+@pytest.fixture
+def speaks_of_the_articles(capsys):
+    """After a lesson test: what the lesson printed (and the test did not read itself) never speaks of
+    how the lessons were made ("issue", ...): the lessons speak of the articles."""
+    yield
+    out = capsys.readouterr().out.lower()
+    assert 'issue' not in out, out[max(0, out.index('issue') - 200):out.index('issue') + 100]

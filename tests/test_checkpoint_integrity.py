@@ -142,7 +142,7 @@ def test_a_checkpoint_is_stored_members_each_described_by_the_header(tmp_path, v
 
 
 @pytest.mark.parametrize('change, reason', [
-    (dict(descr="'<f2'"), 'declares dtype <f2'),          # the issue's example: <f4 -> <f2 in the .npy header
+    (dict(descr="'<f2'"), 'declares dtype <f2'),          # a float32 array declared <f2 in the .npy header
     (dict(shape='(1, 3)'), r'shape \(1, 3\)'),
     (dict(fortran_order='True'), 'Fortran order'),
 ])

@@ -13,17 +13,20 @@ import pytest
 
 import microtensor as mt
 from demos import __main__ as tour
-from demos import layernorm_vs_batchnorm, report, train_gpt, train_xor
+from demos import articles, layernorm_vs_batchnorm, report, train_gpt, train_xor
 from readme import ROOT
 
 from conftest import DEVICES
 
 OWN = ['train_xor', 'temperature', 'article_trace', 'softmax_saturation', 'residual_highway', 'rnn_vs_attention',
        'layernorm_vs_batchnorm', 'train_reverse',
-       # issue 12
+       # the attention lessons
        'attention_by_hand', 'why_separate_qk', 'kv_cache', 'scale_variants', 'attention_cost', 'attention_maps',
-       # issue 13
-       'pre_vs_post_ln', 'positions', 'residual_variants', 'feedforward', 'encoder_only_mlm', 'small_numbers']
+       # the depth lessons
+       'pre_vs_post_ln', 'positions', 'residual_variants', 'feedforward', 'encoder_only_mlm', 'small_numbers',
+       # the lessons on the articles' remaining claims
+       'qkv_roles', 'scale_alternatives', 'heads_specialise', 'positional_add_vs_concat', 'residual_stream',
+       'ffn_memory', 'dependency_span', 'score_matrix_size']
 ALL = [name for name, _ in tour.LESSONS]
 
 
@@ -51,6 +54,9 @@ def test_help_names_every_option(name, capsys):
     out = capsys.readouterr().out
     assert exit_.value.code == 0
     assert f"python -m demos.{name}" in out and '--device {cpu,cuda,auto}' in out
+    assert 'issue' not in out.lower()
+    if lesson(name).SECTIONS:  # and the sections it reads with
+        assert out.rstrip().endswith(articles.header(lesson(name).SECTIONS, '  ').rstrip())
 
 
 BAD = {  # lesson: [(argv, what the message must name)]
@@ -79,6 +85,11 @@ BAD = {  # lesson: [(argv, what the message must name)]
     'feedforward': [(['--copy-steps', '-5'], '--copy-steps')],
     'encoder_only_mlm': [(['--n-test', '5'], '>= 10'), (['--batch-size', '0'], '--batch-size')],
     'small_numbers': [(['--n-layers', '1'], '>= 2'), (['--seq-len', 'long'], 'an integer')],
+    'qkv_roles': [(['--lookup-steps', '0'], '--lookup-steps')],
+    'scale_alternatives': [(['--rows', '0'], '--rows')],
+    'ffn_memory': [(['--facts', '0'], '--facts')],
+    'score_matrix_size': [(['--n-max', '64'], '>= 128')],
+    'dependency_span': [(['--steps', '1.5'], 'an integer')],
 }
 
 
@@ -133,6 +144,17 @@ EVERY_OPTION = {  # lesson: argv setting every option to a non-default value, an
                          dict(steps=3, batch_size=2, n_test=10, seed=1)),
     'small_numbers': (['--seq-len', '8', '--n-layers', '3', '--repeats', '1', '--seed', '1'],
                       dict(seq_len=8, n_layers=3, repeats=1, seed=1)),
+    'qkv_roles': (['--steps', '3', '--lookup-steps', '4', '--seed', '1', '--full'],
+                  dict(steps=3, lookup_steps=4, seed=1, full=True)),
+    'scale_alternatives': (['--rows', '3', '--steps', '4', '--seed', '1', '--full'],
+                           dict(rows=3, steps=4, seed=1, full=True)),
+    'heads_specialise': (['--steps', '3', '--seed', '1', '--full'], dict(steps=3, seed=1, full=True)),
+    'positional_add_vs_concat': (['--steps', '3', '--seed', '1', '--full'], dict(steps=3, seed=1, full=True)),
+    'residual_stream': (['--steps', '3', '--seed', '1', '--full'], dict(steps=3, seed=1, full=True)),
+    'ffn_memory': (['--facts', '5', '--steps', '3', '--seed', '1', '--full'],
+                   dict(facts=5, steps=3, seed=1, full=True)),
+    'dependency_span': (['--steps', '3', '--seed', '1', '--full'], dict(steps=3, seed=1, full=True)),
+    'score_matrix_size': (['--n-max', '256', '--seed', '1'], dict(n_max=256, seed=1)),
 }
 
 
@@ -234,15 +256,44 @@ TINY = {  # lesson: (argv, check(result, device))
                          lambda r, d: len(r['losses']) == 2 and r['device'] == d),
     'small_numbers': (['--seq-len', '8', '--n-layers', '2', '--repeats', '1'],
                       lambda r, d: len(r['factors']) == 4 and r['device'] == d),
+    'qkv_roles': (['--steps', '2', '--lookup-steps', '2'],
+                  lambda r, d: len(r['copy'][True]['losses']) == 2 and r['device'] == d),
+    'scale_alternatives': (['--rows', '1', '--steps', '2'], lambda r, d: sorted(r['small_d_k']) == [2, 4, 8, 16]
+                           and r['device'] == d),
+    'heads_specialise': (['--steps', '2'], lambda r, d: len(r['training'][4]['offsets']) == 4 and r['device'] == d),
+    'positional_add_vs_concat': (['--steps', '2'], lambda r, d: len(r['training']) == 3 and r['device'] == d),
+    'residual_stream': (['--steps', '2'], lambda r, d: len(r['sweep']) == 6 and r['device'] == d),
+    'ffn_memory': (['--facts', '8', '--steps', '2'], lambda r, d: len(r['memory']) == 4 and r['device'] == d),
+    'dependency_span': (['--steps', '2'], lambda r, d: len(r['accuracy']) == 8 and r['device'] == d),
+    'score_matrix_size': (['--n-max', '128'], lambda r, d: list(r['sizes']) == [128] and r['device'] == d),
 }
 
 
+TINY['train_gpt'] = (['--steps', '4', '--batch-size', '2', '--context', '16', '--d-model', '16', '--n-layers', '1',
+                      '--n-heads', '2', '--log-every', '2', '--eval-every', '4', '--ckpt-every', '4',
+                      '--sample-length', '8'],
+                     lambda r, d: len(r['losses']) == 4 and r['model'].parameters()[0].device == d)
+
+TINY['compare_with_torch'] = (['--d-model', '8', '--n-layers', '1', '--n-heads', '2', '--seq-len', '4',
+                               '--batch-size', '1'],
+                              lambda r, d: r is None or r['variant']['largest'][2] < 1e-9)  # None: no torch here
+
+
+def test_every_lesson_has_a_tiny_run():
+    assert sorted(TINY) == sorted(ALL)
+
+
 @pytest.mark.parametrize('device', DEVICES)
-@pytest.mark.parametrize('name', OWN)
-def test_tiny_run_through_python_m_demos_lands_on_the_device(name, device):
+@pytest.mark.parametrize('name', sorted(TINY))
+def test_tiny_run_through_python_m_demos_lands_on_the_device(name, device, capsys):
     argv, check = TINY[name]
     result = tour.main([name, *argv, '--device', device])[name]
     assert check(result, device)
+    out = capsys.readouterr().out
+    assert 'issue' not in out.lower()  # the lessons speak of the articles, never of how they were made
+    if lesson(name).SECTIONS:  # the lesson names its articles and sections first
+        header = articles.header(lesson(name).SECTIONS)
+        assert out.index(header) < out.index('\n', out.index(f"=== {name}:")) + 2
 
 
 CUDA_RUN = {'train_xor': dict(steps=2), 'temperature': {}, 'article_trace': {},
@@ -257,7 +308,11 @@ CUDA_RUN = {'train_xor': dict(steps=2), 'temperature': {}, 'article_trace': {},
             'pre_vs_post_ln': dict(n_layers=1, steps=1, depths=(1,), grad_seeds=1),
             'positions': dict(train_len=2, steps=1, batch_size=1), 'residual_variants': dict(steps=1, n_layers=1),
             'feedforward': dict(steps=1, copy_steps=1), 'encoder_only_mlm': dict(steps=1, batch_size=1, n_test=10),
-            'small_numbers': dict(seq_len=4, n_layers=2, repeats=1)}
+            'small_numbers': dict(seq_len=4, n_layers=2, repeats=1),
+            'qkv_roles': dict(steps=1, lookup_steps=1), 'scale_alternatives': dict(rows=1, steps=1),
+            'heads_specialise': dict(steps=1), 'positional_add_vs_concat': dict(steps=1),
+            'residual_stream': dict(steps=1), 'ffn_memory': dict(facts=4, steps=1), 'dependency_span': dict(steps=1),
+            'score_matrix_size': dict(n_max=128)}
 
 
 @pytest.mark.skipif(mt.cuda.is_available(), reason="a GPU is here: the tiny runs above run on it")
@@ -311,7 +366,7 @@ def test_the_tour_ends_by_listing_every_file_it_wrote(tmp_path, capsys):
     pytest.importorskip('matplotlib', reason="plots need matplotlib")
     tour.main(['temperature', 'article_trace'])
     out = capsys.readouterr().out
-    listing = out[out.index('Files written'):].splitlines()
+    listing = out[out.index('Files written'):out.index('What next')].strip().splitlines()
     assert str(tmp_path) in listing[0]
     paths = [line.split()[0] for line in listing[1:]]
     assert paths == [os.path.join('runs', 'temperature.png'), os.path.join('runs', 'article_trace.png')]

@@ -1,5 +1,4 @@
 """`python -m microtensor`: version, backends, graphviz, and the first commands to run."""
-import importlib.util
 import os
 import re
 import shutil
@@ -35,8 +34,6 @@ def test_without_dot_it_says_how_to_install_it(monkeypatch):
         assert how in line
 
 
-def test_without_cupy_it_says_why_there_is_no_gpu(monkeypatch):
-    real = importlib.util.find_spec
-    monkeypatch.setattr(main.importlib.util, 'find_spec', lambda name: None if name == 'cupy' else real(name))
+def test_without_cupy_it_says_why_there_is_no_gpu(without_cupy):
     assert main.gpu_line().startswith("not available: cupy is not installed")
     assert "pip install -e '.[gpu]'" in main.gpu_line()

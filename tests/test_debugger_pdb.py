@@ -2,6 +2,7 @@
 repository, with microtensor importable the way `pip install -e .` makes it (an import hook;
 the repository is not on sys.path).  Each session's commands are fed to `python -m pdb` on
 stdin, and pdb must stop where the guide says, in the same order."""
+import itertools
 import os
 import re
 import subprocess
@@ -27,7 +28,7 @@ class EditableFinder:
                 name, os.path.join(package, '__init__.py'), submodule_search_locations=[package])
         return None
 
-sys.meta_path.append(EditableFinder)
+sys.meta_path.insert(0, EditableFinder)  # first: this checkout, even where another one is installed
 '''
 
 
@@ -99,6 +100,52 @@ def test_a_guide_session_stops_where_the_guide_says(away, index):
         assert error in out, f"pdb did not answer {error!r}:\n{out}"
 
 
+@pytest.mark.parametrize('index', range(len(SESSIONS)),
+                         ids=[f"{i}-{script}" for i, (script, _) in enumerate(SESSIONS)])
+def test_a_guide_session_prints_what_the_guide_shows(away, index):
+    """Every answer the guide quotes (values, shapes, breakpoint lines, `where`) is what pdb prints
+    now, paths shortened as in the guide; a line `...` stands for lines the guide leaves out."""
+    script, transcript = SESSIONS[index]
+    quoted = doc_answers(transcript)
+    real = pdb_answers(run_pdb(away, script, [command for command, _ in quoted]), away[0])
+    for (command, answer), printed in zip(quoted, real):
+        if answer[:1] and answer[0].endswith('not found from sys.path') and repository_on_sys_path():
+            continue  # (as above)
+        assert shown_in(answer, printed), (f"the guide shows, after `(Pdb) {command}`:\n" + '\n'.join(answer)
+                                           + "\npdb printed:\n" + '\n'.join(printed))
+
+
+def doc_answers(transcript):
+    """[(command, lines pdb printed after it)] of a transcript as the guide quotes it."""
+    answers = []
+    for line in transcript.splitlines():
+        if line.startswith('(Pdb) '):
+            answers.append((line[len('(Pdb) '):], []))
+        elif answers:
+            answers[-1][1].append(line.rstrip())
+    return answers
+
+
+def pdb_answers(out, folder):
+    """What pdb printed after each command (run_pdb puts each prompt on a line of its own), with the
+    repository's and the script folder's paths shortened as in the guide."""
+    for prefix in (f"{folder}/", f"{ROOT}/"):
+        out = out.replace(prefix, '')
+    return [[line.rstrip() for line in answer.splitlines()] for answer in out.split('(Pdb) \n')[1:]]
+
+
+def shown_in(answer, printed):
+    """Does `printed` start with the lines of `answer`, where a line `...` skips any number of lines?"""
+    at = 0
+    chunks = [list(group) for gap, group in itertools.groupby(answer, lambda line: line.strip() == '...') if not gap]
+    for k, chunk in enumerate(chunks):
+        starts = [i for i in range(at, len(printed) - len(chunk) + 1) if printed[i:i + len(chunk)] == chunk]
+        if not starts or (k == 0 and answer[0].strip() != '...' and starts[0] != 0):
+            return False
+        at = starts[0] + len(chunk)
+    return True
+
+
 def repository_on_sys_path():
     """True when this interpreter finds microtensor/autograd.py along sys.path outside the
     test's own PYTHONPATH (e.g. an install with editable_mode=compat)."""
@@ -126,3 +173,21 @@ def test_pdb_stops_in_residual_add_backward_and_prints_both_roads(away):
     highway, branch, g = map(float, re.search(r"\('roads', (\S+), (\S+), (\S+)\)", out).groups())
     assert highway == pytest.approx(g) and g > 0  # the "+1" road: g itself
     assert branch == pytest.approx(0.5 * g)      # the F road: alpha * g
+
+
+def test_pdb_stops_in_softmax_backward_while_a_gpt_backpropagates(away):
+    """The textbook is what a debugger meets in a model: `b microtensor.ops.nn.Softmax.backward`,
+    from a folder outside the repository, stops in attention's softmax during loss.backward(),
+    on the line of the formula p * (g - sum(g * p))."""
+    out = run_pdb(away, 'residual_gpt.py', [
+        'import microtensor',
+        'b microtensor.ops.nn.Softmax.backward',
+        'c',
+        'n',
+        'where',
+        'p "weights", tuple(p.shape), tuple(g.shape)',
+        'q'])
+    assert ('microtensor/ops/nn.py', 'backward', 'return (p * (g - (g * p).sum(axis=self.axis, keepdims=True)),)') in \
+        [(path[-len('microtensor/ops/nn.py'):], function, code) for path, function, code in stops(out)], out
+    assert re.search(r"residual_gpt\.py\(\d+\)<module>\(\)\n-> loss\.backward\(\)", out), out  # called from the script
+    assert "('weights', (1, 2, 2, 2), (1, 2, 2, 2))" in out  # (B, h, T_q, T_k): the GPT's attention weights

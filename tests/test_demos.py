@@ -9,7 +9,7 @@ from demos import (__main__ as tour, article_trace, layernorm_vs_batchnorm, resi
 from transformer import article_data as article
 
 
-pytestmark = pytest.mark.usefixtures('in_tmp_path')  # lessons write under runs/ of the working folder
+pytestmark = pytest.mark.usefixtures('in_tmp_path', 'speaks_of_the_articles')  # lessons write under runs/
 
 
 def test_temperature_table_matches_the_article():
@@ -25,7 +25,7 @@ def test_temperature_table_matches_the_article():
 
 def test_every_lesson_is_listed_and_runnable(capsys):
     tour.main(['--list'])
-    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines() if not line.startswith(' ')]
     assert listed == [name for name, _ in tour.LESSONS]
     assert {'article_trace', 'softmax_saturation', 'residual_highway', 'rnn_vs_attention',
             'layernorm_vs_batchnorm', 'train_gpt', 'train_reverse'} <= set(listed)
@@ -46,6 +46,8 @@ def test_article_trace_reproduces_the_printed_numbers_and_finds_the_pe_typos(cap
     for head in (1, 2):
         assert article_trace.max_difference(result['weights'][head].tolist(), article.LAYER1_WEIGHTS[head]) < 1e-4
     assert 'typo' in capsys.readouterr().out
+    low, high = result['head1_range']  # the article's "30%-37%" for head 1, from its own table
+    assert (round(100 * low, 1), round(100 * high, 1)) == (27.6, 37.2)
 
 
 def test_softmax_saturation_variance_and_gradient():

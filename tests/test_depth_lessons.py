@@ -6,7 +6,6 @@ positions (equivariance, PE shift, RoPE offsets, wavelengths, extrapolation); re
 the FFN; encoder-only MLM; the 猫吃鱼 residual sum and similarities; the small numbers.
 """
 import math
-import re
 
 import pytest
 
@@ -20,7 +19,7 @@ from transformer.probes import rank_collapse, token_uniformity
 NEW_LESSONS = ['pre_vs_post_ln', 'positions', 'residual_variants', 'feedforward', 'encoder_only_mlm', 'small_numbers']
 
 
-pytestmark = pytest.mark.usefixtures('in_tmp_path')  # lessons write under runs/ of the working folder
+pytestmark = pytest.mark.usefixtures('in_tmp_path', 'speaks_of_the_articles')  # lessons write under runs/
 
 
 def test_the_new_lessons_are_in_the_tour_with_a_command_line(capsys):
@@ -31,15 +30,16 @@ def test_the_new_lessons_are_in_the_tour_with_a_command_line(capsys):
     assert exit_.value.code == 0 and '--full' in capsys.readouterr().out
 
 
-def test_the_tour_lists_where_each_item_of_issue_13_lives(capsys):
+def test_the_depth_lessons_name_the_deep_dive_or_the_attention_article(capsys):
     tour.main(['--list'])
-    lines = [line for line in capsys.readouterr().out.splitlines() if 'issue 13 item' in line]
-    items = {int(n) for line in lines for n in re.findall(r"\d+", line.split('issue 13 item')[1].split(':')[0])}
-    assert items == set(range(1, 10))
-    assert {line.split()[0] for line in lines} == set(NEW_LESSONS) | {'residual_highway', 'article_trace'}
+    out = capsys.readouterr().out
+    for name in NEW_LESSONS:
+        entry = out[out.index(f"\n{name} ") + 1:].split('\n')[1]  # the first article under the lesson's name
+        assert entry.strip() in ('深入篇 (the deep dive)', '第二章：Transformer 架构原理 (the architecture article)',
+                                 '第二章：智能的原子 —— 注意力机制的解构 (the attention article)')
 
 
-# ---------------------------------------------------------------------------- item 1
+# ---------------------------------------------------------------------------- Pre-LN vs Post-LN
 def test_post_ln_needs_warm_up_and_its_gradient_ratio_grows_with_depth():
     result = pre_vs_post_ln.run()
     ratios, grads = result['ratios'], result['grads']
@@ -53,9 +53,16 @@ def test_post_ln_needs_warm_up_and_its_gradient_ratio_grows_with_depth():
     verdicts = {(place, bool(w)): v for (place, w), v in result['verdicts'].items()}
     assert verdicts['post', False] == ['stalled']
     assert verdicts['post', True] == verdicts['pre', False] == verdicts['pre', True] == ['learns']
+    norms = {(place, bool(w)): g for (place, w), g in result['grad_norms'].items()}
+    assert all(math.isfinite(g) for g in norms['post', False])                     # stalls, never explodes
+    assert max(norms['post', False]) <= max(norms['post', True]) * 1.01
+    # the variances, against the deep dive's "Post-LN: 子层接收到的信号方差越来越大"
+    post, pre = result['variances']['post'], result['variances']['pre']
+    assert all(abs(stream - 1) < 0.05 and abs(sub - 1) < 0.05 for stream, sub in post)  # Post-LN stays at 1
+    assert pre[-1][0] > 10 * pre[0][0] and all(abs(sub - 1) < 0.05 for _, sub in pre)  # Pre-LN's stream grows
 
 
-# ---------------------------------------------------------------------------- item 2
+# ---------------------------------------------------------------------------- rank collapse
 def test_without_residuals_the_tokens_collapse():
     mt.manual_seed(0)
     x = mt.randn(2, 6, 16)
@@ -69,7 +76,7 @@ def test_without_residuals_the_tokens_collapse():
     assert len(deep) == 4 and deep[-1] < deep[0]
 
 
-# ---------------------------------------------------------------------------- items 3-4
+# ---------------------------------------------------------------------------- positions
 def test_positions_lesson():
     result = positions.run()
     gaps = result['gaps']
@@ -88,12 +95,13 @@ def test_positions_lesson():
     for kind in ('sinusoidal', 'rope', 'alibi'):
         assert ex[kind]['acc'][N] > 0.9
     assert ex['alibi']['acc'][4 * N] > 0.85                                          # ALiBi holds at 4N
+    assert ex['alibi']['acc'][4 * N] == max(r['acc'][4 * N] or 0 for r in ex.values())  # best: not "长序列性能下降"
     assert ex['sinusoidal']['acc'][2 * N] < ex['sinusoidal']['acc'][N] - 0.15       # sinusoidal drops past N
     assert ex['rope']['acc'][4 * N] < ex['rope']['acc'][N]
     assert ex['relative']['acc'][N] > 0.6 and result['unseen_buckets']
 
 
-# ---------------------------------------------------------------------------- item 5
+# ---------------------------------------------------------------------------- residual variants
 def test_residual_variants_lesson():
     result = residual_variants.run()
     share = {name: s for name, (s, _) in result['init'].items()}
@@ -110,7 +118,7 @@ def test_residual_variants_lesson():
     assert trained['channels_after'].keys() == trained['channels_before'].keys()
 
 
-# ---------------------------------------------------------------------------- item 6
+# ---------------------------------------------------------------------------- the FFN
 def test_feedforward_lesson():
     result = feedforward.run()
     assert result['collapse']['gap'] < 1e-12 and result['collapse']['with_activation_gap'] > 1e-2
@@ -126,7 +134,7 @@ def test_feedforward_lesson():
     assert len(set(params['heads'].values())) == 1
 
 
-# ---------------------------------------------------------------------------- item 7
+# ---------------------------------------------------------------------------- encoder-only MLM
 def test_encoder_only_mlm_lesson():
     result = encoder_only_mlm.run()
     shares = result['shares']
@@ -138,7 +146,7 @@ def test_encoder_only_mlm_lesson():
     assert result['losses'][-1] < 0.5 * result['losses'][0]
 
 
-# ---------------------------------------------------------------------------- item 8
+# ---------------------------------------------------------------------------- the 猫吃鱼 residual sum
 def test_article_trace_residual_sum_and_similarities():
     X0 = article_trace.x0()
     x_mid_raw = article_checks.residual_sum(X0)
@@ -153,7 +161,7 @@ def test_article_trace_residual_sum_and_similarities():
     assert 'X_mid_raw' in titles[0] and '猫-鱼' in titles[1]
 
 
-# ---------------------------------------------------------------------------- item 9
+# ---------------------------------------------------------------------------- the small numbers
 def test_small_numbers():
     result = small_numbers.run(seq_len=128, repeats=1)  # (part 4 is a timing: printed, never asserted)
     factors = result['factors']

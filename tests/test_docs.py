@@ -101,3 +101,10 @@ def test_the_jupyter_example_stops_in_backward_with_the_gradient_it_shows(monkey
     assert str(tuple(g.shape)) == shape == str(tuple(t_shape))
     assert float(g.norm()) == pytest.approx(float(g_norm), rel=1e-6)
     assert t_creator == creator
+
+
+def test_the_backward_steps_example_prints_what_the_doc_shows(capsys):
+    section = DOC[DOC.index('## Without a debugger'):]
+    code, shown = re.search(r"```python\n(.*?)```\n\n```\n(.*?)```", section, re.S).groups()
+    exec(compile(code, 'backward_steps_example', 'exec'), {})
+    assert capsys.readouterr().out == shown

@@ -1,4 +1,4 @@
-"""No silent wrong answer at the engine's numeric edges (issue 8 §1).
+"""No silent wrong answer at the engine's numeric edges.
 
     operands                 only numbers and numeric arrays; None, str, objects: TypeError
     numerics                 exact values at the edges (relu(-inf), sigmoid far out, x**0,

@@ -1,5 +1,5 @@
 """Every public function and Tensor method, given generated arguments of every class a
-careless caller might pass (issue 8 §2): the outcome is either the value numpy gives for
+careless caller might pass: the outcome is either the value numpy gives for
 the same call, or a ValueError / TypeError / IndexError (RuntimeError for devices and
 in-place misuse, as in PyTorch) whose message names the function.  Never an internal
 exception (AttributeError, ZeroDivisionError, KeyError, RecursionError, "tuple index out
@@ -121,6 +121,11 @@ def _unary(name, np_fn):
     return Spec(name, lambda x: getattr(x, name)(), (), lambda a: np_fn(a))
 
 
+def _on_floats(f):
+    """numpy's f of an array as PyTorch computes it: integers and bools as float32 (exp(ids))."""
+    return lambda a: f(a if a.dtype.kind == 'f' else a.astype(np.float32))
+
+
 def _functional(name, np_fn):
     return Spec(f"mt.{name}", lambda x: getattr(mt, name)(x), (), lambda a: np_fn(a), aliases=(name,))
 
@@ -226,10 +231,12 @@ SPECS = [
       [('eq', lambda a, b: a == b if _numeric(b) else False), ('lt', lambda a, b: a < b), ('ge', lambda a, b: a >= b),
        ('and', lambda a, b: a & b)]],
     Spec('invert', lambda x: ~x, (), lambda a: ~a),
-    *[_unary(n, f) for n, f in [('exp', np.exp), ('log', np.log), ('sqrt', np.sqrt), ('tanh', np.tanh),
-                                ('sin', np.sin), ('abs', np.abs), ('relu', lambda a: np.maximum(a, 0)),
-                                ('sigmoid', lambda a: 1 / (1 + np.exp(-a))), ('__neg__', np.negative)]],
-    *[_functional(n, f) for n, f in [('exp', np.exp), ('neg', np.negative), ('relu', lambda a: np.maximum(a, 0))]],
+    *[_unary(n, f) for n, f in [('exp', _on_floats(np.exp)), ('log', _on_floats(np.log)),
+                                ('sqrt', _on_floats(np.sqrt)), ('tanh', _on_floats(np.tanh)),
+                                ('sin', _on_floats(np.sin)), ('abs', np.abs), ('relu', lambda a: np.maximum(a, 0)),
+                                ('sigmoid', _on_floats(lambda a: 1 / (1 + np.exp(-a)))), ('__neg__', np.negative)]],
+    *[_functional(n, f) for n, f in [('exp', _on_floats(np.exp)), ('neg', np.negative),
+                                     ('relu', lambda a: np.maximum(a, 0))]],
     Spec('mt.exp', lambda v: mt.exp(v), (NON_TENSORS,), lambda v: 1 / 0, tensors=None, aliases=('exp',)),
     Spec('clip', lambda x, lo, hi: x.clip(lo, hi), (NUMBERS + OBJECTS + [None], NUMBERS + [None, 'a']),
          lambda a, lo, hi: a.copy() if lo is None and hi is None else np.clip(a, lo, hi)),
@@ -288,8 +295,8 @@ SPECS = [
          lambda c, a, b: np.where(_bool_only(c), _np(a), _np(b)) if any(isinstance(v, mt.Tensor) for v in (c, a, b)) else 1 / 0,
          tensors=None, raw=True),
     Spec('masked_fill', lambda x, mask, v: x.masked_fill(mask, v), (INDICES[11:22] + OBJECTS, NUMBERS + OBJECTS),
-         lambda a, mask, v: np.where(_bool_only(mask), v, a) if np.broadcast_shapes(np.shape(mask), a.shape) == a.shape
-         else 1 / 0),
+         lambda a, mask, v: np.where(_bool_only(mask), v, a).astype(a.dtype)  # x's dtype, as in PyTorch
+         if np.broadcast_shapes(np.shape(mask), a.shape) == a.shape else 1 / 0),
     *[Spec(n, lambda x, axis, n=n: getattr(mt, n)(x, axis=axis), (AXES,), lambda a, axis, f=f: f(a, axis))
       for n, f in [('softmax', _softmax), ('log_softmax', _log_softmax)]],
     Spec('softmax', lambda v: mt.softmax(v), (NON_TENSORS,), lambda v: 1 / 0, tensors=None),

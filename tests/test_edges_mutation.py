@@ -1,4 +1,4 @@
-"""No silent wrong gradient from shared memory (issue 8 §1).
+"""No silent wrong gradient from shared memory.
 
     mutation after forward   arrays an op keeps for backward that are not Tensor inputs
                              (index arrays, masks, targets, constant operands) cannot be

@@ -1,7 +1,17 @@
-"""Each fused op (one forward, one hand-derived backward) equals the same function
-composed from primitive ops, in value and in gradient, so a learner can read the
-plain version below and trust the fast one."""
+"""The textbook ops and the fused layer.
+
+Each op (softmax, log-softmax, cross-entropy, GELU, layer norm, linear, masked softmax) is
+checked against the same function composed from primitive ops, in value and in gradient,
+with the fused layer off (the textbook ops of microtensor/ops/) and on (the Fused... ops of
+microtensor/fused/), and by gradcheck and gradgradcheck in float64 either way: so each
+fused op equals its textbook twin to first and second order.  Then the switch itself
+(mt.set_fused, mt.fused(), MICROTENSOR_FUSED), and what a learner meets in a GPT's backward.
+"""
 import math
+import os
+import subprocess
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -9,7 +19,13 @@ from hypothesis import assume, given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import microtensor as mt
+from microtensor import backend
 from strategies import devices, nonscalar_shapes, tensors
+from transformer import GPT, MultiHeadAttention, causal_mask, next_token_loss
+from transformer.probes import SaturationProbe
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+modes = pytest.mark.parametrize('fused', [False, True], ids=['textbook', 'fused'])
 
 
 # ---------------------------------------------------------------------------- the composed versions
@@ -46,32 +62,41 @@ def layer_norm_composed(x, gamma, beta, eps):
     return (x - mu) / (var + eps).sqrt() * gamma + beta
 
 
+def linear_composed(x, W, b=None):
+    return x @ W if b is None else x @ W + b
+
+
 # ---------------------------------------------------------------------------- the comparison
-def assert_same_function(fused, composed, inputs, device):
-    """Same values, and the same gradient w.r.t. every input for one random upstream gradient."""
-    y_fused, y_composed = fused(*inputs), composed(*inputs)
-    np.testing.assert_allclose(y_fused.numpy(), y_composed.numpy(), rtol=1e-10, atol=1e-12)
-    u = mt.tensor(np.random.default_rng(0).standard_normal(y_fused.shape), device=device)
-    grads_fused = mt.grad(y_fused, inputs, grad_outputs=u)
-    grads_composed = mt.grad(y_composed, inputs, grad_outputs=u)
-    for g_fused, g_composed in zip(grads_fused, grads_composed):
-        np.testing.assert_allclose(g_fused.numpy(), g_composed.numpy(), rtol=1e-9, atol=1e-12)
+def assert_same_function(op, composed, inputs, device, fused, order=2):
+    """With the fused layer on or off: the same values as the composed version, the same gradient
+    w.r.t. every input for one random upstream gradient, and (order 2) gradcheck and gradgradcheck."""
+    with mt.fused(fused):
+        y, y_composed = op(*inputs), composed(*inputs)
+        np.testing.assert_allclose(y.numpy(), y_composed.numpy(), rtol=1e-10, atol=1e-12)
+        u = mt.tensor(np.random.default_rng(0).standard_normal(y.shape), device=device)
+        for g, g_composed in zip(mt.grad(y, inputs, grad_outputs=u), mt.grad(y_composed, inputs, grad_outputs=u)):
+            np.testing.assert_allclose(g.numpy(), g_composed.numpy(), rtol=1e-9, atol=1e-12)
+        if order == 2:
+            assert mt.gradcheck(op, inputs)
+            assert mt.gradgradcheck(op, inputs)
 
 
 @devices
-@pytest.mark.parametrize('fused, composed', [(mt.softmax, softmax_composed),
-                                             (mt.log_softmax, log_softmax_composed)], ids=['softmax', 'log_softmax'])
+@modes
+@pytest.mark.parametrize('op, composed', [(mt.softmax, softmax_composed),
+                                          (mt.log_softmax, log_softmax_composed)], ids=['softmax', 'log_softmax'])
 @given(data=st.data())
-def test_softmax_family(device, fused, composed, data):
+def test_softmax_family(device, fused, op, composed, data):
     x = data.draw(tensors(data.draw(nonscalar_shapes), device=device))
     axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
-    assert_same_function(lambda t: fused(t, axis), lambda t: composed(t, axis), [x], device)
+    assert_same_function(lambda t: op(t, axis), lambda t: composed(t, axis), [x], device, fused)
 
 
 @devices
+@modes
 @pytest.mark.parametrize('ignore_index', [None, -100])
 @given(data=st.data())
-def test_cross_entropy(device, ignore_index, data):
+def test_cross_entropy(device, fused, ignore_index, data):
     positions = data.draw(st.sampled_from([(4,), (2, 3)]))  # targets (N,) and (B, T)
     n_classes = data.draw(st.integers(1, 4))
     logits = data.draw(tensors(positions + (n_classes,), device=device))
@@ -82,64 +107,93 @@ def test_cross_entropy(device, ignore_index, data):
         assume((targets != ignore_index).any())  # ignore_index may also be a real class id
     targets = mt.tensor(targets, device=device)
     assert_same_function(lambda t: mt.cross_entropy(t, targets, ignore_index=ignore_index),
-                         lambda t: cross_entropy_composed(t, targets, ignore_index), [logits], device)
+                         lambda t: cross_entropy_composed(t, targets, ignore_index), [logits], device, fused)
 
 
 @devices
+@modes
 @pytest.mark.parametrize('approximate, composed', [('tanh', gelu_tanh_composed), ('none', gelu_erf_composed)],
                          ids=['gelu_tanh', 'gelu_erf'])
 @given(data=st.data())
-def test_gelu(device, approximate, composed, data):
+def test_gelu(device, fused, approximate, composed, data):
     x = data.draw(tensors(device=device))
-    assert_same_function(lambda t: mt.gelu(t, approximate=approximate), composed, [x], device)
+    assert_same_function(lambda t: mt.gelu(t, approximate=approximate), composed, [x], device, fused)
 
 
+@modes
+@pytest.mark.parametrize('approximate', ['tanh', 'none'])
+def test_gelu_far_from_zero_is_x_or_zero(fused, approximate):
+    """Beyond |x| = 100 GELU is x or 0 to every float's precision: no inf * 0 = nan at +-inf or where
+    x^3 overflows, and the slope is exactly 1 or 0 (also its second derivative there: 0)."""
+    x = mt.tensor([-np.inf, -1e200, -150.0, 150.0, 1e200, np.inf], dtype=mt.float64, requires_grad=True)
+    with mt.fused(fused), np.errstate(over="ignore", invalid="ignore"):  # the fused gate squares x first: inf, then tanh(inf) = 1
+        y = mt.gelu(x, approximate=approximate)
+        (slope,) = mt.grad(y.sum(), x, create_graph=True)
+        (curvature,) = mt.grad(slope.sum(), x)
+    np.testing.assert_array_equal(y.numpy(), [0, 0, 0, 150, 1e200, np.inf])
+    np.testing.assert_array_equal(slope.numpy(), [0, 0, 0, 1, 1, 1])
+    np.testing.assert_array_equal(curvature.numpy(), np.zeros(6))
 
+
+@modes
 @pytest.mark.parametrize('approximate', ['tanh', 'none'])
 @pytest.mark.parametrize('dtype', [np.int8, np.int64, np.float16, np.float32])
-def test_gelu_of_any_dtype_follows_numpys_promotion(approximate, dtype):
+def test_gelu_of_any_dtype_follows_numpys_promotion(fused, approximate, dtype):
     """Ints give float64 (as numpy's tanh and erf do); floats keep their dtype."""
     x = np.array([-3, 0, 2], dtype=dtype)
-    y = mt.gelu(mt.tensor(x), approximate=approximate)
+    with mt.fused(fused):
+        y = mt.gelu(mt.tensor(x), approximate=approximate)
+        exact = mt.gelu(mt.tensor(x.astype(np.float64)), approximate=approximate).numpy()
     assert y.dtype == np.result_type(dtype, 1.0)
-    np.testing.assert_allclose(y.numpy(), mt.gelu(mt.tensor(x.astype(np.float64)), approximate=approximate).numpy(),
-                               rtol=0, atol=10 * np.finfo(y.dtype).eps)
+    np.testing.assert_allclose(y.numpy(), exact, rtol=0, atol=10 * np.finfo(y.dtype).eps)
+
+
+def fake_scipy(monkeypatch):
+    """A stand-in for scipy.special.erf, whose result dtype is its own (here float64 for every input)."""
+    special = types.ModuleType('scipy.special')
+    special.erf = np.vectorize(math.erf, otypes=[np.float64])
+    scipy = types.ModuleType('scipy')
+    scipy.special = special
+    monkeypatch.setitem(sys.modules, 'scipy', scipy)
+    monkeypatch.setitem(sys.modules, 'scipy.special', special)
+
+
+@pytest.mark.parametrize('scipy', ['scipy', 'no scipy'])
+@pytest.mark.parametrize('dtype', [np.float16, np.float32, np.float64, np.int64])
+def test_erf_returns_the_inputs_float_type_with_or_without_scipy(monkeypatch, scipy, dtype):
+    if scipy == 'scipy':
+        fake_scipy(monkeypatch)
+    else:
+        monkeypatch.setitem(sys.modules, 'scipy', None)  # `from scipy.special import erf` raises ImportError
+    x = np.array([-2, 0, 1], dtype=dtype)
+    y = backend.erf(x)
+    assert y.dtype == np.result_type(dtype, 1.0)
+    np.testing.assert_allclose(y, [math.erf(v) for v in x.tolist()], rtol=2 * np.finfo(y.dtype).eps)
+    assert mt.gelu(mt.tensor(x), approximate='none').dtype == y.dtype
+
 
 @devices
+@modes
 @given(data=st.data(), eps=st.sampled_from([1e-5, 0.1]))
-def test_layer_norm(device, data, eps):
+def test_layer_norm(device, fused, data, eps):
     x = data.draw(tensors(data.draw(nonscalar_shapes), device=device))
     gamma = data.draw(tensors(x.shape[-1:], device=device))
     beta = data.draw(tensors(x.shape[-1:], device=device))
     assume((x.numpy().std(-1) > 0.1).all() or x.shape[-1] == 1)  # var ~ eps: both right, but rounding differs
     assert_same_function(lambda *ts: mt.layer_norm(*ts, eps=eps),
-                         lambda *ts: layer_norm_composed(*ts, eps), [x, gamma, beta], device)
-
-
-# ---------------------------------------------------------------------------- fused for speed
-# nn.Linear's op, attention's mask + softmax: the lesson is not their insides, so the
-# engine runs them as one op; each must equal its composed twin, to first and second order.
-from microtensor.ops.attention import masked_softmax  # noqa: E402
-from microtensor.ops.linalg import linear  # noqa: E402
-from transformer import MultiHeadAttention, causal_mask  # noqa: E402
-from transformer.probes import SaturationProbe  # noqa: E402
-
-
-def linear_composed(x, W, b=None):
-    return x @ W if b is None else x @ W + b
+                         lambda *ts: layer_norm_composed(*ts, eps), [x, gamma, beta], device, fused)
 
 
 @devices
+@modes
 @pytest.mark.parametrize('bias', [True, False], ids=['bias', 'no_bias'])
 @given(data=st.data())
-def test_linear(device, bias, data):
+def test_linear(device, fused, bias, data):
     leading = data.draw(hnp.array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=3))  # x: 1-D to 3-D
     n_in, n_out = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4))
     inputs = [data.draw(tensors(leading + (n_in,), device=device)), data.draw(tensors((n_in, n_out), device=device))]
     inputs += [data.draw(tensors((n_out,), device=device))] if bias else []
-    assert_same_function(linear, linear_composed, inputs, device)
-    assert mt.gradcheck(linear, inputs)
-    assert mt.gradgradcheck(linear, inputs)
+    assert_same_function(mt.linear, linear_composed, inputs, device, fused)
 
 
 def random_mask(data, shape):
@@ -151,23 +205,27 @@ def random_mask(data, shape):
 
 
 @devices
+@modes
 @pytest.mark.parametrize('masked', [True, False], ids=['mask', 'no_mask'])
 @given(data=st.data())
-def test_masked_softmax(device, masked, data):
+def test_masked_softmax(device, fused, masked, data):
     s = data.draw(tensors(data.draw(hnp.array_shapes(min_dims=2, max_dims=4, min_side=1, max_side=4)), device=device))
     mask = random_mask(data, s.shape).to(device) if masked else None
-    composed = lambda t: (t if mask is None else mt.where(mask, t, -math.inf)).softmax(axis=-1)  # noqa: E731
-    assert_same_function(lambda t: masked_softmax(t, mask), composed, [s], device)
-    assert mt.gradcheck(lambda t: masked_softmax(t, mask), [s])
-    assert mt.gradgradcheck(lambda t: masked_softmax(t, mask), [s])
+    composed = lambda t: softmax_composed(t if mask is None else mt.where(mask, t, -math.inf))  # noqa: E731
+    assert_same_function(lambda t: mt.masked_softmax(t, mask), composed, [s], device, fused)
 
 
-def test_masked_softmax_weights_are_bit_for_bit_the_composed_ones():
-    """float32, the GPT's shapes: the lessons read the same numbers on either path."""
-    s = mt.randn(2, 4, 16, 16)
-    mask = causal_mask(16)
-    np.testing.assert_array_equal(masked_softmax(s, mask).numpy(), mt.where(mask, s, -math.inf).softmax().numpy())
-    np.testing.assert_array_equal(masked_softmax(s).numpy(), s.softmax().numpy())
+# ---------------------------------------------------------------------------- bit for bit
+def test_fused_linear_and_masked_softmax_are_bit_for_bit_their_composition():
+    """float32, the GPT's shapes: FusedLinear adds the bias in place into the product (the same
+    rounding as x @ W + b); FusedMaskedSoftmax is where + FusedSoftmax, in place."""
+    x, W, b = mt.randn(2, 16, 8), mt.randn(8, 24), mt.randn(24)
+    s, mask = mt.randn(2, 4, 16, 16), causal_mask(16)
+    with mt.fused():
+        np.testing.assert_array_equal(mt.linear(x, W, b).numpy(), (x @ W + b).numpy())
+        np.testing.assert_array_equal(mt.masked_softmax(s, mask).numpy(),
+                                      mt.where(mask, s, -math.inf).softmax().numpy())
+        np.testing.assert_array_equal(mt.masked_softmax(s).numpy(), s.softmax().numpy())
 
 
 @pytest.mark.parametrize('mask, error, message', [
@@ -175,30 +233,121 @@ def test_masked_softmax_weights_are_bit_for_bit_the_composed_ones():
     (np.ones((4, 3, 3), dtype=bool), ValueError, r"mask of shape \(4, 3, 3\) does not broadcast to .*\(2, 3, 3\)"),
     (np.ones((2, 3), dtype=bool), ValueError, r"mask of shape \(2, 3\) does not broadcast"),
 ])
-def test_masked_softmax_names_a_mask_it_cannot_use(mask, error, message):
-    with pytest.raises(error, match=message):
-        masked_softmax(mt.randn(2, 3, 3), mask)
+@modes
+def test_masked_softmax_names_a_mask_it_cannot_use(fused, mask, error, message):
+    with mt.fused(fused), pytest.raises(error, match=message):
+        mt.masked_softmax(mt.randn(2, 3, 3), mask)
 
 
-def test_mha_fused_and_unfused_agree_and_probes_read_the_same():
-    """MultiHeadAttention.fused: the same output, last_scores, last_weights (bit for bit) and
-    gradients; the saturation probe's table is the same either way."""
+def test_attention_textbook_and_fused_agree_and_probes_read_the_same():
+    """MultiHeadAttention with the fused layer off and on: the same output, last_scores, last_weights
+    and gradients (to float32 rounding); the saturation probe's table is the same either way."""
     x = mt.randn(2, 5, 8)
     runs = {}
-    for fused in (True, False):
+    for fused in (False, True):
         mt.manual_seed(0)
         m = MultiHeadAttention(8, 2)
-        m.fused = fused
-        with SaturationProbe(m) as probe:
+        with mt.fused(fused), SaturationProbe(m) as probe:
             out = m(x, mask=causal_mask(5))
             (out ** 2).sum().backward()
         runs[fused] = (out, m, probe)
-    (out_f, m_f, probe_f), (out_u, m_u, probe_u) = runs[True], runs[False]
-    for a, b in [(out_f, out_u), (m_f.last_scores, m_u.last_scores), (m_f.last_weights, m_u.last_weights)]:
-        np.testing.assert_array_equal(a.numpy(), b.numpy())
-    for p_f, p_u in zip(m_f.parameters(), m_u.parameters()):
-        np.testing.assert_allclose(p_f.grad.numpy(), p_u.grad.numpy(), rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(m_f.last_scores.grad.numpy(), m_u.last_scores.grad.numpy(), rtol=1e-5, atol=1e-8)
-    for r_f, r_u in zip(probe_f.rows(), probe_u.rows()):
-        assert r_f.stats == r_u.stats and r_f.grad_weights == r_u.grad_weights
-        assert r_f.grad_scores == pytest.approx(r_u.grad_scores, rel=1e-5)
+    (out_t, m_t, probe_t), (out_f, m_f, probe_f) = runs[False], runs[True]
+    for a, b in [(out_t, out_f), (m_t.last_scores, m_f.last_scores), (m_t.last_weights, m_f.last_weights)]:
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-7)
+    for p_t, p_f in zip(m_t.parameters(), m_f.parameters()):
+        np.testing.assert_allclose(p_t.grad.numpy(), p_f.grad.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(m_t.last_scores.grad.numpy(), m_f.last_scores.grad.numpy(), rtol=1e-5, atol=1e-7)
+    for r_t, r_f in zip(probe_t.rows(), probe_f.rows()):
+        assert r_t.stats == pytest.approx(r_f.stats, rel=1e-5, abs=1e-7)
+        assert r_t.grad_weights == pytest.approx(r_f.grad_weights, rel=1e-5)
+        assert r_t.grad_scores == pytest.approx(r_f.grad_scores, rel=1e-5)
+
+
+# ---------------------------------------------------------------------------- the switch
+def test_set_fused_returns_the_previous_setting_and_fused_restores_it():
+    mt.set_fused(False)  # (conftest gives the next test the run's setting back)
+    assert mt.set_fused(True) is False and mt.is_fused()
+    assert mt.set_fused(False) is True and not mt.is_fused()
+    with mt.fused():
+        assert mt.is_fused()
+        with mt.fused(False):
+            assert not mt.is_fused()
+        assert mt.is_fused()
+    assert not mt.is_fused()
+    with pytest.raises(ZeroDivisionError), mt.fused():
+        1 / 0
+    assert not mt.is_fused()  # also after the block raised
+    with pytest.raises(TypeError, match="set_fused: flag must be True or False, not int 1"):
+        mt.set_fused(1)
+
+
+def gpt_and_batch(dtype='float32'):
+    mt.manual_seed(0)
+    model = GPT(11, d_model=8, n_layers=2, n_heads=2, max_len=6).to(dtype=dtype)
+    return model, mt.randint(0, 11, (2, 6))
+
+
+def backward_ops(fused, dtype='float32'):
+    """(op names of a tiny GPT's backward_steps, {parameter name: gradient}) with the fused layer off or on."""
+    model, ids = gpt_and_batch(dtype)
+    with mt.fused(fused):
+        loss = next_token_loss(model(ids), ids)
+        names = [type(step.op).__name__ for step in mt.backward_steps(loss)]
+    return names, {name: p.grad.numpy() for name, p in model.named_parameters()}
+
+
+def test_a_gpt_backward_meets_the_textbook_ops_by_default_and_the_fused_ones_when_on():
+    textbook, grads_textbook = backward_ops(False, 'float64')
+    fused, grads_fused = backward_ops(True, 'float64')
+    assert {'Softmax', 'Where', 'GeluTanh', 'LayerNormOp', 'MatMul', 'Add'} <= set(textbook)
+    assert not [name for name in textbook if name.startswith('Fused')]
+    fused_ops = {name for name in fused if name.startswith('Fused')}
+    assert {'FusedLinear', 'FusedMaskedSoftmax', 'FusedGeluTanh', 'FusedLayerNorm'} <= fused_ops
+    assert 'Softmax' not in fused and 'GeluTanh' not in fused and len(fused) < len(textbook)
+    assert grads_textbook.keys() == grads_fused.keys()
+    for name in grads_textbook:
+        np.testing.assert_allclose(grads_fused[name], grads_textbook[name], rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+SHOW_OPS = ("import microtensor as mt; from transformer import GPT, next_token_loss; "
+            "m = GPT(11, d_model=8, n_layers=1, n_heads=2, max_len=6); ids = mt.randint(0, 11, (1, 6)); "
+            "print(mt.is_fused(), sorted({type(s.op).__name__ for s in mt.backward_steps(next_token_loss(m(ids), ids))}))")
+
+
+@pytest.mark.parametrize('setting, fused', [(None, False), ('1', True), ('0', False)])
+def test_microtensor_fused_in_the_environment_sets_the_default_for_a_whole_run(setting, fused):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    env.pop('MICROTENSOR_FUSED', None)
+    if setting is not None:
+        env['MICROTENSOR_FUSED'] = setting
+    out = subprocess.run([sys.executable, '-c', SHOW_OPS], env=env, capture_output=True, text=True, check=True,
+                         timeout=120).stdout
+    on, ops = out.split(' ', 1)
+    assert on == str(fused)
+    assert ('FusedLinear' in ops) == fused and ("'Softmax'" in ops) == (not fused)
+
+
+def test_a_microtensor_fused_setting_it_cannot_read_is_refused_with_the_values_it_takes():
+    env = dict(os.environ, PYTHONPATH=ROOT, MICROTENSOR_FUSED='fast')
+    done = subprocess.run([sys.executable, '-c', 'import microtensor'], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode != 0
+    assert "MICROTENSOR_FUSED='fast': use 1 (the fused layer on) or 0 (off, the default)" in done.stderr
+
+
+@pytest.mark.parametrize('flags, fused', [([], True), (['--no-fused'], False)], ids=['default', 'no-fused'])
+def test_train_gpt_trains_with_the_fused_layer_unless_told_not_to(tmp_path, monkeypatch, capsys, flags, fused):
+    from demos import train_gpt
+    from microtensor.autograd import Function
+    used, apply = set(), Function.apply.__func__
+
+    def recording_apply(cls, *inputs, **params):
+        used.add(cls.__name__)
+        return apply(cls, *inputs, **params)
+
+    monkeypatch.setattr(Function, 'apply', classmethod(recording_apply))
+    mt.set_fused(False)
+    train_gpt.main(['--d-model', '16', '--n-layers', '1', '--n-heads', '2', '--context', '16', '--batch-size', '4',
+                    '--sample-length', '0', '--steps', '2', '--out', str(tmp_path / 'run'), *flags])
+    assert ('FusedLinear' in used) == fused and ('Softmax' in used) == (not fused)
+    assert not mt.is_fused()  # the setting before the run is back

@@ -202,7 +202,7 @@ def test_selftest_table_covers_every_op(monkeypatch):
 
     monkeypatch.setattr(Function, 'apply', classmethod(recording_apply))
     selftest.run('cpu', 'float32')
-    ops = {cls for cls in _subclasses(Function) if cls.__module__.startswith('microtensor.ops.')}
+    ops = {cls for cls in _subclasses(Function) if cls.__module__.startswith(('microtensor.ops.', 'microtensor.fused.'))}
     # ToDevice is a no-op without a GPU; the 'to cpu and back' case runs it on one
     missing = sorted(cls.__name__ for cls in ops - used - {ToDevice})
     assert missing == [], f"ops not exercised by microtensor.selftest.CASES: {missing}"

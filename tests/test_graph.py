@@ -36,6 +36,15 @@ def test_known_expression_has_exactly_its_nodes_and_edges():
     assert shapes == {'x': '(1, 2)', 'W': '(2, 3)', 'MatMul': '(1, 3)', 'Tanh': '(1, 3)', 'Sum': '()'}
 
 
+def test_unnamed_leaves_say_what_they_are():
+    pytest.importorskip('graphviz', reason='the graphviz Python package is not installed (pip install graphviz)')
+    mt.manual_seed(0)
+    y = (mt.randn(2, 3, requires_grad=True) * mt.randn(2, 3)).sum()
+    labels, _ = parse(mt.draw_graph(y).source)
+    assert sorted(lines[:2] for lines in labels.values() if lines[0] not in ('Mul', 'Sum')) == \
+        [['constant', '(2, 3)'], ['leaf', '(2, 3)']]
+
+
 def test_every_node_shows_the_gradient_arriving_at_it():
     """Ops: |dL/d(output)|, as the backward loop hands it to the op; leaves: |dL/d(leaf)|."""
     pytest.importorskip('graphviz', reason='the graphviz Python package is not installed (pip install graphviz)')
@@ -154,7 +163,7 @@ def test_module_filter_and_max_depth_keep_a_deep_model_readable():
     assert 'from decoder.layers.0.ffn residual' in layer  # its input: a stub for layer 0's output
     assert 'Embedding' not in layer and 'NLLLoss' not in layer
     only = parse(mt.draw_graph(loss, module='decoder.layers.1.ffn residual').source)[0]
-    assert sorted(lines[0] for lines in only.values()) == ['Linear ...', 'ResidualAdd', 'ResidualAdd ...']  # x, F(x)
+    assert sorted(lines[0] for lines in only.values()) == ['Add ...', 'ResidualAdd', 'ResidualAdd ...']  # x, F(x)
     outside = parse(mt.draw_graph(loss, module='(no module)').source)[0]
     assert 'NLLLoss' in [lines[0] for lines in outside.values()]
 

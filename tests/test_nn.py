@@ -1,5 +1,6 @@
 """microtensor.nn: module registration, state_dict, devices, layers, init, gradient clipping."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -312,6 +313,25 @@ def test_init_is_reproducible_records_no_graph_and_rejects_bad_input():
         nn.init.kaiming_normal_(p, mode='fan_avg')
     assert nn.init.fans(mt.zeros(7)) == (7, 7) and nn.init.fans(mt.zeros(2, 3, 5)) == (3, 5)
     assert nn.init.calculate_gain('leaky_relu', 0.2) == pytest.approx(math.sqrt(2 / 1.04))
+
+
+@pytest.mark.filterwarnings('error::RuntimeWarning')  # refused with an error, not numpy's overflow warning
+def test_init_values_beyond_the_dtype_are_refused_and_leave_the_tensor_as_it_was():
+    p = nn.Parameter(mt.ones(3, 4))
+    for fill, kwargs in [(nn.init.normal_, dict(mean=0.0, std=1e300)), (nn.init.normal_, dict(mean=-1e300, std=1e300)),
+                         (nn.init.uniform_, dict(a=-1e308, b=1e308))]:
+        said = f"nn.init.{fill.__name__}: {', '.join(f'{k}={v}' for k, v in kwargs.items())}: the values overflow"
+        with pytest.raises(ValueError, match=re.escape(said + ' float32')):
+            fill(p, **kwargs)
+        assert p.tolist() == [[1.0] * 4] * 3
+    assert np.isfinite(nn.init.normal_(mt.zeros(3, dtype='float64'), std=1e300).numpy()).all()  # float64 holds them
+
+
+@pytest.mark.filterwarnings('error::RuntimeWarning')
+def test_clip_grad_norm_with_a_norm_type_near_zero_is_inf_without_a_warning():
+    p = nn.Parameter(mt.zeros(2))
+    p.grad = mt.tensor([1.0, 2.0])
+    assert nn.utils.clip_grad_norm_([p], max_norm=1.0, norm_type=1e-300) == math.inf  # ||g||_p grows without bound
 
 
 # ---------------------------------------------------------------------- clip_grad_norm_

@@ -302,3 +302,23 @@ def test_resuming_from_a_checkpoint_continues_the_loss_curve_exactly(tmp_path):
     schedule.load_state_dict(ckpt['schedule'])
     resumed = [train_step(model, opt, schedule, t) for t in range(ckpt['step'], 20)]
     assert resumed == uninterrupted[10:]  # bit for bit
+
+
+@pytest.mark.skipif(not hasattr(os, 'symlink'), reason='this system has no symbolic links')
+def test_save_onto_a_symbolic_link_writes_through_to_its_target_as_torch_save(tmp_path):
+    target_dir = tmp_path / 'store'
+    target_dir.mkdir()
+    target, link = target_dir / 'weights.npz', tmp_path / 'latest.npz'
+    mt.save({'w': mt.tensor([1.0, 2.0])}, target)
+    try:
+        os.symlink(target, link)
+    except OSError as error:  # (Windows without the privilege)
+        pytest.skip(f"cannot make a symbolic link here: {error}")
+    mt.save({'w': mt.tensor([3.0, 4.0])}, link)
+    assert os.path.islink(link) and os.path.realpath(link) == os.path.realpath(target)
+    np.testing.assert_array_equal(mt.load(target)['w'].numpy(), [3.0, 4.0])
+    assert sorted(os.listdir(tmp_path)) == ['latest.npz', 'store'] and os.listdir(target_dir) == ['weights.npz']
+    dangling = tmp_path / 'next.npz'
+    os.symlink(target_dir / 'new.npz', dangling)  # a link to a file not written yet: it is created
+    mt.save({'w': mt.tensor([5.0])}, dangling)
+    assert os.path.islink(dangling) and mt.load(target_dir / 'new.npz')['w'].tolist() == [5.0]

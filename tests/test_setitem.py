@@ -1,5 +1,5 @@
 """buf[idx] = y: a differentiable write (SetItem), last write wins; without a graph it equals
-numpy's and bumps the in-place counter (issue 8 §1).
+numpy's and bumps the in-place counter.
 """
 import numpy as np
 import pytest

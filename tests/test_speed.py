@@ -1,6 +1,7 @@
 """What makes a training step fast must not change what it computes: malloc tuning at
 import, gradients summed in place only into arrays the engine made, and a float32 step
-that never computes in float64; row blocks change no bit.  (Timings live in benchmarks/.)"""
+that never computes in float64 (textbook or fused); the fused layer's row blocks change no
+bit.  (Timings live in benchmarks/.)"""
 import os
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from hypothesis.extra import numpy as hnp
 import microtensor as mt
 from microtensor import optim
 from microtensor.autograd import Function
-from microtensor.ops.attention import masked_softmax
+from microtensor.fused import rows
 from microtensor.ops.elementwise import Add
 from transformer import GPT, next_token_loss
 
@@ -26,7 +27,7 @@ def tuned_in_a_fresh_process(setting):
     env.pop('MICROTENSOR_MALLOC_TUNING', None)
     if setting is not None:
         env['MICROTENSOR_MALLOC_TUNING'] = setting
-    out = subprocess.run([sys.executable, '-c', 'import microtensor; print(microtensor.backend.malloc_tuned)'],
+    out = subprocess.run([sys.executable, '-c', 'import microtensor; print(microtensor.malloc_tuning.tuned)'],
                          env=env, capture_output=True, text=True, check=True).stdout
     return out.strip() == 'True'
 
@@ -98,7 +99,8 @@ def test_create_graph_sums_out_of_place_and_stays_differentiable():
 
 
 # ---------------------------------------------------------------------------- float32 all the way
-def test_a_float32_gpt_step_never_makes_a_float64_array(monkeypatch):
+@pytest.mark.parametrize('fused', [False, True], ids=['textbook', 'fused'])
+def test_a_float32_gpt_step_never_makes_a_float64_array(monkeypatch, fused):
     """Every op output and gradient (each goes through Tensor._wrap), and the optimizer's
     parameters and state, stay float32: no Python or numpy scalar promotes the step."""
     mt.manual_seed(0)
@@ -113,11 +115,12 @@ def test_a_float32_gpt_step_never_makes_a_float64_array(monkeypatch):
         return wrap(cls, array)
 
     monkeypatch.setattr(mt.Tensor, '_wrap', classmethod(recording_wrap))
-    for _ in range(2):  # the second step runs Adam with its state
-        loss = next_token_loss(model(ids), ids)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    with mt.fused(fused):
+        for _ in range(2):  # the second step runs Adam with its state
+            loss = next_token_loss(model(ids), ids)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
     assert 'float32' in dtypes and not {'float64', 'float16'} & dtypes, dtypes
     assert {p.dtype.name for p in model.parameters()} == {'float32'}
     assert {p.grad.dtype.name for p in model.parameters()} == {'float32'}
@@ -127,9 +130,10 @@ def test_a_float32_gpt_step_never_makes_a_float64_array(monkeypatch):
 
 # ---------------------------------------------------------------------------- row blocks
 def fused_ops_on(x, gamma, beta, scores, mask):
-    """Outputs and input gradients of the ops that run in row blocks (backend.by_rows)."""
-    outs = [mt.gelu(x), mt.layer_norm(x, gamma, beta), masked_softmax(scores, mask), masked_softmax(scores.T)]
-    grads = mt.grad(sum((y * y).sum() for y in outs), [x, gamma, beta, scores])
+    """Outputs and input gradients of the ops that run in row blocks (rows.by_rows)."""
+    with mt.fused():
+        outs = [mt.gelu(x), mt.layer_norm(x, gamma, beta), mt.masked_softmax(scores, mask), mt.masked_softmax(scores.T)]
+        grads = mt.grad(sum((y * y).sum() for y in outs), [x, gamma, beta, scores])
     return [t.numpy() for t in outs + list(grads)]
 
 
@@ -140,9 +144,9 @@ def test_row_blocks_give_the_same_numbers_bit_for_bit(monkeypatch):
     gamma, beta = mt.randn(32, requires_grad=True), mt.randn(32, requires_grad=True)
     scores = mt.randn(2, 3, 24, 24, requires_grad=True)
     mask = mt.tensor(np.tril(np.ones((24, 24), dtype=bool)))
-    monkeypatch.setattr(mt.backend, 'BLOCK', 2**40)
+    monkeypatch.setattr(rows, 'BLOCK', 2**40)
     whole = fused_ops_on(x, gamma, beta, scores, mask)
-    monkeypatch.setattr(mt.backend, 'BLOCK', 64)
+    monkeypatch.setattr(rows, 'BLOCK', 64)
     for a, b in zip(whole, fused_ops_on(x, gamma, beta, scores, mask)):
         np.testing.assert_array_equal(a, b)
 
@@ -159,50 +163,56 @@ def test_max_along_and_sum_along_are_max_and_sum(x, data):
     axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
     if x.shape[axis] == 0:
         with pytest.raises(ValueError):
-            mt.backend.max_along(x, axis)
+            rows.max_along(x, axis)
     else:
-        np.testing.assert_array_equal(mt.backend.max_along(x, axis), x.max(axis=axis, keepdims=True))
+        np.testing.assert_array_equal(rows.max_along(x, axis), x.max(axis=axis, keepdims=True))
     finite = np.nan_to_num(x, posinf=0, neginf=0) / 4  # no overflow in either sum
     with np.errstate(all='ignore'):
         expected = finite.astype(np.float64).sum(axis=axis, keepdims=True)
-    np.testing.assert_allclose(mt.backend.sum_along(finite, axis), expected,
+    np.testing.assert_allclose(rows.sum_along(finite, axis), expected,
                                rtol=1e-5, atol=1e-6 * np.abs(finite).sum(axis=axis, keepdims=True).max(initial=1))
 
 
 def test_vs_torch_benchmark_runs_without_torch(tmp_path):
-    """benchmarks/vs_torch.py with no PyTorch to compare against still times microtensor."""
+    """benchmarks/vs_torch.py with no PyTorch to compare against still times microtensor, fused and
+    textbook, and prints the load average."""
     out = subprocess.run([sys.executable, os.path.join(ROOT, 'benchmarks', 'vs_torch.py'),
                           '--torch-python', str(tmp_path / 'no-python'), '--d-models', '64', '--threads', '1',
                           '--rounds', '1', '--steps', '1', '--warmup', '0'],
                          capture_output=True, text=True, check=True, timeout=120).stdout
-    assert 'microtensor only' in out
-    row = out.strip().splitlines()[-1].split('|')
-    assert row[1].strip() == '64' and float(row[3]) > 0 and abs(float(row[6]) - np.log(65)) < 0.1  # loss ~ ln(vocab)
+    assert 'microtensor only' in out and "fused layer on" in out
+    assert 'load average before: ' in out and 'load average after: ' in out
+    fused, textbook = [line.split('|') for line in out.splitlines() if line.startswith('| 64 | 1 |')]
+    assert float(fused[3]) > 0 and abs(float(fused[6]) - np.log(65)) < 0.1  # loss ~ ln(vocab)
+    assert float(textbook[3]) > 0 and float(textbook[5]) > 0  # its time, and its ratio to the fused step
 
 
 def test_the_gemm_benchmark_times_the_products_a_gpt_step_computes(monkeypatch):
-    """benchmarks/gemms.py (vs_torch.py --gemm) lists the same products, by shape, as a real step."""
+    """benchmarks/gemms.py (vs_torch.py --gemm) lists the same products, by shape, as a real step
+    (with the fused layer on, as the benchmarks run it)."""
     sys.path.insert(0, os.path.join(ROOT, 'benchmarks'))
     import gemms
-    from microtensor.ops.linalg import Linear, MatMul
+    from microtensor.fused.linear import FusedLinear
+    from microtensor.ops.linalg import MatMul
     seen = []
 
     def recording(op):
         real = op.forward
 
         def forward(self, a, b, *rest):
-            if op is Linear or (b.ndim == 2 and a.ndim > 2):  # both run as one 2-D product
+            if op is FusedLinear or (b.ndim == 2 and a.ndim > 2):  # both run as one 2-D product
                 seen.append(((int(np.prod(a.shape[:-1])), a.shape[-1]), b.shape))
             else:
                 seen.append((a.shape, b.shape))
             return real(self, a, b, *rest)
         monkeypatch.setattr(op, 'forward', forward)
 
-    recording(Linear)
+    recording(FusedLinear)
     recording(MatMul)
     sizes = dict(d_model=8, vocab=5, n_layers=2, n_heads=2, context=4, batch=3)
     model = GPT(sizes['vocab'], d_model=8, n_layers=2, n_heads=2, max_len=4)
     ids = mt.randint(0, sizes['vocab'], (sizes['batch'], sizes['context']))
-    next_token_loss(model(ids), ids).backward()
+    with mt.fused():
+        next_token_loss(model(ids), ids).backward()
     listed = [(tuple(a.shape), tuple(b.shape)) for a, b in gemms.operands('numpy', **sizes)]
     assert len(listed) == 51 and sorted(listed) == sorted((tuple(a), tuple(b)) for a, b in seen)

@@ -97,7 +97,7 @@ CONSTRUCTORS = [
     (GPT, dict(vocab_size=7, **TINY), 'd_ff', optional_size, None),
     (GPT, dict(vocab_size=7, **TINY), 'n_kv_heads', lambda v: v is None or (size(v) and 2 % v == 0), None),
     (GPT, dict(vocab_size=7, **TINY), 'dropout', probability, None),
-    (GPT, dict(vocab_size=7, **TINY), 'init_std', non_negative, None),
+    (GPT, dict(vocab_size=7, **TINY), 'init_std', lambda v: non_negative(v) and v <= 3.4e37, None),
     (GPT, dict(vocab_size=7, **TINY), 'tie_weights', flag, None),
     (GPT, dict(vocab_size=7, **TINY), 'norm', one_of('pre', 'post'), None),
     (GPT, dict(vocab_size=7, **TINY), 'positional', one_of('sinusoidal', 'learned', 'rope', 'alibi', 'none'), None),

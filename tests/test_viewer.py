@@ -69,7 +69,7 @@ def test_graph_nodes_and_edges_follow_the_steps():
     assert data['modules'][:3] == ['final_norm', 'layers', 'layers.0']
     assert [s['g'] for s in data['steps']] == pytest.approx([s.grad_in for s in viewer.steps], rel=1e-5)
     assert [data['tensors'][s['y']] for s in data['steps'][:3]] == ['Sum output ()', 'Mul output (2, 3, 8)',
-                                                                   'LayerNorm output (2, 3, 8)']
+                                                                   'LayerNormOp output (2, 3, 8)']
 
 
 def test_a_gated_residual_is_named_by_its_sub_layer_too():
@@ -152,8 +152,8 @@ def test_values_then_steps_are_left_out_beyond_max_bytes():
     data = page_data(viewer.html())
     assert len(viewer.html().encode()) <= viewer.max_bytes
     assert 0 < len(data['values']) < len(data['steps']) == len(viewer.steps)
-    assert data['notes'] == [f"Values are shown for the first {len(data['values'])} of {len(viewer.steps)} steps, "
-                             f"to stay under max_bytes={viewer.max_bytes}."]
+    assert data['notes'][-1:] == [f"Values are shown for the first {len(data['values'])} of {len(viewer.steps)} "
+                                  f"steps, to stay under max_bytes={viewer.max_bytes}."]  # (after a layout note)
 
 
 def test_a_long_chain_without_modules_is_drawn_in_runs_of_steps():
@@ -179,9 +179,9 @@ def test_mlp_in_a_sequential_gets_module_names_and_a_title():
     with mt.record_modules(model):
         loss = model(mt.randn(5, 3)).mean()
     viewer = mt.BackpropViewer(loss, params=model, title='MLP')
-    assert [s.module for s in viewer.steps] == [None, None, '2', '1', '0']
+    assert [s.module for s in viewer.steps] == [None, None, '2', '2', '1', '0', '0']  # Linear: Add, MatMul
     assert viewer.title == 'MLP' and '<title>MLP</title>' in viewer.html()
-    assert repr(viewer) == f'<BackpropViewer of 5 ops, {len(viewer.nodes)} nodes>'
+    assert repr(viewer) == f'<BackpropViewer of 7 ops, {len(viewer.nodes)} nodes>'
 
 
 def test_lessons_write_their_viewers_with_html(tmp_path, monkeypatch, capsys):
@@ -192,10 +192,10 @@ def test_lessons_write_their_viewers_with_html(tmp_path, monkeypatch, capsys):
         with pytest.raises(SystemExit):  # --help lists --html
             lesson.main(['--help'])
         assert '--html' in capsys.readouterr().out
-    grads, _, _ = residual_highway.layer_gradients('pre', True, n_layers=2, d_model=8, B=2, T=3, html='residual')
-    assert grads == residual_highway.layer_gradients('pre', True, n_layers=2, d_model=8, B=2, T=3)[0]
-    numbers = softmax_saturation.saturation(64, False, n=2, T=4, html='unscaled')
-    assert numbers == softmax_saturation.saturation(64, False, n=2, T=4)
+    grads, _, _ = residual_highway.layer_gradients('pre', True, n_layers=2, d_model=8, B=2, n=3, html='residual')
+    assert grads == residual_highway.layer_gradients('pre', True, n_layers=2, d_model=8, B=2, n=3)[0]
+    numbers = softmax_saturation.saturation(64, False, B=2, n=4, html='unscaled')
+    assert numbers == softmax_saturation.saturation(64, False, B=2, n=4)
     article_trace.save_backward_viewer()
     out = capsys.readouterr().out
     pages = {name: (tmp_path / 'runs' / f'{name}.html').read_text(encoding='utf-8')
@@ -212,3 +212,75 @@ def test_lessons_write_their_viewers_with_html(tmp_path, monkeypatch, capsys):
     assert [data['tensors'][x['x']] for x in softmax['sent']] == ['s (scores) (2, 4, 4)']
     data = page_data(pages['article_trace'])
     assert 'encoder.layers.1.ffn' in data['modules'] and data['steps'][-1]['m'] == 'embed'
+
+
+# ---------------------------------------------------------------------- colour scale, names, bad arguments
+def test_the_colour_scale_is_the_pages_norms_or_the_scale_given():
+    loss, encoder, _ = encoder_loss()
+    viewer = mt.BackpropViewer(loss, params=encoder, retain_graph=True)
+    norms = [g for s in viewer.steps for g in (s.grad_in, *s.sent) if g]
+    assert viewer.norm_range == (min(norms), max(norms))
+    low, high = page_data(viewer.html())['scale']  # at most 12 powers of ten: below, all one colour
+    assert high == pytest.approx(np.log10(max(norms))) and low == pytest.approx(max(np.log10(min(norms)), high - 12))
+    viewer.scale = (1e-9, 1e3)  # set after recording: the page is rebuilt with it
+    assert page_data(viewer.html())['scale'] == pytest.approx([-9, 3])
+    other = mt.BackpropViewer(loss * 1e4, params=encoder, scale=(1e-9, 1e3))
+    assert page_data(other.html())['scale'] == pytest.approx([-9, 3])
+    lo, hi = mt.inspect.shared_scale(viewer, other)
+    assert hi == pytest.approx(max(other.norm_range)) and lo == pytest.approx(max(min(norms), hi * 1e-12))
+    assert np.log10(mt.inspect.shared_scale(viewer)) == pytest.approx([low, high])
+    tiny = mt.BackpropViewer((mt.randn(3, requires_grad=True) * 1).sum())  # every norm alike: one decade
+    assert mt.inspect.shared_scale(tiny) == pytest.approx((tiny.norm_range[1] / 10, tiny.norm_range[1]))
+    for bad, error in [((1.0,), TypeError), ('1e-3, 1', TypeError), ((0, 1), ValueError), ((2, 1), ValueError),
+                       ((1e-3, float('inf')), ValueError), (('a', 1), TypeError)]:
+        with pytest.raises(error, match=r'BackpropViewer: scale'):
+            mt.BackpropViewer(loss, params=encoder, scale=bad)
+
+
+def test_lesson_pages_share_one_colour_scale(tmp_path, monkeypatch, capsys):
+    from demos import report, residual_highway
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(report, 'PAGES', {})
+    for residual in (True, False):
+        residual_highway.layer_gradients('pre', residual, n_layers=6, d_model=8, B=2, n=3,
+                                         html=f"page_{residual}")
+    scales = [page_data((tmp_path / 'runs' / f'page_{r}.html').read_text(encoding='utf-8'))['scale']
+              for r in (True, False)]
+    assert scales[0] == scales[1]
+    pages = report.PAGES['residual_highway']
+    own = [np.log10(v.norm_range) for v in pages.values()]
+    assert scales[0] == pytest.approx([min(o[0] for o in own), max(o[1] for o in own)])
+    assert own[0].tolist() != own[1].tolist()  # each page alone would have picked another
+
+
+def test_the_loss_ops_and_unnamed_constants_are_labelled():
+    mt.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+    with mt.record_modules(model):
+        out = model(mt.randn(5, 3))
+    loss = (out * mt.randn(5, 1)).sum()
+    viewer = mt.BackpropViewer(loss, params=model)
+    data = page_data(viewer.html())
+    assert [s.module for s in viewer.steps[:3]] == [None, None, '2'] and data['loss_steps'] == 2
+    svg = viewer.html()
+    assert re.search(r'>constant</text>\s*<text[^>]*>\(5, 1\)</text>', svg), 'the random constant says what it is'
+    bare = mt.BackpropViewer((mt.randn(3, requires_grad=True) * 2).sum())
+    assert page_data(bare.html())['loss_steps'] == 0  # no modules recorded: nothing to tell the loss by
+
+
+def test_bad_viewer_and_graph_arguments_name_the_argument_and_leave_no_grad():
+    x = mt.randn(3, requires_grad=True)
+    with pytest.raises(TypeError, match=r"BackpropViewer: tensor must be a Tensor .*not list"):
+        mt.BackpropViewer([x])
+    loss = (x * 2).sum()
+    for name, value in [('max_nodes', '10'), ('max_bytes', 2.5), ('max_nodes', 0)]:
+        with pytest.raises((TypeError, ValueError), match=rf"BackpropViewer: {name} must be an integer"):
+            mt.BackpropViewer(loss, retain_graph=True, **{name: value})
+    assert x.grad is None  # refused before the backward pass
+    with pytest.raises(ValueError, match='nothing to show'):
+        mt.BackpropViewer(x)
+    assert x.grad is None
+    with pytest.raises(TypeError, match=r"draw_graph: max_depth .* must be an integer >= 0 or None, not str '2'"):
+        mt.draw_graph(loss, max_depth='2')
+    with pytest.raises(ValueError, match=r"draw_graph: max_depth .* not -1"):
+        mt.draw_graph(loss, max_depth=-1)

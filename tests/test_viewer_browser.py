@@ -241,3 +241,56 @@ def test_next_click_filter_in_chromium(browser, tmp_path, layout):
     screenshot = tmp_path / f'viewer-{layout}.png'
     screenshot.write_bytes(base64.b64decode(browser.call('Page.captureScreenshot', format='png')['data']))
     assert screenshot.stat().st_size > 10_000  # a real picture, not an empty page
+
+
+def test_the_page_opens_fitted_at_the_loss_and_fits_the_page_on_request(browser, tmp_path):
+    mt.manual_seed(0)
+    encoder = Encoder(8, 8, 2, d_ff=16)  # a graph many times taller than the window
+    x = mt.randn(2, 3, 8, requires_grad=True, name='x')
+    with mt.record_modules(encoder):
+        out = encoder(x)
+    viewer = mt.BackpropViewer((out * mt.randn(*out.shape)).sum(), params=encoder)
+    open_page(browser, viewer, tmp_path / 'deep.html')
+    view = ("(() => { const p = document.getElementById('graph'), s = p.querySelector('svg'); "
+            "const r = p.getBoundingClientRect(), n = document.getElementById('n' + {node}).getBoundingClientRect(); "
+            "return {svgW: +s.getAttribute('width'), svgH: +s.getAttribute('height'), paneW: p.clientWidth, "
+            "paneH: p.clientHeight, inside: n.left >= r.left && n.right <= r.right && n.top >= r.top && "
+            "n.bottom <= r.bottom, module: document.getElementById('op-module').textContent}; })()")
+    view = view.replace('{node}', str(viewer.steps[0].node))
+    first = browser.js(view)
+    assert first['inside'], first                           # the loss, where the backward pass starts, in view
+    assert first['svgW'] <= first['paneW'] < first['svgH']   # the whole width, scrolled to the loss
+    assert first['module'].startswith('loss')                # the loss's ops are named
+    browser.click_element('#zoom-page')
+    page = browser.js(view)
+    assert page['svgW'] <= page['paneW'] and page['svgH'] <= page['paneH'] and page['inside'], page
+    browser.click_element('#zoom-fit')
+    wide = browser.js(view)
+    assert first['svgW'] - 20 < wide['svgW'] <= wide['paneW'] and wide['inside'], wide  # the width again
+
+
+def legend(browser):
+    return browser.js("[...document.querySelectorAll('#legend-bar span')].map(s => s.textContent)")
+
+
+def test_pages_of_one_lesson_share_one_colour_scale(browser, tmp_path, monkeypatch):
+    from demos import report
+    monkeypatch.setattr(report, 'PAGES', {})
+    mt.manual_seed(0)
+    x = mt.randn(4, 8, requires_grad=True)
+    losses = {'small': (x.tanh() * 1e-4).sum(), 'large': (x.tanh() * 1e3).sum()}
+    alone = {}
+    for name, loss in losses.items():
+        alone[name] = mt.BackpropViewer(loss, retain_graph=True)
+        report.save_viewer(name, loss, name, folder=str(tmp_path), group='lesson')
+    def look(path):  # the legend, and the colour of the loss's |g| (1 on both pages)
+        browser.call('Page.navigate', url=path.as_uri())
+        browser.wait_for("document.body && document.body.dataset.step === '0'")
+        return legend(browser), browser.js("document.getElementById('g-in-swatch').style.background")
+
+    shared = [look(tmp_path / f'{name}.html') for name in losses]
+    assert shared[0] == shared[1]       # one legend, and equal norms in equal colours
+    for name, viewer in alone.items():  # each page alone has a scale of its own
+        viewer.save(tmp_path / f'{name}-alone.html')
+    own = [look(tmp_path / f'{name}-alone.html') for name in losses]
+    assert own[0][0] != own[1][0] and own[0][1] != own[1][1]

@@ -16,6 +16,9 @@
     mlm.py          mlm_mask, mlm_loss, masked_accuracy (BERT's masked-language modelling)
     generate.py     generate (greedy, temperature, top-k; KV cache)
     rnn.py          RNNCell, RNN (the baseline attention replaced)
+    torch_bridge.py to_torch, from_torch, the parameter-name table, checkpoints both ways (.npz, no pickle)
+    torch_modules.py  the same models in plain PyTorch (imported, with torch, only when used)
+    torch_compare.py  compare_with_torch: gradients of both engines, one row per parameter
 """
 from .attention import KVCache, MultiHeadAttention, scaled_dot_product_attention
 from .embedding import TokenEmbedding
@@ -32,3 +35,6 @@ from .mlm import masked_accuracy, mlm_loss, mlm_mask
 from .generate import generate, pick_next, top_k_filter
 from .rnn import RNN, RNNCell
 from .mla import MultiHeadLatentAttention, use_latent_attention
+from .torch_bridge import (from_torch, load_microtensor_checkpoint, load_torch_state_dict, save_torch_state_dict,
+                           to_torch)
+from .torch_compare import compare_with_torch

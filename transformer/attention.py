@@ -27,7 +27,6 @@ import math
 
 import microtensor as mt
 from microtensor import argcheck, nn
-from microtensor.ops.attention import masked_softmax
 
 from . import checks
 from .positional import RelativePositionBias, RotaryEmbedding, alibi_bias
@@ -47,12 +46,11 @@ def scaled_dot_product_attention(q, k, v, mask=None, scale=None, bias=None, drop
     return output, weights
 
 
-def attend(q, k, v, mask=None, scale=None, bias=None, dropout=0.0, training=False, fused=False):
+def attend(q, k, v, mask=None, scale=None, bias=None, dropout=0.0, training=False):
     """scaled_dot_product_attention that also returns the scores fed to the softmax (before the mask).
 
-    fused=True masks and normalises in one op, MaskedSoftmax (microtensor/ops/attention.py):
-    the same weights, bit for bit, and a faster backward; the default builds Where + Softmax,
-    the ops a learner steps through.
+    The mask and the softmax are mt.masked_softmax: Where + Softmax, the ops a learner steps
+    through, or one op, FusedMaskedSoftmax, with the fused layer on (mt.fused()).
     """
     if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise ValueError(f"attention: q {q.shape}, k {k.shape}, v {v.shape} do not fit "
@@ -63,10 +61,7 @@ def attend(q, k, v, mask=None, scale=None, bias=None, dropout=0.0, training=Fals
         scores = scores + bias
     if mask is not None:
         _check_mask(mask, scores.shape)
-    if fused:
-        weights = masked_softmax(scores, mask)
-    else:
-        weights = (scores if mask is None else mt.where(mask, scores, -math.inf)).softmax(axis=-1)
+    weights = mt.masked_softmax(scores, mask)
     return mt.dropout(weights, dropout, training) @ v, weights, scores
 
 
@@ -148,10 +143,7 @@ class MultiHeadAttention(nn.Module):
     and keys come from two different sequences).
     After each forward: last_scores (scaled scores + bias, before mask and softmax) and
     last_weights (the softmax), both (B, h, T_q, T_k) graph tensors, for inspection.
-    fused (class attribute, True): mask + softmax as one op (the same numbers; see attend);
-    set it to False on a module to step through Where and Softmax instead.
     """
-    fused = True
 
     def __init__(self, d_model, n_heads, n_kv_heads=None, bias=True, dropout=0.0, rope=False, alibi=False,
                  scale=None, shared_qk=False, relative=False):
@@ -213,7 +205,7 @@ class MultiHeadAttention(nn.Module):
             bias = self.relative_bias(T_q, K.shape[-2], offset)
         heads, self.last_weights, self.last_scores = attend(
             Q, K, V, mask, self.scale if self.log_scale is None else self.log_scale.exp(), bias, self.dropout,
-            self.training, self.fused)    # (B, h, T_q, d_k)
+            self.training)                # (B, h, T_q, d_k)
         return self.W_O(merge_heads(heads))                                   # Concat(head_1, ..., head_h) W_O
 
     def _repeat_kv(self, X):

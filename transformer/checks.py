@@ -10,6 +10,8 @@ before any arithmetic (see microtensor/argcheck.py for the message format).
 import microtensor as mt
 from microtensor import argcheck
 
+MAX_INIT_STD = 3.4e37  # a tenth of float32's largest value: 10-sigma weights stay finite
+
 
 def _size(value, where, name):
     return argcheck.integer(value, where, name, min=1)
@@ -27,6 +29,10 @@ def _non_negative(value, where, name):
     return argcheck.number(value, where, name, min=0)
 
 
+def _init_std(value, where, name):  # larger, and some float32 weights would overflow to inf
+    return argcheck.number(value, where, name, min=0, max=MAX_INIT_STD)
+
+
 def _optional_positive(value, where, name):
     return argcheck.number(value, where, name, min=0, min_open=True, allow_none=True)
 
@@ -36,7 +42,8 @@ RULES = {
                      'd_in', 'd_hidden', 'num_features', 'd_k', 'd_c'], _size),
     **dict.fromkeys(['d_ff', 'n_kv_heads', 'n_classes', 'd_rope', 'd_head', 'd_cq'], _optional_size),
     **dict.fromkeys(['dropout', 'momentum'], _probability),
-    **dict.fromkeys(['init_std', 'eps'], _non_negative),
+    'eps': _non_negative,
+    'init_std': _init_std,
     'alpha': argcheck.number,
     'scale': _optional_positive,  # attention's score scale (None: 1 / sqrt(d_k))
     **dict.fromkeys(['tie_weights', 'residual', 'rope', 'alibi', 'cross_attention', 'bias',

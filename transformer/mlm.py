@@ -31,7 +31,8 @@ def mlm_mask(ids, mask_id, vocab_size, p=0.15, mask_share=0.8, random_share=0.1,
     a uniform random token from 0 .. vocab_size - 1 with probability random_share, left
     as they are otherwise.  Keep [MASK] and the other special ids outside 0 .. vocab_size - 1
     so that a random replacement is an ordinary token.  pad_id positions are never chosen.
-    Randomness: mt's generator (mt.manual_seed).
+    Randomness: mt's generator (mt.manual_seed).  Both come back as int64, whatever the ids'
+    dtype (as PyTorch's class targets are): IGNORE and mask_id may not fit in uint8 ids.
     """
     if not isinstance(ids, mt.Tensor) or ids.dtype.kind not in 'iu' or ids.ndim != 2:
         raise TypeError(f"mlm_mask: ids must be a (B, T) integer Tensor, got "
@@ -45,16 +46,17 @@ def mlm_mask(ids, mask_id, vocab_size, p=0.15, mask_share=0.8, random_share=0.1,
         raise ValueError(f"mlm_mask: need mask_share + random_share <= 1 (the rest is left unchanged), got "
                          f"mask_share={mask_share}, random_share={random_share}")
     shape, device = ids.shape, ids.device
+    ids = ids.to(mt.int64)  # IGNORE (-100) and mask_id need not fit the ids' own dtype (uint8, uint16)
     chosen = mt.rand(*shape, device=device) < p
     if pad_id is not None:
         chosen = chosen & (ids != pad_id)
     action = mt.rand(*shape, device=device)               # one draw decides [MASK] / random / kept
     to_mask = chosen & (action < mask_share)
     to_random = chosen & (action >= mask_share) & (action < mask_share + random_share)
-    random_ids = mt.randint(0, vocab_size, shape, device=device).astype(ids.dtype)
+    random_ids = mt.randint(0, vocab_size, shape, device=device)
     inputs = mt.where(to_mask, mask_id, mt.where(to_random, random_ids, ids))
     labels = mt.where(chosen, ids, IGNORE)
-    return inputs.astype(ids.dtype), labels.astype(ids.dtype)
+    return inputs, labels
 
 
 def mlm_loss(logits, labels):

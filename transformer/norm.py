@@ -31,7 +31,7 @@ class LayerNorm(nn.Module):
         self.beta = nn.Parameter(mt.zeros(d_model))
 
     def forward(self, x):
-        return mt.layer_norm(x, self.gamma, self.beta, self.eps)  # one fused op (microtensor/ops/nn.py)
+        return mt.layer_norm(x, self.gamma, self.beta, self.eps)  # one op, LayerNormOp (microtensor/ops/nn.py)
 
     def extra_repr(self):
         return f"d_model={self.d_model}, eps={self.eps}"

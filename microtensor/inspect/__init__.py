@@ -5,7 +5,8 @@
     modules.py   record_modules(model): remember which module made each op (for the two below)
     graph.py     draw_graph(tensor): the graph as a graphviz.Digraph, modules as clusters
     flow.py      gradient_flow(model, optimizer): per-parameter |grad|, |W|, update/weight
-    viewer.py    BackpropViewer(loss).save('backprop.html'): step through the pass in a browser
+    viewer.py    BackpropViewer(loss).save('backprop.html'): step through the pass in a browser;
+                 shared_scale(a, b): one colour scale for several pages
     layout.py    ... its graph laid out as SVG (Graphviz's dot, or a layered layout without it)
 
 All of them are built on the engine's own loop (autograd.backward_loop), hooks and
@@ -16,4 +17,4 @@ from .graph import draw_graph
 from .modules import module_of, record_modules
 from .steps import Step, backward_steps, norm
 from .trace import Trace, trace
-from .viewer import BackpropViewer
+from .viewer import BackpropViewer, shared_scale

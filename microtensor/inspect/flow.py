@@ -3,7 +3,7 @@
     loss.backward()
     flow = mt.gradient_flow(model, optimizer)   # takes the step itself, comparing W before and after
     print(flow)                                  # |grad|, |W|, |dW| / |W| per parameter
-    flow.plot('flow.png')                        # the same as bars, when matplotlib is installed
+    flow.plot('flow.png')                        # the same as points on log axes (needs matplotlib)
 
 Works with any nn.Module and any optimizer with a step() method: the weights are
 copied before the step and compared after it, so nothing depends on how the
@@ -40,8 +40,9 @@ class FlowReport(Rows):
         lines = [(r.name, str(r.shape), fmt(r.grad), fmt(r.weight), fmt(r.update)) for r in self.rows]
         return format_table(header, lines, '<<>>>')
 
-    def plot(self, path=None):
-        """Bars of |grad| and |dW|/|W| per parameter (log scale); saved to `path` if given.
+    def plot(self, path=None, title='Gradient flow: one step, per parameter'):
+        """|grad| and |dW|/|W| per parameter, as points on log axes (a bar's length on a log axis
+        means nothing); saved to `path` if given.
 
         Returns the matplotlib Figure.  Needs matplotlib (pip install matplotlib).
         """
@@ -55,14 +56,19 @@ class FlowReport(Rows):
                               "(or pip install -e '.[demos]'); print(report) shows the same numbers") from None
         names = [r.name for r in self.rows]
         fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(max(6, 0.35 * len(names)), 6))
-        top.bar(names, [r.grad or 0 for r in self.rows], color='tab:blue')
-        top.set_yscale('log')
-        top.set_ylabel('|grad|')
-        bottom.bar(names, [r.update or 0 for r in self.rows], color='tab:orange')
-        bottom.axhline(1e-3, color='grey', linestyle='--', linewidth=1)
-        bottom.set_yscale('log')
-        bottom.set_ylabel('|dW| / |W|')
-        bottom.tick_params(axis='x', labelrotation=90)
+        for ax, values, label, color in ((top, [r.grad for r in self.rows], '|grad|', 'tab:blue'),
+                                         (bottom, [r.update for r in self.rows], '|dW| / |W|', 'tab:orange')):
+            shown = [(i, v) for i, v in enumerate(values) if v]  # None or 0 has no place on a log axis
+            ax.plot([i for i, _ in shown], [v for _, v in shown], 'o', color=color)
+            ax.set(yscale='log', ylabel=label)
+            ax.grid(True, which='major', axis='y', alpha=0.3)
+            if not shown:
+                ax.text(0.5, 0.5, 'no values (' + ('no optimizer given' if ax is bottom else 'no gradients') + ')',
+                        transform=ax.transAxes, ha='center', va='center')
+        bottom.axhline(1e-3, color='grey', linestyle='--', linewidth=1, label='1e-3: the rule-of-thumb update size')
+        bottom.legend(loc='best', fontsize=8)
+        bottom.set_xticks(range(len(names)), names, rotation=90)
+        top.set_title(title)
         fig.tight_layout()
         if path is not None:
             root, ext = os.path.splitext(os.fspath(path))

@@ -28,7 +28,7 @@ import os
 import shutil
 import warnings
 
-from .. import autograd
+from .. import argcheck, autograd
 from ..atomic_write import write_atomically
 from ..autograd import no_grad
 from .modules import in_module, leaf_module, module_of, scope_of
@@ -61,8 +61,8 @@ def draw_graph(tensor, params=None, path=None, title=None, grads=True, rankdir='
     graphviz = _import_graphviz()
     if rankdir not in RANKDIRS:
         raise ValueError(f"draw_graph: rankdir must be one of {RANKDIRS}, not {rankdir!r}")
-    if max_depth is not None and max_depth < 0:
-        raise ValueError(f"draw_graph: max_depth must be >= 0 (0 draws only the last op), not {max_depth}")
+    max_depth = argcheck.integer(max_depth, 'draw_graph', 'max_depth (0 draws only the last op)', min=0,
+                                 allow_none=True)
     names = tensor_names(params)
     made, depth = _walk(tensor)
     kept = [t for t in made if (max_depth is None or depth[id(t)] <= max_depth)
@@ -182,8 +182,7 @@ def _leaf_label(x, names, arriving):
     value = constant_value(x, name)
     if value is not None:
         return value
-    lines = [name] if name else []
-    lines.append(str(tuple(x.shape)))
+    lines = [name or ('leaf' if x.requires_grad else 'constant'), str(tuple(x.shape))]  # unnamed: what it is
     return '\n'.join(lines + _grad_line(x, arriving))
 
 

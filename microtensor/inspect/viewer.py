@@ -14,12 +14,19 @@ speed, click a node to jump to it, filter by module.  At each step it shows the 
 its formula (the op's docstring), the shapes, |g| = |dL/d(output)| arriving, the
 |gradient| sent to each input and, for the first rows and columns, the values.
 Edges already traversed are coloured by the gradient's norm on a log scale, so a
-vanishing path fades at a glance.
+vanishing path fades at a glance.  It opens at the loss (step 0), the graph fitted to
+the window; the ops before the first recorded module's are named as the loss's.
 
 Recorded with mt.backward_steps (the engine's own loop), so the steps are exactly
 loss.backward()'s.  Laid out by Graphviz's `dot` when the graphviz package and
 program are installed, else by a simple layered layout (layout.py): the page
 always works.  Everything is inline (no network): it opens from disk.
+
+Colours: each page spans the gradient norms it shows (.norm_range), on a log scale;
+scale=(lo, hi) fixes the span instead, so that pages side by side share one scale:
+
+    a, b = mt.BackpropViewer(loss_a), mt.BackpropViewer(loss_b)
+    a.scale = b.scale = mt.inspect.shared_scale(a, b)   # before .save(): equal colours, equal norms
 
 Size limits: above `max_nodes` nodes the graph shows one box per module (the finest
 module depth that fits) instead of one per op, and values (then whole steps) are
@@ -35,8 +42,9 @@ import os
 import re
 from typing import NamedTuple
 
-from .. import backend
+from .. import argcheck, backend
 from ..atomic_write import write_atomically
+from ..tensor import Tensor
 from . import layout
 from .graph import constant_value
 from .modules import leaf_module, module_of, scope_of
@@ -73,6 +81,8 @@ class BackpropViewer:
 
     params: a Module, or a dict {name: tensor}, naming the parameters (else tensor.name).
     layout: 'auto' (dot when installed, else layered), 'dot' or 'layered'.
+    scale: (lo, hi), the gradient norms at the two ends of the colour scale (log); None: the
+    page's own .norm_range.  May also be set later, before .html() or .save().
     max_nodes: above this many nodes, one node per module; max_bytes: the page's size limit
     (values, then steps, are left out beyond it; the drawing itself is bounded by max_nodes).
 
@@ -82,14 +92,45 @@ class BackpropViewer:
     """
 
     def __init__(self, tensor, grad=None, params=None, retain_graph=False, title=None, layout='auto',
-                 max_nodes=2000, max_bytes=4_000_000):
+                 max_nodes=2000, max_bytes=4_000_000, scale=None):
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"BackpropViewer: tensor must be a Tensor (the loss whose backward pass to show), "
+                            f"not {argcheck.describe(tensor)}")
+        if tensor.creator is None:  # refused before the pass, which would fill the leaf's .grad
+            raise ValueError(f"BackpropViewer: nothing to show: this tensor of shape {tuple(tensor.shape)} was not "
+                             "made by an op (it is a leaf), so its backward pass has no steps")
         if layout not in ('auto', 'dot', 'layered'):
             raise ValueError(f"BackpropViewer: layout must be 'auto', 'dot' or 'layered', not {layout!r}")
-        self.layout, self.max_nodes, self.max_bytes = layout, max_nodes, max_bytes
+        self.layout = layout
+        self.max_nodes = argcheck.integer(max_nodes, 'BackpropViewer', 'max_nodes', min=1)
+        self.max_bytes = argcheck.integer(max_bytes, 'BackpropViewer', 'max_bytes', min=1)
+        self.scale = scale
         self.nodes, self.edges, self.steps, self.values, self.formulas = [], [], [], [], {}
         self._record(tensor, grad, retain_graph, tensor_names(params))
         self.title = title or f"Backward pass: {len(self.steps)} ops"
-        self._html = None
+        self._drawing = None  # (graph, svg, notes): laid out once; the page is rebuilt when the scale changes
+
+    @property
+    def scale(self):
+        """(lo, hi): the gradient norms at the ends of the colour scale, or None (the page's own range)."""
+        return self._scale
+
+    @scale.setter
+    def scale(self, scale):
+        if scale is not None:
+            if isinstance(scale, (str, bytes)) or not hasattr(scale, '__len__') or len(scale) != 2:
+                raise TypeError(f"BackpropViewer: scale must be (lo, hi), two gradient norms, or None; not "
+                                f"{argcheck.describe(scale)}")
+            lo = argcheck.number(scale[0], 'BackpropViewer', 'scale[0] (lo)', min=0, min_open=True)
+            hi = argcheck.number(scale[1], 'BackpropViewer', 'scale[1] (hi)', min=lo, min_open=True)
+            scale = (lo, hi)
+        self._scale, self._html = scale, None
+
+    @property
+    def norm_range(self):
+        """(smallest, largest) positive finite gradient norm of the steps (None when there is none)."""
+        norms = [g for s in self.steps for g in (s.grad_in, *s.sent) if g is not None and 0 < g < math.inf]
+        return (min(norms), max(norms)) if norms else None
 
     # ------------------------------------------------------------------ recording
     def _record(self, tensor, grad, retain_graph, names):
@@ -121,9 +162,6 @@ class BackpropViewer:
             self.values.append((_values(step.grad_output), tuple(_values(gx) for gx in step.grad_inputs)))
             if step.op_name not in self.formulas:
                 self.formulas[step.op_name] = inspect.cleandoc(type(step.op).__doc__ or '(no docstring)')
-        if not self.steps:
-            raise ValueError(f"BackpropViewer: nothing to show: this tensor of shape {tuple(tensor.shape)} was not "
-                             "made by an op (it is a leaf), so its backward pass has no steps")
         self.done_at = [done_at.get(i) for i in range(len(self.nodes))]
         self.grad_norms = [norm(sums.get(i)) for i in range(len(self.nodes))]  # |dL/dx| per node
         for s in self.steps:
@@ -150,16 +188,31 @@ class BackpropViewer:
         return f"<BackpropViewer of {len(self.steps)} ops, {len(self.nodes)} nodes>"
 
     def _build(self):
-        notes = []
-        graph = _Graph.of(self)
-        if len(self.nodes) > self.max_nodes:
-            graph = graph.by_module(self.max_nodes)
-            notes.append(graph.note)
-        svg, layout_note = layout.svg(graph, self.layout)
-        if layout_note:
-            notes.append(layout_note)
-        data = graph.data(self, notes)
-        return _fit(self, data, svg, notes)
+        if self._drawing is None:
+            notes = []
+            graph = _Graph.of(self)
+            if len(self.nodes) > self.max_nodes:
+                graph = graph.by_module(self.max_nodes)
+                notes.append(graph.note)
+            svg, layout_note = layout.svg(graph, self.layout)
+            self._drawing = graph, svg, notes + [layout_note] * bool(layout_note)
+        graph, svg, notes = self._drawing
+        data = graph.data(self, list(notes))
+        return _fit(self, data, svg, data['notes'])
+
+    def _log_scale(self):
+        """[lo, hi] as powers of ten: the scale given, else the page's own (shared_scale of itself)."""
+        return [math.log10(g) for g in (self.scale or shared_scale(self))]
+
+
+def shared_scale(*viewers):
+    """(lo, hi): one colour scale for the pages of `viewers`, spanning all their gradient norms
+    (at most 12 powers of ten below the largest, at least one), for BackpropViewer's scale=."""
+    ranges = [v.norm_range for v in viewers if v.norm_range is not None]
+    if not ranges:
+        return (0.1, 1.0)
+    lo, hi = min(r[0] for r in ranges), max(r[1] for r in ranges)
+    return (min(max(lo, hi * 1e-12), hi / 10), hi)
 
 
 class _Graph:
@@ -235,9 +288,18 @@ class _Graph:
         nodes = [{k: _round(v, 6) if k == 'g' else v for k, v in n.items()
                   if k in ('kind', 'module', 'done', 'first', 'g', 'tip')}  # (a tip: groups only)
                  for n in self.nodes]
-        return dict(title=viewer.title, nodes=nodes, edges=[[a, b] for a, b, _ in self.edges], steps=steps,
+        return dict(title=viewer.title, scale=viewer._log_scale(), loss_steps=_loss_steps(viewer.steps),
+                    nodes=nodes, edges=[[a, b] for a, b, _ in self.edges], steps=steps,
                     tensors=[_describe(n) for n in viewer.nodes], formulas=viewer.formulas, notes=notes,
                     modules=sorted({m for s in viewer.steps if s.module for m in _prefixes(s.module)}))
+
+
+def _loss_steps(steps):
+    """How many steps the loss takes: those before the first op of a recorded module (the
+    backward pass starts at the loss, computed from the model's output outside its modules).
+    0 when no module was recorded: then nothing tells the loss from the model."""
+    first = next((s.index for s in steps if s.module is not None), None)
+    return 0 if first is None else first
 
 
 def _merge(nodes, key, ids):
@@ -292,8 +354,8 @@ def _label(n, short):
         name = name[len(n.module) + 1:]
     if n.kind == 'op':
         lines = [n.title, n.residual, name]
-    else:
-        lines = [n.title or name]
+    else:  # a leaf: its name, or a scalar constant's value, or what it is
+        lines = [n.title or name or ('leaf' if n.kind == 'param' else 'constant')]
     return '\n'.join([line for line in lines if line] + [str(n.shape)] * (n.kind == 'op' or not n.title))
 
 

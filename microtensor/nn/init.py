@@ -54,12 +54,20 @@ def _check_tensor(tensor):
         raise TypeError(f"nn.init: needs a floating-point tensor, not {tensor.dtype}")
 
 
-def _fill(tensor, make):
-    """tensor[...] = make(generator, shape, dtype), without recording a graph."""
+def _fill(tensor, make, what):
+    """tensor[...] = make(generator, shape, dtype), without recording a graph.
+
+    Values beyond the dtype's range (a mean, std or bound near float32's 3.4e38) would be
+    inf or nan: refused, naming `what` ('nn.init.normal_: mean=0.0, std=1e+300').
+    """
     _check_tensor(tensor)
     rng = backend.generator(tensor.device)
+    with backend.quiet_float_errors(tensor.data):  # the overflow is reported below, as an error
+        values = make(rng, tensor.shape, tensor.dtype)
+    if not bool(backend.array_module(values).isfinite(values).all()):
+        raise ValueError(f"{what}: the values overflow {tensor.dtype} (they would be inf or nan); use smaller ones")
     with no_grad():
-        tensor.copy_(make(rng, tensor.shape, tensor.dtype))
+        tensor.copy_(values)
     return tensor
 
 
@@ -68,14 +76,16 @@ def uniform_(tensor, a=0.0, b=1.0):
     a, b = argcheck.number(a, 'nn.init.uniform_', 'a'), argcheck.number(b, 'nn.init.uniform_', 'b')
     if a > b:
         raise ValueError(f"nn.init.uniform_: needs a <= b, got a={a}, b={b}")
-    return _fill(tensor, lambda rng, shape, dtype: a + (b - a) * rng.random(shape, dtype=dtype))
+    return _fill(tensor, lambda rng, shape, dtype: a + (b - a) * rng.random(shape, dtype=dtype),
+                 f"nn.init.uniform_: a={a}, b={b}")
 
 
 def normal_(tensor, mean=0.0, std=1.0):
     """Samples from N(mean, std**2)."""
     mean = argcheck.number(mean, 'nn.init.normal_', 'mean')
     std = argcheck.number(std, 'nn.init.normal_', 'std', min=0)
-    return _fill(tensor, lambda rng, shape, dtype: mean + std * rng.standard_normal(shape, dtype=dtype))
+    return _fill(tensor, lambda rng, shape, dtype: mean + std * rng.standard_normal(shape, dtype=dtype),
+                 f"nn.init.normal_: mean={mean}, std={std}")
 
 
 def constant_(tensor, value):

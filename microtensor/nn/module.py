@@ -13,7 +13,7 @@ optimizer all see the same deterministic order, with dotted names ('fc1.weight')
 """
 from collections import namedtuple
 
-from .. import argcheck, backend, convert
+from .. import argcheck, autograd, backend, convert
 from ..tensor import Tensor
 from .parameter import Parameter
 
@@ -70,11 +70,27 @@ class Module:
         for hook in self._forward_hooks:
             result = hook(self, args, out)
             if result is not None:
-                out = result
+                out = self._check_hook_result(hook, out, result)
         return out
 
+    def _check_hook_result(self, hook, out, result):
+        """A forward hook's replacement output: like the output (a Tensor of its shape for a Tensor, a
+        tuple as long for a tuple); else an error naming the hook and what it returned."""
+        if isinstance(out, Tensor):
+            fits, wanted = isinstance(result, Tensor) and result.shape == out.shape, f"an output of shape {out.shape}"
+        elif isinstance(out, tuple):
+            fits, wanted = isinstance(result, tuple) and len(result) == len(out), f"an output tuple of {len(out)}"
+        else:
+            fits = True
+        if not fits:
+            got = f"a Tensor of shape {result.shape}" if isinstance(result, Tensor) else autograd._what(result)
+            raise TypeError(f"{type(self).__name__}: the forward hook {autograd._name(hook)} returned {got} for "
+                            f"{wanted}; a forward hook returns None (keep the output) or a replacement like it")
+        return result
+
     def register_forward_hook(self, hook):
-        """Call hook(module, inputs, output) after each forward; a returned value replaces output.
+        """Call hook(module, inputs, output) after each forward; a returned value (a Tensor of the
+        output's shape, or a tuple as long) replaces output.
         Probes use this to record activations without touching the model's code."""
         self._forward_hooks.append(hook)
         return _HookHandle(self._forward_hooks, hook)
@@ -211,7 +227,8 @@ class Module:
     def load_state_dict(self, state, strict=True):
         """Copy the values in `state` (tensors or arrays) into this module's parameters and buffers.
 
-        Each value is copied onto the parameter's device and cast to its dtype.  Everything is
+        Each value is copied into the parameter's own memory (on its device, cast to its dtype), as
+        PyTorch does: the parameters stay the same objects over the same arrays.  Everything is
         checked before anything is copied: missing or unexpected keys (unless strict=False),
         values that are not arrays of numbers and shape mismatches raise a RuntimeError that
         lists them, and leave the model untouched.  A loaded tensor counts as changed in place
@@ -249,7 +266,7 @@ class Module:
             raise RuntimeError(f"{where}: nothing was loaded because of:\n  " + '\n  '.join(problems))
         for key, array in arrays.items():
             target = own[key]
-            target.data = backend.to_device(array, target.device).astype(target.dtype, copy=True)
+            target.data[...] = backend.to_device(array, target.device)  # into its memory, as PyTorch's copy_
             target._version[0] += 1
         return LoadResult(missing, unexpected)
 

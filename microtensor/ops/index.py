@@ -11,6 +11,11 @@ bools.  Before any backend call it checks
              there), so the engine checks itself: one reduction on the device per index
              array, then one host sync, and both backends raise the same IndexError.
 
+Integer index arrays become the platform's index type (intp, int64 on 64-bit systems):
+token ids stored as uint8 or uint16, as nanoGPT stores them, would otherwise overflow
+where the backward computes offsets from them (row * width), and send the gradient of
+one embedding row to another.
+
 Each index array is a private copy: GetItem's backward scatters g back through the same
 index, and an index array changed in place after the forward pass (ids[0] = 3) would
 send the gradient to other rows.  Indices are small next to the data they pick, so the
@@ -23,6 +28,9 @@ from .. import backend
 from ..convert import param_array
 from ..tensor import Tensor
 from ..argcheck import short
+
+
+INDEX_MAX = 2 ** (8 * backend.INDEX.itemsize - 1) - 1
 
 
 def is_basic(index):
@@ -56,7 +64,11 @@ def _part(p, x, op):
     if a.dtype.kind not in 'biu':
         raise IndexError(f"{op}: {short(p)} ({type(p).__name__} of {a.dtype}) is not a valid index: use ints, "
                          "slices, None, ..., or arrays (Tensors, lists) of ints or bools")
-    return a.copy() if a is p or isinstance(p, Tensor) else a
+    if a.dtype.kind == 'b':
+        return a.copy() if a is p or isinstance(p, Tensor) else a
+    if a.dtype == 'uint64' and a.size and bool((a > INDEX_MAX).any()):  # would wrap to negatives below
+        raise IndexError(f"{op}: index {int(a.max())} is out of bounds for every axis")
+    return a.astype(backend.INDEX)  # a new array (the private copy) in the platform's index type
 
 
 def _check(parts, shape, op):

@@ -1,6 +1,8 @@
-"""Matrix multiplication, batched over leading axes as numpy's `@`."""
+"""Matrix multiplication, batched over leading axes as numpy's `@`, and linear: x @ W + b."""
 from ..autograd import Function
-from ..convert import as_tensor
+from .. import promotion
+from ..fused import switch as fused_switch
+from ..fused.linear import FusedLinear
 from ..tensor import Tensor
 
 
@@ -31,11 +33,10 @@ class MatMul(Function):
 
 def matmul(a, b):
     """a @ b with numpy's rules: 1-D operands are promoted to matrices and squeezed back."""
-    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):  # a constant operand (an array, a list)
-        like = a if isinstance(a, Tensor) else b
-        if not isinstance(like, Tensor):
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype == b.dtype):  # a constant, or mixed dtypes
+        if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
             raise TypeError(f"matmul: needs a Tensor as a or b, got {type(a).__name__} and {type(b).__name__}")
-        a, b = as_tensor(a, like, 'matmul'), as_tensor(b, like, 'matmul')
+        a, b = promotion.operands('matmul', a, b)  # PyTorch's rule, as for a * b (int64 @ float32 -> float32)
     a_ndim, b_ndim = a.data.ndim, b.data.ndim
     if a_ndim == 0 or b_ndim == 0:
         raise ValueError(f"MatMul: scalars cannot be matrix-multiplied (shapes {a.shape} and {b.shape}); use *")
@@ -52,41 +53,17 @@ def matmul(a, b):
     return MatMul.apply(a, b)
 
 
-class Linear(Function):
-    """Y = X @ W + b,   X: (..., n_in), W: (n_in, n_out), b: (n_out,) or none -> Y: (..., n_out)
-        dL/dX = G @ W^T,   dL/dW = X^T @ G,   dL/db = G summed over every row
-
-    nn.Linear as one op: X and G are flattened to (rows, features), so each product is one
-    2-D matrix multiplication whatever X's leading axes, and the bias is added in place into
-    the product (an array this op just made) instead of by a second op with its own output.
-    """
-
-    def forward(self, x, w, b=None):
-        y = x.reshape(-1, x.shape[-1]) @ w
-        if b is not None:
-            if b.dtype == y.dtype:
-                y += b
-            else:  # e.g. a float64 bias on a float32 product: promote, as x @ W + b does
-                y = y + b
-        return y.reshape(x.shape[:-1] + w.shape[-1:])
-
-    def backward(self, g):
-        x, w = self.inputs[:2]
-        g_rows = g.reshape(-1, g.shape[-1])
-        gx = (g_rows @ w.T).reshape(x.shape) if self.needs_grad(0) else None
-        gw = x.reshape(-1, x.shape[-1]).T @ g_rows if self.needs_grad(1) else None
-        if len(self.inputs) == 2:
-            return gx, gw
-        return gx, gw, (g_rows.sum_to(self.inputs[2].shape) if self.needs_grad(2) else None)
-
-
 def linear(x, weight, bias=None):
-    """x @ weight + bias as one op (see Linear): x (..., n_in), weight (n_in, n_out), bias (n_out,)."""
+    """y = x @ weight + bias: x (..., n_in), weight (n_in, n_out), bias (n_out,) or None -> y (..., n_out).
+
+    Two ops, MatMul and Add (dL/dx = G @ W^T, dL/dW = x^T @ G, dL/db = G summed over the rows);
+    one, FusedLinear (microtensor/fused/linear.py), when the fused layer is on."""
     if x.ndim == 0 or weight.ndim != 2 or x.shape[-1] != weight.shape[0]:
         raise ValueError(f"linear: x {x.shape} @ weight {weight.shape} do not fit "
                          "(need x (..., n_in) and weight (n_in, n_out))")
-    if bias is None:
-        return Linear.apply(x, weight)
-    if bias.shape != weight.shape[1:]:
+    if bias is not None and bias.shape != weight.shape[1:]:
         raise ValueError(f"linear: bias has shape {bias.shape}, expected {weight.shape[1:]} (n_out,)")
-    return Linear.apply(x, weight, bias)
+    if fused_switch.enabled:
+        return FusedLinear.apply(x, weight) if bias is None else FusedLinear.apply(x, weight, bias)
+    y = x @ weight
+    return y if bias is None else y + bias

@@ -1,19 +1,22 @@
 """Neural-network ops whose math is the lesson: softmax, log-softmax, cross-entropy,
-layer norm, GELU, dropout.  Each is one fused op (one forward, one backward formula);
-tests/test_fused.py checks each against the same function built from primitives.
+layer norm, GELU, dropout.  Each is one op whose backward is the formula in its docstring,
+written on tensors (so second derivatives come for free).  The functional entry points at
+the end of each section pick the fused layer's op (microtensor/fused/) when it is on.
 """
 import math
 
 from .. import argcheck, backend
-from ..autograd import Function, is_grad_enabled
+from ..autograd import Function
 from ..convert import as_tensor, param_array, tensor_arg
+from ..fused import switch as fused_switch
 from ..tensor import Tensor
 from . import args
+from .elementwise import Erf
 
 
 class Softmax(Function):
-    """p = exp(x - max(x)) / sum(exp(x - max(x)))     (shifting by max(x) avoids overflow)
-        dL/dx = p * (g - sum(g * p))                      sums over `axis`
+    """p = exp(x - max(x)) / sum(exp(x - max(x)))     over `axis` (shifting by max(x) avoids overflow)
+        dL/dx = p * (g - sum(g * p))
 
     The Jacobian is diag(p) - p p^T: when one p_i -> 1 (saturation) every entry -> 0,
     which is why attention scores are divided by sqrt(d_k).
@@ -22,8 +25,8 @@ class Softmax(Function):
     def forward(self, x, axis):
         self.axis = axis = args.axis(axis, x.shape)
         xp = backend.array_module(x)
-        e = xp.exp(x - backend.max_along(x, axis))
-        return e / backend.sum_along(e, axis)
+        e = xp.exp(x - x.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
 
     def backward(self, g):
         p = self.output
@@ -31,14 +34,14 @@ class Softmax(Function):
 
 
 class LogSoftmax(Function):
-    """y = x - max(x) - log(sum(exp(x - max(x))))
+    """y = x - max(x) - log(sum(exp(x - max(x))))      over `axis`
         dL/dx = g - softmax(x) * sum(g),    softmax(x) = exp(y)"""
 
     def forward(self, x, axis):
         self.axis = axis = args.axis(axis, x.shape)
         xp = backend.array_module(x)
-        shifted = x - backend.max_along(x, axis)
-        return shifted - xp.log(backend.sum_along(xp.exp(shifted), axis))
+        shifted = x - x.max(axis=axis, keepdims=True)
+        return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
 
     def backward(self, g):
         y = self.output
@@ -46,11 +49,13 @@ class LogSoftmax(Function):
 
 
 def softmax(x, axis=-1):
-    return Softmax.apply(tensor_arg(x, 'softmax'), axis=axis)
+    x = tensor_arg(x, 'softmax')
+    return (FusedSoftmax if fused_switch.enabled else Softmax).apply(x, axis=axis)
 
 
 def log_softmax(x, axis=-1):
-    return LogSoftmax.apply(tensor_arg(x, 'log_softmax'), axis=axis)
+    x = tensor_arg(x, 'log_softmax')
+    return (FusedLogSoftmax if fused_switch.enabled else LogSoftmax).apply(x, axis=axis)
 
 
 class NLLLoss(Function):
@@ -111,66 +116,48 @@ def cross_entropy(logits, targets, ignore_index=None):
         example = int(targets[bad].ravel()[0])
         raise IndexError(f"cross_entropy: a target id is outside [0, {n_classes}) (e.g. {example}) for logits "
                          f"of shape {logits.shape}; check the vocabulary size or pass ignore_index")
-    return NLLLoss.apply(LogSoftmax.apply(logits, axis=-1), targets=targets, counted=counted)
+    return NLLLoss.apply(log_softmax(logits, axis=-1), targets=targets, counted=counted)
 
 
-class LayerNorm(Function):
-    """y = gamma * x_hat + beta,   x_hat = (x - mean(x)) / sqrt(var(x) + eps)   over the last axis (size D)
-        dL/dx = (dx_hat - mean(dx_hat) - x_hat * mean(dx_hat * x_hat)) / sqrt(var + eps),  dx_hat = g * gamma
-        dL/dgamma = sum(g * x_hat),   dL/dbeta = sum(g)     (the loop sums over the leading axes)
+class LayerNormOp(Function):
+    """y = gamma * x_hat + beta,   x_hat = (x - mu) / sigma,   over the last axis (size D), with
+    mu = mean(x),  sigma = sqrt(var(x) + eps)
+        dx_hat = g * gamma
+        dL/dx = (dx_hat - mean(dx_hat) - x_hat * mean(dx_hat * x_hat)) / sigma
+        dL/dgamma = g * x_hat,   dL/dbeta = g        (summed over the leading axes by the backward loop)
+
+    (The op of the module transformer.LayerNorm.)  The backward recomputes x_hat from x, on
+    tensors, so that it can itself be differentiated.
     """
 
     def forward(self, x, gamma, beta, eps):
         self.eps = eps
-        xp = backend.array_module(x)
-        y = xp.empty(x.shape, xp.result_type(x, gamma, beta))
-        self.x_hat, self.inv_std = xp.empty(x.shape, x.dtype), xp.empty(x.shape[:-1] + (1,), x.dtype)  # for backward
-
-        def layer_norm(x, y, x_hat_out, inv_std_out):  # a block of rows (backend.by_rows), into the outputs
-            x_hat_out[...], inv_std_out[...] = _normalise(x, eps)
-            xp.multiply(x_hat_out, gamma, out=y)
-            y += beta
-
-        backend.by_rows(layer_norm, x, y, self.x_hat, self.inv_std)
-        return y
+        x_hat, _ = normalise(x, eps)
+        return gamma * x_hat + beta
 
     def backward(self, g):
         x, gamma, _ = self.inputs
-        if not is_grad_enabled():  # the usual case: arrays, with the forward's x_hat and 1/std
-            xp = backend.array_module(g.data)
-            dx = xp.empty(x.shape, xp.result_type(g.data, gamma.data, x.data))
-
-            def layer_norm_dx(g, x_hat, inv_std, dx):
-                dx[...] = _layer_norm_dx(g * gamma.data, x_hat, inv_std)
-
-            backend.by_rows(layer_norm_dx, g.data, self.x_hat, self.inv_std, dx)
-            return Tensor._wrap(dx), g * Tensor._wrap(self.x_hat), g
-        x_hat, inv_std = _normalise(x, self.eps)  # create_graph=True: as tensors, so this backward is differentiable
-        return _layer_norm_dx(g * gamma, x_hat, inv_std), g * x_hat, g
+        x_hat, sigma = normalise(x, self.eps)
+        dx_hat = g * gamma
+        dx = (dx_hat - _mean(dx_hat) - x_hat * _mean(dx_hat * x_hat)) / sigma
+        return dx, g * x_hat, g
 
 
-# LayerNorm's pieces, written once for arrays (forward, backward) and tensors (create_graph).
-def _normalise(x, eps):
-    """x_hat = (x - mean(x)) / sqrt(var(x) + eps) and 1 / sqrt(var(x) + eps), over the last axis."""
-    centered = x - _row_mean(x)
-    inv_std = (_row_mean(centered * centered) + eps) ** -0.5
-    return centered * inv_std, inv_std
+def normalise(x, eps):
+    """(x_hat, sigma): x_hat = (x - mean(x)) / sigma, sigma = sqrt(var(x) + eps), over the last
+    axis; the same lines for arrays (forward) and tensors (backward)."""
+    centered = x - _mean(x)
+    sigma = (_mean(centered * centered) + eps) ** 0.5
+    return centered / sigma, sigma
 
 
-def _layer_norm_dx(dx_hat, x_hat, inv_std):
-    """dL/dx from dx_hat = g * gamma."""
-    return (dx_hat - _row_mean(dx_hat) - x_hat * _row_mean(dx_hat * x_hat)) * inv_std
-
-
-def _row_mean(x):
-    """The mean over the last axis (keepdims); on arrays by backend.sum_along (an einsum)."""
-    if isinstance(x, Tensor):
-        return x.mean(axis=-1, keepdims=True)
-    return backend.sum_along(x, -1) / x.shape[-1]
+def _mean(x):
+    """The mean over the last axis, kept as an axis of size 1 (an array's or a tensor's)."""
+    return x.mean(axis=-1, keepdims=True)
 
 
 def layer_norm(x, gamma, beta, eps=1e-5):
-    """Layer normalisation over the last axis (fused; see LayerNorm)."""
+    """Layer normalisation over the last axis (see LayerNormOp)."""
     x = tensor_arg(x, 'layer_norm')
     gamma, beta = as_tensor(gamma, x, 'layer_norm'), as_tensor(beta, x, 'layer_norm')
     eps = argcheck.real(eps, 'layer_norm', 'eps')
@@ -183,7 +170,7 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     if gamma.shape != x.shape[-1:] or beta.shape != x.shape[-1:]:
         raise ValueError(f"layer_norm: gamma {gamma.shape} and beta {beta.shape} must have shape {x.shape[-1:]} "
                          f"(the last axis of x, shape {x.shape})")
-    return LayerNorm.apply(x, gamma, beta, eps=eps)
+    return (FusedLayerNorm if fused_switch.enabled else LayerNormOp).apply(x, gamma, beta, eps=eps)
 
 
 def dropout(x, p=0.5, training=True):
@@ -204,16 +191,10 @@ def dropout(x, p=0.5, training=True):
 
 
 # ---------------------------------------------------------------------------- GELU
-# Each form's backward is g * gelu'(x), where gelu'(x) is itself one fused op (its "Slope"):
-# one pass over the arrays instead of a dozen tensor ops.  The slope's own backward, written
-# with tensors, is only needed for second derivatives.
-#
-# Far from 0, GELU is x (x > 0) or 0 (x < 0) to every float's precision: beyond |x| = _FAR
-# tanh(u) and erf(x / sqrt 2) are exactly +-1.  So the slopes are computed at x clipped
-# to [-_FAR, _FAR] (exactly 1 or 0 beyond, where x^3 or x^2 would overflow and give
-# 0 * inf = nan); the forward's factor x is clipped to [-_FAR, inf], so gelu(-inf) is 0, not
-# -inf * 0 = nan.  (For x beyond ~1e12 in float32, x^3 in the forward overflows to inf: numpy
-# warns, and the answer is still right: tanh(inf) = 1, y = x.)
+# Far from 0, GELU is x (x > 0) or 0 (x < 0) to every float's precision: beyond |x| = _FAR,
+# tanh(u) and erf(x / sqrt 2) are exactly +-1.  So the formulas take x clipped to
+# [-_FAR, _FAR] inside tanh, erf and the slopes (beyond, x^3 would overflow and the slope give
+# 0 * inf = nan), and the factor x clipped to [-_FAR, inf], so gelu(-inf) is 0, not -inf * 0.
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 _A = 0.044715
 _FAR = 100.0
@@ -221,150 +202,58 @@ _FAR = 100.0
 
 class GeluTanh(Function):
     """GELU, tanh form (GPT-2, BERT):
-        y = 0.5 x (1 + tanh(u)) = x h,   u = sqrt(2/pi) (x + 0.044715 x^3),  h = 0.5 (1 + tanh(u)) the gate
-        dL/dx = g * gelu'(x)       (GeluTanhGrad, from the h and y kept here)
+        y = 0.5 x (1 + tanh(u)),   u = sqrt(2/pi) (x + 0.044715 x^3)
+        dL/dx = g * (0.5 (1 + t) + 0.5 x (1 - t^2) u'),   t = tanh(u),  u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
     """
 
     def forward(self, x):
         xp = backend.array_module(x)
-        dtype = _float_type(x)
-        y, self.h = xp.empty(x.shape, dtype), xp.empty(x.shape, dtype)
-        backend.by_rows(_gelu_tanh, x, y, self.h)
-        return y
+        x = _as_float(x)
+        near = xp.clip(x, -_FAR, _FAR)  # (see above)
+        u = _SQRT_2_OVER_PI * (near + _A * near * near * near)  # (x * x * x: numpy's x ** 3 calls pow, many times slower)
+        return 0.5 * xp.maximum(x, -_FAR) * (1 + xp.tanh(u))
 
     def backward(self, g):
-        return (GeluTanhGrad.apply(self.inputs[0], g, h=self.h),)
-
-
-class GeluTanhGrad(Function):
-    """dx = g * gelu'(x) in one pass over the arrays (GeluTanh's backward; gelu' as in GeluTanhSlope)
-        dL/dx = e * g * gelu''(x),   dL/dg = e * gelu'(x)      (e: the gradient arriving at dx)
-    """
-
-    def forward(self, x, g, h):
-        xp = backend.array_module(x)
-        dx = xp.empty(x.shape, xp.result_type(_float_type(x), g))
-
-        def gelu_tanh_grad(x, g, h, dx):
-            _gelu_tanh_slope(x, h, dx)
-            dx *= g
-
-        backend.by_rows(gelu_tanh_grad, x, g, h, dx)
-        return dx
-
-    def backward(self, e):
-        x, g = self.inputs
-        gx = e * g * _gelu_tanh_curvature(x) if self.needs_grad(0) else None
-        gg = e * GeluTanhSlope.apply(x) if self.needs_grad(1) else None
-        return gx, gg
-
-
-class GeluTanhSlope(Function):
-    """s = gelu'(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) u',    t = tanh(u),  u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
-          = h + 2 u' y (1 - h)     (with the gate h = 0.5 (1 + t) and y = x h: 1 - t^2 = 4 h (1 - h))
-        dL/dx = g * gelu''(x) = g * (1 - t^2) (u' + 0.5 x (u'' - 2 t u'^2)),   u'' = 6 * 0.044715 sqrt(2/pi) x
-    """
-
-    def forward(self, x):
-        xp = backend.array_module(x)
-        s = xp.empty(x.shape, _float_type(x))
-
-        def gelu_tanh_slope(x, s):
-            h = xp.empty_like(s)
-            _gelu_gate(x, h)
-            _gelu_tanh_slope(x, h, s)
-
-        backend.by_rows(gelu_tanh_slope, x, s)
-        return s
-
-    def backward(self, g):
-        return (g * _gelu_tanh_curvature(self.inputs[0]),)
-
-
-def _float_type(x):
-    """GELU's result type for x: ints give floats, as numpy's tanh does."""
-    return backend.array_module(x).result_type(x.dtype, 1.0)
-
-
-# The forms below write into arrays the op made (backend.by_rows): in place, each numpy call
-# is one pass and no temporary is left to copy.
-def _gelu_gate(x, h):
-    """h = 0.5 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), into h."""
-    xp = backend.array_module(x)
-    xp.multiply(x, x, out=h, dtype=h.dtype)
-    h *= _SQRT_2_OVER_PI * _A
-    h += _SQRT_2_OVER_PI
-    h *= x  # u
-    xp.tanh(h, out=h)
-    h += 1
-    h *= 0.5
-
-
-def _gelu_tanh(x, y, h):
-    """GELU's output y = x h and its gate h, into y and h (y = -0 for x < -_FAR, where h is
-    exactly 0; x is clipped with clip, not maximum: numpy's clip is ~1.5x faster)."""
-    _gelu_gate(x, h)
-    backend.array_module(x).clip(x, -_FAR, math.inf, out=y)
-    y *= h
-
-
-def _gelu_tanh_slope(x, h, s):
-    """gelu'(x) = h + 2 u' y (1 - h) into s, with x clipped to [-_FAR, _FAR] (see above)."""
-    xp = backend.array_module(x)
-    x = xp.clip(x, -_FAR, _FAR, out=xp.empty_like(s))  # ours to overwrite (an array even when 0-d)
-    xp.multiply(x, x, out=s)
-    s *= 3 * _A * 2 * _SQRT_2_OVER_PI
-    s += 2 * _SQRT_2_OVER_PI  # 2 u'
-    x *= h  # y
-    s *= x
-    xp.subtract(1, h, out=x)
-    s *= x
-    s += h
-
-
-def _gelu_tanh_curvature(x):
-    """gelu''(x) on tensors (for second derivatives), at x clipped to [-_FAR, _FAR]."""
-    x = x.clip(-_FAR, _FAR)
-    t = (_SQRT_2_OVER_PI * (x + _A * x * x * x)).tanh()
-    du = _SQRT_2_OVER_PI * (1 + 3 * _A * x * x)
-    d2u = (6 * _A * _SQRT_2_OVER_PI) * x
-    return (1 - t * t) * (du + 0.5 * x * (d2u - 2 * t * du * du))
+        x = self.inputs[0].clip(-_FAR, _FAR)  # (see above)
+        t = (_SQRT_2_OVER_PI * (x + _A * x * x * x)).tanh()
+        du = _SQRT_2_OVER_PI * (1 + 3 * _A * x * x)
+        return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du),)
 
 
 class GeluErf(Function):
     """GELU, exact form:  y = x Phi(x),   Phi(x) = 0.5 (1 + erf(x / sqrt 2)), the normal CDF
-        dL/dx = g * gelu'(x)       (GeluErfSlope)
-    """
-
-    def forward(self, x):
-        return backend.array_module(x).maximum(x, -_FAR) * (0.5 * (1 + backend.erf(x * (1 / math.sqrt(2)))))
-
-    def backward(self, g):
-        return (g * GeluErfSlope.apply(self.inputs[0]),)
-
-
-class GeluErfSlope(Function):
-    """s = gelu'(x) = Phi(x) + x phi(x),    phi(x) = exp(-x^2 / 2) / sqrt(2 pi), the normal density
-        dL/dx = g * gelu''(x) = g * phi(x) (2 - x^2)
+        dL/dx = g * (Phi(x) + x phi(x)),   phi(x) = exp(-x^2 / 2) / sqrt(2 pi), the normal density
     """
 
     def forward(self, x):
         xp = backend.array_module(x)
-        x = xp.clip(x, -_FAR, _FAR)
-        phi = xp.exp(-0.5 * x * x) * (1 / math.sqrt(2 * math.pi))
-        return 0.5 * (1 + backend.erf(x * (1 / math.sqrt(2)))) + x * phi
+        x = _as_float(x)
+        Phi = 0.5 * (1 + backend.erf(x / math.sqrt(2)))
+        return xp.maximum(x, -_FAR) * Phi  # (see above)
 
     def backward(self, g):
-        x = self.inputs[0].clip(-_FAR, _FAR)
-        phi = (-0.5 * x * x).exp() * (1 / math.sqrt(2 * math.pi))
-        return (g * phi * (2 - x * x),)
+        x = self.inputs[0].clip(-_FAR, _FAR)  # (see above)
+        Phi = 0.5 * (1 + Erf.apply(x / math.sqrt(2)))
+        phi = (-0.5 * x * x).exp() / math.sqrt(2 * math.pi)
+        return (g * (Phi + x * phi),)
+
+
+def _as_float(x):
+    """x as floats (ints give float64, as numpy's tanh does; a float array stays as it is)."""
+    return x.astype(backend.array_module(x).result_type(x.dtype, 1.0), copy=False)
 
 
 def gelu(x, approximate='tanh'):
     """GELU(x) = x Phi(x); approximate='tanh' (default, GPT-2) or 'none' (exact, with erf)."""
     x = tensor_arg(x, 'gelu')
     if approximate == 'tanh':
-        return GeluTanh.apply(x)
+        return (FusedGeluTanh if fused_switch.enabled else GeluTanh).apply(x)
     if approximate == 'none':
         return GeluErf.apply(x)
     raise ValueError(f"gelu: approximate must be 'tanh' or 'none', not {approximate!r}")
+
+
+# The fused layer's twins of the ops above (they subclass or reuse them).
+from ..fused.gelu import FusedGeluTanh  # noqa: E402
+from ..fused.layer_norm import FusedLayerNorm  # noqa: E402
+from ..fused.softmax import FusedLogSoftmax, FusedSoftmax  # noqa: E402

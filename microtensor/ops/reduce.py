@@ -9,6 +9,7 @@ from .. import argcheck, backend
 from ..autograd import Function
 from ..tensor import Tensor
 from . import args
+from ..fused import switch as fused_switch
 from .select import where
 
 
@@ -106,7 +107,7 @@ def sum_to(x, shape):
     shape = args.sizes(shape, 'sum_to')
     if len(shape) > x.ndim or any(n != 1 and n != m for n, m in zip(shape[::-1], x.shape[::-1])):
         raise ValueError(f"sum_to: shape {shape} does not broadcast to the tensor's shape {x.shape}")
-    return SumTo.apply(x, shape=shape)
+    return (FusedSumTo if fused_switch.enabled else SumTo).apply(x, shape=shape)
 
 
 class SumTo(Function):
@@ -117,8 +118,6 @@ class SumTo(Function):
 
     def forward(self, x, shape):
         lead = x.ndim - len(shape)
-        if lead and shape == x.shape[lead:] and backend.float_dtype(x.dtype) and x.flags.c_contiguous:
-            return backend.sum_rows(x.reshape(-1, math.prod(shape))).reshape(shape)  # a bias's or gamma's gradient
         axes = tuple(range(lead)) + tuple(
             lead + i for i, n in enumerate(shape) if n == 1 and x.shape[lead + i] != 1)
         return x.sum(axis=axes, keepdims=True).reshape(shape)
@@ -224,3 +223,6 @@ def norm(x, ord=None, axis=None, keepdims=False):
     sums = x.abs().sum(axis=summed, keepdims=True)
     y = sums.max(axis=picked, keepdims=True) if ord > 0 else sums.min(axis=picked, keepdims=True)
     return y if keepdims else y.reshape([n for i, n in enumerate(x.shape) if i not in axes])
+
+
+from ..fused.reduce import FusedSumTo  # noqa: E402  (the fused layer builds on SumTo above)

@@ -1,7 +1,8 @@
 """Selection: where and masked_fill.  The condition is data, not an input: it has no gradient."""
 from .. import backend
 from ..autograd import Function
-from ..convert import as_tensor, param_array
+from .. import promotion
+from ..convert import as_tensor, check_cast, param_array
 from ..tensor import Tensor
 
 
@@ -35,7 +36,12 @@ def where(cond, a, b, op='where'):
     cond = param_array(cond, like, op, 'condition')
     if cond.dtype != bool:
         raise TypeError(f"{op}: the condition must be boolean, not {cond.dtype} (compare first, e.g. x > 0)")
-    a, b = as_tensor(a, like, op), as_tensor(b, like, op)
+    if op == 'masked_fill':  # the result keeps x's dtype (b is x), as in PyTorch
+        a = a.to(dtype=b.dtype) if isinstance(a, Tensor) else as_tensor(a, b, op)
+        check_cast(a.data, b.dtype, op)
+        a = Tensor._wrap(a.data.astype(b.dtype, copy=False)) if a.dtype != b.dtype else a
+    else:
+        a, b = promotion.operands(op, a, b, like=like)  # in their common dtype, as in PyTorch
     return Where.apply(a, b, cond=cond.copy())
 
 

@@ -2,7 +2,8 @@
 moves the gradient back the same way (reshape <-> reshape, slice <-> scatter)."""
 from .. import argcheck, backend
 from ..autograd import Function
-from ..convert import as_tensor, tensor_arg
+from .. import promotion
+from ..convert import tensor_arg
 from ..tensor import Tensor
 from . import args
 from .index import is_basic
@@ -203,7 +204,7 @@ def tensor_list(op, tensors):
     if like is None:
         raise (ValueError if not tensors else TypeError)(
             f"{op}: needs at least one tensor" + (f", got only {type(tensors[0]).__name__}s" if tensors else ""))
-    tensors = [as_tensor(t, like, op) for t in tensors]
+    tensors = promotion.operands(op, *tensors)  # in their common dtype, as torch.cat
     if any(t.ndim == 0 for t in tensors) and op == 'concatenate':
         raise ValueError(f"concatenate: 0-d tensors cannot be concatenated (they have no axis); use mt.stack, "
                          f"got shapes {[t.shape for t in tensors]}")

@@ -50,10 +50,8 @@ class Adam(Optimizer):
         step = m / denominator
         step *= lr / (1 - beta1 ** t)
         if weight_decay and self.decoupled:
-            p = p * (1 - lr * weight_decay)
-            p -= step
-            return p
-        return p - step
+            p *= 1 - lr * weight_decay
+        p -= step  # into the parameter's own memory
 
 
 class AdamW(Adam):

@@ -9,11 +9,14 @@ parameter, a small `state` dict (momentum buffers, Adam's moments, its step coun
     opt.step()          # p <- p - lr * update(p.grad), for every parameter with a gradient
     opt.zero_grad()
 
-An update assigns a new array to p.data: the parameter stays the same object (the
-model and the optimizer keep their references) and gradient arrays are only read.
-It also counts as an in-place change of p (its version goes up, as in PyTorch), so a
-graph recorded before the step cannot be back-propagated after it: that backward
-would mix the new weights with activations computed from the old ones.
+An update writes the new values into p's own memory (p.data, in place), as PyTorch's
+optimizers do: the parameter and its array stay the same objects, so the model and the
+optimizer keep their references, a tensor made with mt.from_numpy keeps sharing its array,
+and model.state_dict()'s tensors (which share memory with the parameters) show the new
+values.  Gradient arrays are only read.  A step counts as an in-place change of p (its
+version goes up, as in PyTorch), so a graph recorded before the step cannot be
+back-propagated after it: that backward would mix the new weights with activations
+computed from the old ones.
 State arrays are created on the parameter's device at the first step, and follow
 the parameter if model.to(device) moves it later.
 """
@@ -97,11 +100,12 @@ class Optimizer:
                                        f"{p.grad.device} for a parameter of shape {p.shape} on {p.device}")
                 state = self._state_of(p)
                 state['step'] += 1
-                p.data = self.update(p.data, p.grad.data, state, group).astype(p.dtype, copy=False)
+                self.update(p.data, p.grad.data, state, group)
                 p._version[0] += 1  # a pending backward that saved p (or a view of it) will refuse to run
 
     def update(self, p, g, state, group):
-        """The new value of parameter array p given its gradient array g (never modified)."""
+        """Write the new value of parameter array p into p itself (p -= lr * ...), given its gradient
+        array g (never modified)."""
         raise NotImplementedError
 
     def _state_of(self, p):

@@ -35,4 +35,4 @@ class SGD(Optimizer):
             b = g.copy() if b is None else momentum * b + g
             state['momentum_buffer'] = b
             g = g + momentum * b if group['nesterov'] else b
-        return p - group['lr'] * g
+        p -= group['lr'] * g  # into the parameter's own memory

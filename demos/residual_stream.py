@@ -1,0 +1,193 @@
+"""Lesson: the residual stream -- how much of x_0 is left after many layers, and how deep a net trains.
+
+1. The attention article (§2.3.5 E) tabulates the residual stream: at layers 1, 10, 50 and 96
+   "original information kept: 100%", "new context information: 5%, 30%, 60%, 90%", with
+   "the original information is always kept 100% (by the residual connection)".  The deep
+   dive, on its own 猫 吃 鱼 trace (§7.3 (d)), measures cos(猫₀, 猫₁) = 0.4227 after one
+   Post-LN layer: "猫 still keeps 42% of its original meaning, 吃 and 鱼 only 12-13%".
+   Measured here: cos(x_0, x_l), the share of x_0's direction in the stream, and
+   |x_l - x_0| / |x_0|, what the layers added, through 96 Pre-LN and 96 Post-LN EncoderLayers
+   (d_model = 64, 4 heads, fresh initialisation: a structural claim should hold for any
+   weights); and the deep dive's X0 through one Post-LN EncoderLayer of its sizes (d_model = 12,
+   3 heads, d_ff = 48) over 20 random initialisations, beside cos(X0, LayerNorm(X0)).
+2. Depth (the deep dive §4.1: "before ResNet, deep networks (56 layers) had higher training
+   and test error than shallow ones (20 layers) -- not overfitting: they could not learn";
+   the attention article §2.3.5 C: trainable depth "< 20 layers" without residuals, "> 100
+   layers" with them).  A trainability sweep: MLPs of width 32 fit a fixed random teacher
+   network, the plain blocks x <- LayerNorm(relu(x W + b)) against residual ones
+   x <- x + relu(LayerNorm(x)) W + b, same Adam, same data, more and more blocks.  The error is
+   the final mean squared error over the target's variance (1 = predicting the mean).
+
+    python -m demos.residual_stream            # a few seconds: depths 2, 8, 24
+    python -m demos.residual_stream --full     # depths 2 .. 110, 300 steps
+"""
+import statistics
+
+import microtensor as mt
+from microtensor import nn
+from transformer import EncoderLayer, LayerNorm
+from transformer import article_data as article
+
+from . import article_trace
+from .articles import cite
+from .report import command_line, options_of, run_lesson, save_lines, table
+from .toy_training import fit
+
+SECTIONS = [('attention', '2.3.5'), ('deep_dive', '4.1'), ('deep_dive', '7.3')]
+STREAM_TABLE = {1: 0.05, 10: 0.30, 50: 0.60, 96: 0.90}       # §2.3.5 E: "new context information" per layer
+COS_X0_X1_PRINTED = {'猫': 0.4227, '吃': 0.1219, '鱼': 0.1317}  # the deep dive §7.3 (d): cos(word₀, word₁)
+
+
+def cosine(a, b):
+    """cos of the rows of a and b (..., d) -> (...)."""
+    return (a * b).sum(axis=-1) / ((a * a).sum(axis=-1).sqrt() * (b * b).sum(axis=-1).sqrt())
+
+
+# ---------------------------------------------------------------------------- 1. what stays of x_0
+def stream(norm, n_layers=96, d_model=64, n_heads=4, B=4, n=8, at=tuple(STREAM_TABLE), seed=0, device='cpu'):
+    """{layer l: (mean cos(x_0, x_l), |x_l - x_0| / |x_0|)} through n_layers EncoderLayers (no final norm)."""
+    mt.manual_seed(seed)
+    layers = [EncoderLayer(d_model, n_heads, norm=norm).to(device) for _ in range(n_layers)]
+    x0 = mt.randn(B, n, d_model).to(device)
+    x, out = x0, {}
+    with mt.no_grad():
+        for l, layer in enumerate(layers, 1):
+            x = layer(x)
+            if l in at:
+                added = ((x - x0) ** 2).sum().sqrt() / (x0 ** 2).sum().sqrt()
+                out[l] = (cosine(x0, x).mean().item(), added.item())
+    return out
+
+
+def article_layer(seeds=20, device='cpu'):
+    """The deep dive's X0 (3, 12) through one Post-LN EncoderLayer(12, 3, 48), float64, over `seeds`
+    initialisations: {word: (mean, min, max) of cos(X0, X1)}, and {word: cos(X0, LayerNorm(X0))}."""
+    X0 = mt.tensor(article_trace.x0(device=device), dtype='float64', device=device)[None]   # (1, 3, 12)
+    values = []
+    for seed in range(seeds):
+        mt.manual_seed(seed)
+        layer = EncoderLayer(article.D_MODEL, article.N_HEADS, article.D_FF, norm='post').to(device, dtype='float64')
+        with mt.no_grad():
+            values.append(cosine(X0, layer(X0))[0].tolist())
+    with mt.no_grad():
+        normed = cosine(X0, LayerNorm(article.D_MODEL).to(device, dtype='float64')(X0))[0].tolist()
+    return ({w: (statistics.mean(v[i] for v in values), min(v[i] for v in values), max(v[i] for v in values))
+             for i, w in enumerate(article.TOKENS)}, dict(zip(article.TOKENS, normed)))
+
+
+# ---------------------------------------------------------------------------- 2. how deep trains
+class Block(nn.Module):
+    """residual: x + relu(LayerNorm(x)) W + b;  plain: LayerNorm(relu(x W + b)).  (B, d) -> (B, d)."""
+
+    def __init__(self, d, residual):
+        super().__init__()
+        self.norm, self.linear, self.residual = LayerNorm(d), nn.Linear(d, d), residual
+
+    def forward(self, x):
+        if self.residual:
+            return x + self.linear(self.norm(x).relu())
+        return self.norm(self.linear(x).relu())
+
+
+class DeepNet(nn.Module):
+    """Linear(d_in, d) -> depth Blocks -> Linear(d, 1)."""
+
+    def __init__(self, depth, residual, d=32, d_in=16):
+        super().__init__()
+        self.inp, self.out = nn.Linear(d_in, d), nn.Linear(d, 1)
+        self.blocks = nn.ModuleList(Block(d, residual) for _ in range(depth))
+
+    def forward(self, x):
+        x = self.inp(x)
+        for block in self.blocks:
+            x = block(x)
+        return self.out(x)
+
+
+def mse(prediction, target):
+    return ((prediction - target) ** 2).mean()
+
+
+def depth_sweep(depths=(2, 8, 24), steps=150, n=512, B=64, seed=0, device='cpu'):
+    """{'errors': {(depth, residual): final MSE / Var(target)}, 'device'} of DeepNets fitting a fixed random teacher
+    (16 -> 64 tanh -> 1) on n points, with Adam (lr 1e-3), the same batches for every net."""
+    mt.manual_seed(seed + 1000)
+    teacher = nn.Sequential(nn.Linear(16, 64), nn.Tanh(), nn.Linear(64, 1)).to(device)
+    X = mt.randn(n, 16).to(device)
+    with mt.no_grad():
+        Y = teacher(X)
+    variance = Y.var().item()
+    out = {}
+    for depth in depths:
+        for residual in (False, True):
+            mt.manual_seed(seed)
+            net = DeepNet(depth, residual).to(device)
+            fit(net, lambda step: (X[step * B % n:step * B % n + B], Y[step * B % n:step * B % n + B]), steps,
+                'residual_stream', lr=1e-3, loss=mse)
+            with mt.no_grad():
+                out[depth, residual] = mse(net(X), Y).item() / variance
+    return {'errors': out, 'device': net.out.weight.device}
+
+
+def trains(error):
+    """The sweep's verdict on one net: it learned if it explains at least half of the target's variance."""
+    return error < 0.5
+
+
+def run(steps=150, seed=0, full=False, device='cpu'):
+    depths, steps = ((2, 4, 8, 20, 56, 110), 300) if full else ((2, 8, 24), steps)
+    runs = {norm: stream(norm, seed=seed, device=device) for norm in ('pre', 'post')}
+    print("1. What is left of x_0 after l EncoderLayers (d_model = 64, fresh weights); beside it "
+          f"{cite('attention', '2.3.5')}'s\n   table E (original information 100% at every layer, plus the 'new' "
+          "share):")
+    print(table(['layer l', 'article: kept', 'article: new', 'Pre-LN cos(x_0, x_l)', '|x_l - x_0| / |x_0|',
+                 'Post-LN cos(x_0, x_l)', '|x_l - x_0| / |x_0|'],
+                [[l, '100%', f"{new:.0%}", *(f"{v:.2f}" for v in runs['pre'][l]),
+                  *(f"{v:.2f}" for v in runs['post'][l])] for l, new in STREAM_TABLE.items()]))
+    pre_96, post_96 = runs['pre'][96], runs['post'][96]
+    print(f"In Pre-LN x_l = x_0 + f_1 + ... + f_l: the x_0 term is never rescaled, but by layer 96 the layers have "
+          f"added {pre_96[1]:.1f}x its\nlength and x_0's direction is only cos = {pre_96[0]:.2f} of the stream.  In "
+          f"Post-LN each LayerNorm rescales the sum: cos = {post_96[0]:.2f}\nat layer 96, x_0 is gone.  '100% kept' "
+          "is wrong as a measure: the term stays (Pre-LN), its share does not.")
+    (layer, normed) = article_layer(device=device)
+    print(f"\nThe deep dive's own trace, {cite('deep_dive', '7.3')} (d): cos(word₀, word₁) after one Post-LN layer "
+          "(d_model = 12),\nprinted vs 20 fresh initialisations of EncoderLayer(12, 3, 48, norm='post'), and "
+          "LayerNorm alone, cos(X0, LN(X0)):")
+    print(table(['word', 'article', 'EncoderLayer: mean', 'min', 'max', 'LayerNorm(X0) alone'],
+                [[w, COS_X0_X1_PRINTED[w], *layer[w], normed[w]] for w in article.TOKENS], fmt='.3f'))
+    print("The deep dive itself measures 42% (猫) and 12-13% (吃, 鱼) after one layer, not 100%; fresh layers give "
+          "a similar\npicture (猫 keeps the most).  Much of it is LayerNorm alone: the article's embeddings are all "
+          "positive, and\nsubtracting each row's mean turns the vector.")
+
+    swept = depth_sweep(depths, steps, seed=seed, device=device)
+    sweep = swept['errors']
+    print(f"\n2. Trainability vs depth ({cite('deep_dive', '4.1')}: 56 vs 20 layers; {cite('attention', '2.3.5')} C: "
+          "'< 20' vs '> 100' layers):\n   MLP blocks of width 32 fitting a random teacher, "
+          f"{steps} Adam steps; error = MSE / Var(target):")
+    print(table(['blocks', 'plain: error', 'learns?', 'residual: error', 'learns?'],
+                [[d, sweep[d, False], 'yes' if trains(sweep[d, False]) else 'no', sweep[d, True],
+                  'yes' if trains(sweep[d, True]) else 'no'] for d in depths]))
+    plain_fails = [d for d in depths if not trains(sweep[d, False])]
+    residual_fails = [d for d in depths if not trains(sweep[d, True])]
+    print(("The plain net stops learning at " + (f"{plain_fails[0]} blocks" if plain_fails else "no depth tried")) +
+          ("; the residual one learns at every depth tried" if not residual_fails else
+           f"; the residual one at {residual_fails[0]}") +
+          f" (deepest: {depths[-1]}).\nDeeper plain nets do worse than shallower ones on the training data itself, "
+          "as ResNet found at 56 vs 20 layers\n(there on images, with BatchNorm; here a toy): the article's story "
+          "holds." + (f"\nResidual blocks train at {depths[-1]}: the attention article's '> 100 layers' holds here."
+                      if full and not residual_fails else "" if full else "  --full trains 56 and 110 blocks."))
+    save_lines('residual_stream_depth', {'plain': [sweep[d, False] for d in depths],
+                                         'residual': [sweep[d, True] for d in depths]}, 'blocks',
+               'final MSE / Var(target)', 'Trainability vs depth: plain vs residual blocks', x=list(depths), logx=True)
+    return {'device': swept['device'], 'stream': runs, 'article_layer': layer, 'layernorm_alone': normed,
+            'sweep': sweep, 'plain_fails': plain_fails, 'residual_fails': residual_fails}
+
+
+def main(argv=None):
+    options = options_of(run, steps='Adam steps of each net in the depth sweep', seed='random seed',
+                         full='depths 2 .. 110 and 300 steps')
+    return run_lesson(run, command_line('residual_stream', __doc__, options, argv))
+
+
+if __name__ == '__main__':
+    main()

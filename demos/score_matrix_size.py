@@ -1,0 +1,101 @@
+"""Lesson: the n x n score matrix -- ViT's 196 patches, and a million tokens.
+
+1. The deep dive (§8.4): "ViT cuts a 224x224 image into 196 patches of 16x16, each treated as
+   a 'word', and feeds them straight into the Transformer".  Done here: a (3, 224, 224) image
+   reshaped into (196, 768) patch vectors (16 * 16 pixels * 3 colours), each checked against
+   its slice of the image, then one MultiHeadAttention of ViT-Base's width (d_model = 768,
+   12 heads) over them; the scores it keeps are counted from the module.
+2. The attention article (§2.6, thought experiment 3): "if the sequence is 1,000,000 long, the
+   attention matrix has 1 trillion (10^12) elements".  Counted here on real attention at
+   n = 128 .. 1024 (the scores one head keeps, and their bytes), checked to grow as n^2, and
+   carried to n = 10^6.
+
+    python -m demos.score_matrix_size             # a second or two
+    python -m demos.score_matrix_size --n-max 4096
+"""
+import microtensor as mt
+from transformer import MultiHeadAttention
+
+from .articles import cite
+from .report import command_line, options_of, run_lesson, table
+
+SECTIONS = [('deep_dive', '8.4'), ('attention', '2.6'), ('deep_dive', '1.8')]
+IMAGE, PATCH = 224, 16
+
+
+# ---------------------------------------------------------------------------- 1. patches
+def patches(image, p=PATCH):
+    """(C, H, W) -> (H/p * W/p, p * p * C): patch (i, j) is row i * (W/p) + j, its pixels row by row, colours last."""
+    C, H, W = image.shape
+    grid = image.reshape(C, H // p, p, W // p, p)                       # (C, i, y, j, x)
+    return grid.transpose(1, 3, 2, 4, 0).reshape((H // p) * (W // p), p * p * C)
+
+
+def vit_scores(seed=0, device='cpu'):
+    """{'patches': shape, 'checked': max |patch - its image slice| over every patch, 'weights': the attention
+    weights' shape, 'per_head': scores per head, 'per_layer': all heads}."""
+    mt.manual_seed(seed)
+    image = mt.rand(3, IMAGE, IMAGE).to(device)
+    X = patches(image)
+    side = IMAGE // PATCH
+    checked = max((X[i * side + j] - image[:, i * PATCH:(i + 1) * PATCH, j * PATCH:(j + 1) * PATCH]
+                   .transpose(1, 2, 0).reshape(-1)).abs().max().item() for i in range(side) for j in range(side))
+    attention = MultiHeadAttention(768, 12).to(device)
+    with mt.no_grad():
+        attention(X[None])
+    shape = attention.last_weights.shape
+    return {'device': attention.last_weights.device, 'patches': X.shape, 'checked': checked, 'weights': shape,
+            'per_head': shape[-1] * shape[-2], 'per_layer': attention.last_weights.size}
+
+
+# ---------------------------------------------------------------------------- 2. n^2
+def scores_by_length(lengths=(128, 256, 512, 1024), d_model=64, seed=0, device='cpu'):
+    """{n: (scores one head keeps, their bytes)} from one-head MultiHeadAttention on n random tokens (float32)."""
+    mt.manual_seed(seed)
+    attention = MultiHeadAttention(d_model, 1).to(device)
+    out = {}
+    for n in lengths:
+        with mt.no_grad():
+            attention(mt.randn(1, n, d_model).to(device))
+        A = attention.last_weights
+        out[n] = (A.size, A.size * A.data.itemsize)
+    return out
+
+
+def run(n_max=1024, seed=0, device='cpu'):
+    vit = vit_scores(seed, device)
+    print(f"1. ViT ({cite('deep_dive', '8.4')}): a 3 x {IMAGE} x {IMAGE} image cut into {PATCH} x {PATCH} patches:")
+    print(table(['', 'value'],
+                [['patches (224 / 16)^2', f"{(IMAGE // PATCH) ** 2}"], ['patch vectors (tokens x numbers)',
+                                                                        str(vit['patches'])],
+                 ['largest |patch - its slice of the image|', f"{vit['checked']:.1e}"],
+                 ['attention weights, MultiHeadAttention(768, 12 heads)', str(vit['weights'])],
+                 ['scores per head: 196^2', f"{vit['per_head']:,}"],
+                 ['scores per layer (12 heads)', f"{vit['per_layer']:,}"]]))
+    print("196 patches, as the deep dive says (ViT itself adds a class token: 197 rows); one layer of ViT-Base "
+          f"holds {vit['per_layer']:,} weights,\nfor an image that is only 196 'words' long.")
+
+    lengths = tuple(n for n in (128, 256, 512, 1024, 2048, 4096) if n <= n_max)
+    sizes = scores_by_length(lengths, seed=seed, device=device)
+    print(f"\n2. The scores one head keeps, counted on MultiHeadAttention ({cite('attention', '2.6')}: 10^6 tokens "
+          "-> 10^12 elements):")
+    first = lengths[0]
+    rows = [[f"{n:,}", f"{count:,}", f"{count / sizes[first][0]:.0f}x", f"{(n / first) ** 2:.0f}x",
+             f"{nbytes / 2 ** 20:.1f} MiB"] for n, (count, nbytes) in sizes.items()]
+    per_score = sizes[first][1] / sizes[first][0]
+    rows.append(['1,000,000 (n^2)', f"{10 ** 12:,}", '', '', f"{10 ** 12 * per_score / 2 ** 40:.2f} TiB"])
+    print(table(['n', 'scores (one head)', 'growth', '(n / n_0)^2', 'float32 bytes'], rows))
+    print(f"The count is exactly n^2, so 10^6 tokens give 10^12 scores per head and layer: the article's number "
+          f"holds.  Stored,\nthat is {10 ** 12 * per_score / 2 ** 40:.1f} TiB in float32 per head and layer.  "
+          "Fused kernels (FlashAttention) never store the whole matrix, computing it\nin tiles, but still compute "
+          "all 10^12 scores: hence the sparse and linear attention the article points to.")
+    return {'device': vit['device'], 'vit': vit, 'sizes': sizes}
+
+
+def main(argv=None):
+    options = options_of(run, n_max=('the longest sequence n counted (128 .. 4096)', 128), seed='random seed')
+    return run_lesson(run, command_line('score_matrix_size', __doc__, options, argv))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,30 @@
+"""x @ W + b as one op.  The textbook (ops/linalg.py, linear) is two ops, MatMul and Add."""
+from ..autograd import Function
+
+
+class FusedLinear(Function):
+    """Y = X @ W + b,   X: (..., n_in), W: (n_in, n_out), b: (n_out,) or none -> Y: (..., n_out)
+        dL/dX = G @ W^T,   dL/dW = X^T @ G,   dL/db = G summed over every row
+
+    X and G are flattened to (rows, features), so each product is one 2-D matrix
+    multiplication whatever X's leading axes, and the bias is added in place into the
+    product (an array this op just made) instead of by a second op with its own output.
+    """
+
+    def forward(self, x, w, b=None):
+        y = x.reshape(-1, x.shape[-1]) @ w
+        if b is not None:
+            if b.dtype == y.dtype:
+                y += b
+            else:  # e.g. a float64 bias on a float32 product: promote, as x @ W + b does
+                y = y + b
+        return y.reshape(x.shape[:-1] + w.shape[-1:])
+
+    def backward(self, g):
+        x, w = self.inputs[:2]
+        g_rows = g.reshape(-1, g.shape[-1])
+        gx = (g_rows @ w.T).reshape(x.shape) if self.needs_grad(0) else None
+        gw = x.reshape(-1, x.shape[-1]).T @ g_rows if self.needs_grad(1) else None
+        if len(self.inputs) == 2:
+            return gx, gw
+        return gx, gw, (g_rows.sum_to(self.inputs[2].shape) if self.needs_grad(2) else None)
