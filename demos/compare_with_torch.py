@@ -26,6 +26,7 @@ learns something.
 import microtensor as mt
 from transformer import GPT
 
+from . import budget
 from .report import command_line, options_of, run_lesson
 
 SECTIONS = []
@@ -66,7 +67,14 @@ def run(d_model=16, n_layers=2, n_heads=4, seq_len=8, batch_size=2, seed=0, devi
 def main(argv=None):
     options = options_of(run, d_model='width of both models', n_layers='layers', n_heads='attention heads',
                          seq_len='tokens per sequence', batch_size='sequences in the batch', seed='random seed')
-    return run_lesson(run, command_line('compare_with_torch', __doc__, options, argv))
+    return run_lesson(run, command_line('compare_with_torch', __doc__, options, argv, check=_budget))
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    one = budget.transformer(args.batch_size, args.seq_len, args.d_model, args.n_layers, heads=args.n_heads)
+    return budget.refuse({'--d-model': args.d_model, '--n-layers': args.n_layers, '--n-heads': args.n_heads,
+                          '--seq-len': args.seq_len, '--batch-size': args.batch_size}, 2 * one, args.device)
 
 
 if __name__ == '__main__':

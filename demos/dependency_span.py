@@ -18,6 +18,7 @@ import microtensor as mt
 from microtensor import nn
 from transformer import RNN, Embed, MultiHeadAttention, TokenEmbedding
 
+from . import budget
 from .articles import cite
 from .report import command_line, options_of, run_lesson, table
 from .toy_training import accuracy, fit
@@ -66,8 +67,12 @@ def learned(acc):
     return acc > 0.9
 
 
+DISTANCES = (3, 6, 12, 24)
+FULL = dict(distances=(3, 6, 12, 18, 24, 36, 48), steps=2000)  # --full
+
+
 def run(steps=300, seed=0, full=False, device='cpu'):
-    distances, steps = ((3, 6, 12, 18, 24, 36, 48), 2000) if full else ((3, 6, 12, 24), steps)
+    distances, steps = (FULL['distances'], FULL['steps']) if full else (DISTANCES, steps)
     runs = {(kind, k): span(kind, k, steps, seed=seed, device=device) for k in distances
             for kind in ('rnn', 'attention')}
     results = {key: acc for key, (acc, _) in runs.items()}
@@ -93,7 +98,14 @@ def run(steps=300, seed=0, full=False, device='cpu'):
 def main(argv=None):
     options = options_of(run, steps='Adam steps of each training', seed='random seed',
                          full='distances up to 48, 2000 steps')
-    return run_lesson(run, command_line('dependency_span', __doc__, options, argv))
+    return run_lesson(run, command_line('dependency_span', __doc__, options, argv, check=_budget))
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    distances, steps = (FULL['distances'], FULL['steps']) if args.full else (DISTANCES, args.steps)
+    cost = sum((2 * budget.Cost(0, 0, steps * (k + 1)) for k in distances), budget.Cost(0, 0, 0))  # an RNN: k + 1 steps
+    return budget.refuse({'--steps': steps}, cost, args.device)
 
 
 if __name__ == '__main__':

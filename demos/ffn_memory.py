@@ -28,6 +28,7 @@ from microtensor import nn
 from transformer import FeedForward
 from transformer.feedforward import ACTIVATIONS
 
+from . import budget
 from .articles import cite
 from .report import command_line, options_of, run_lesson, table
 from .toy_training import accuracy, fit
@@ -106,8 +107,11 @@ def key_value_reading(model, answers):
     return (writes.argmax(axis=-1) == answers).astype('float64').mean().item()
 
 
+FULL = dict(facts=1024, steps=600)  # --full
+
+
 def run(facts=512, steps=300, seed=0, full=False, device='cpu'):
-    facts, steps = (1024, 600) if full else (facts, steps)
+    facts, steps = (FULL['facts'], FULL['steps']) if full else (facts, steps)
     h = by_hand(device)
     print(f"1. One hidden unit by hand ({cite('deep_dive', '6.2')}): x[:4] = {X_KNOWN},\n   W_1[:4, 0] = {W1_COLUMN}, "
           f"b_1[0] = {B1_0}")
@@ -148,7 +152,15 @@ def run(facts=512, steps=300, seed=0, full=False, device='cpu'):
 def main(argv=None):
     options = options_of(run, facts='facts (subject -> object pairs) to store', steps='Adam steps (full batch)',
                          seed='random seed', full='1024 facts, 600 steps, and d_ff = 512 too')
-    return run_lesson(run, command_line('ffn_memory', __doc__, options, argv))
+    return run_lesson(run, command_line('ffn_memory', __doc__, options, argv, check=_budget))
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    a = budget.effective(args, FULL)
+    N, steps = a['facts'], a['steps']
+    one = budget.dense(2 * N * 32 + 4 * N * N, 3 * steps * N * (32 * 2 * 512 + 32 * N), steps)   # d_ff up to 512
+    return budget.refuse({'--facts': N, '--steps': steps}, 5 * one, args.device)
 
 
 if __name__ == '__main__':

@@ -26,6 +26,7 @@ from transformer import Embed, MultiHeadAttention
 from transformer.attention import merge_heads, split_heads
 
 from . import why_separate_qk
+from . import budget
 from .articles import cite
 from .report import command_line, options_of, run_lesson, table
 from .toy_training import fit, tail_mean
@@ -114,8 +115,12 @@ def role(weights):
     return ('previous token', 'itself', 'next token')[best]
 
 
+HEAD_COUNTS = (1, 2, 4)
+FULL = dict(steps=1000, head_counts=(1, 2, 4, 8))  # --full
+
+
 def run(steps=300, seed=0, full=False, device='cpu'):
-    steps, head_counts = (1000, (1, 2, 4, 8)) if full else (steps, (1, 2, 4))
+    steps, head_counts = (FULL['steps'], FULL['head_counts']) if full else (steps, HEAD_COUNTS)
     facts = table_facts()
     print(f"1. The three heads of 我 爱 你 ({cite('deep_dive', '2.5')}), as printed:")
     print(table(['head', 'row sums', 'mean entropy (nats)', 'weight on neighbours |i-j| = 1', '爱 -> 你'],
@@ -165,7 +170,13 @@ def run(steps=300, seed=0, full=False, device='cpu'):
 def main(argv=None):
     options = options_of(run, steps='Adam steps of each training', seed='random seed',
                          full='1000 steps, and 8 heads as well')
-    return run_lesson(run, command_line('heads_specialise', __doc__, options, argv))
+    return run_lesson(run, command_line('heads_specialise', __doc__, options, argv, check=_budget))
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    steps, head_counts = (FULL['steps'], FULL['head_counts']) if args.full else (args.steps, HEAD_COUNTS)
+    return budget.refuse({'--steps': steps}, len(head_counts) * budget.Cost(0, 0, steps), args.device)
 
 
 if __name__ == '__main__':

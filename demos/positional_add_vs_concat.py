@@ -23,6 +23,7 @@ import microtensor as mt
 from microtensor import nn
 from transformer import EncoderLayer, MultiHeadAttention, SinusoidalPositionalEncoding, TokenEmbedding
 
+from . import budget
 from .articles import cite
 from .report import command_line, options_of, run_lesson, table
 from .toy_training import copy_previous, tail_mean
@@ -98,8 +99,11 @@ def interference(d_model, vocab=1000, n=64, seed=0, device='cpu'):
     return cos.abs().mean().item()
 
 
+FULL = dict(steps=1000, seeds=3)  # --full
+
+
 def run(steps=300, seed=0, full=False, device='cpu'):
-    steps, seeds = (1000, 3) if full else (steps, 1)
+    steps, seeds = (FULL['steps'], FULL['seeds']) if full else (steps, 1)
     dots = {d: pe_dots(d, device=device) for d in (12, 512)}
     print(f"1. PE_p . PE_(p+k), sinusoidal (the deep dive's d_model = 12, and 512), {cite('deep_dive', '3.3')}:")
     print(table(['d_model', 'p'] + [f"k = {k}" for k in OFFSETS],
@@ -155,7 +159,13 @@ def run(steps=300, seed=0, full=False, device='cpu'):
 def main(argv=None):
     options = options_of(run, steps='Adam steps of each training', seed='random seed',
                          full='1000 steps, three seeds')
-    return run_lesson(run, command_line('positional_add_vs_concat', __doc__, options, argv))
+    return run_lesson(run, command_line('positional_add_vs_concat', __doc__, options, argv, check=_budget))
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    steps, seeds = (FULL['steps'], FULL['seeds']) if args.full else (args.steps, 1)
+    return budget.refuse({'--steps': steps}, len(VARIANTS) * seeds * budget.Cost(0, 0, steps), args.device)
 
 
 if __name__ == '__main__':

@@ -39,6 +39,7 @@ from transformer import article_data as article
 from transformer.mla import MultiHeadLatentAttention
 
 from . import article_trace, toy_training, why_separate_qk
+from . import budget
 from .articles import cite
 from .report import command_line, options_of, run_lesson, table
 from .toy_training import accuracy, fit, tail_mean
@@ -213,8 +214,15 @@ def it_table():
             'heat_sum': sum(heat.values()), 'heat_the': heat['The']}
 
 
+LOOKUP_D_KS = (2, 4, 8)
+FULL = dict(steps=1000, lookup_steps=1000, seeds=3)  # --full
+
+
 def run(steps=200, lookup_steps=400, seed=0, full=False, device='cpu'):
-    steps, lookup_steps, seeds = (1000, 1000, 3) if full else (steps, lookup_steps, 1)
+    if full:
+        steps, lookup_steps, seeds = FULL['steps'], FULL['lookup_steps'], FULL['seeds']
+    else:
+        seeds = 1
 
     print(f"1. Q = K = V = X, no projections ({cite('architecture', '2.3.2')}).  The 猫 吃 鱼 X0 of "
           f"{cite('deep_dive', '7.2')}:")
@@ -236,7 +244,7 @@ def run(steps=200, lookup_steps=400, seed=0, full=False, device='cpu'):
     print("(chance: 10%)  Without projections the embeddings are all that can learn, and a row's largest score "
           "stays on its own\ntoken: the article's point holds.")
 
-    d_ks = (2, 4, 8)
+    d_ks = LOOKUP_D_KS
     lookup = {(tie, d_k): [train_lookup(tie, d_k, lookup_steps, seed=seed + s, device=device) for s in range(seeds)]
               for d_k in d_ks for tie in (False, True)}
     print(f"\n2. K != V ({cite('attention', '2.2.3')}): look up the content stored at an address (8 addresses, "
@@ -297,7 +305,16 @@ def main(argv=None):
     options = options_of(run, steps='Adam steps of the copy-the-previous-token training',
                          lookup_steps='Adam steps of each lookup training', seed='random seed',
                          full='train 1000 steps, three seeds for the lookup')
-    return run_lesson(run, command_line('qkv_roles', __doc__, options, argv))
+    return run_lesson(run, command_line('qkv_roles', __doc__, options, argv, check=_budget))
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    a = budget.effective(args, FULL)
+    seeds = a['seeds'] if args.full else 1
+    cost = (2 * budget.Cost(0, 0, a['steps'])                                        # with and without W_Q, W_K, W_V
+            + 2 * len(LOOKUP_D_KS) * seeds * budget.Cost(0, 0, a['lookup_steps']))
+    return budget.refuse({'--steps': a['steps'], '--lookup-steps': a['lookup_steps']}, cost, args.device)
 
 
 if __name__ == '__main__':

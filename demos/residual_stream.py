@@ -29,6 +29,7 @@ from transformer import EncoderLayer, LayerNorm
 from transformer import article_data as article
 
 from . import article_trace
+from . import budget
 from .articles import cite
 from .report import command_line, options_of, run_lesson, save_lines, table
 from .toy_training import fit
@@ -134,8 +135,12 @@ def trains(error):
     return error < 0.5
 
 
+DEPTHS = (2, 8, 24)
+FULL = dict(depths=(2, 4, 8, 20, 56, 110), steps=300)  # --full
+
+
 def run(steps=150, seed=0, full=False, device='cpu'):
-    depths, steps = ((2, 4, 8, 20, 56, 110), 300) if full else ((2, 8, 24), steps)
+    depths, steps = (FULL['depths'], FULL['steps']) if full else (DEPTHS, steps)
     runs = {norm: stream(norm, seed=seed, device=device) for norm in ('pre', 'post')}
     print("1. What is left of x_0 after l EncoderLayers (d_model = 64, fresh weights); beside it "
           f"{cite('attention', '2.3.5')}'s\n   table E (original information 100% at every layer, plus the 'new' "
@@ -186,7 +191,14 @@ def run(steps=150, seed=0, full=False, device='cpu'):
 def main(argv=None):
     options = options_of(run, steps='Adam steps of each net in the depth sweep', seed='random seed',
                          full='depths 2 .. 110 and 300 steps')
-    return run_lesson(run, command_line('residual_stream', __doc__, options, argv))
+    return run_lesson(run, command_line('residual_stream', __doc__, options, argv, check=_budget))
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    depths, steps = (FULL['depths'], FULL['steps']) if args.full else (DEPTHS, args.steps)
+    # two nets per depth (with and without the residual), each step through every layer
+    return budget.refuse({'--steps': steps}, budget.Cost(0, 0, 2 * steps * sum(depths)), args.device)
 
 
 if __name__ == '__main__':

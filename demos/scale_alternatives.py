@@ -29,6 +29,7 @@ import microtensor as mt
 from transformer import LayerNorm, MultiHeadAttention
 
 from . import qkv_roles
+from . import budget
 from .articles import cite
 from .report import command_line, options_of, run_lesson, table
 
@@ -97,8 +98,11 @@ def trained_scores(steps=200, seed=0, device='cpu'):
             'spread': spread, 'back': result['back'], 'accuracy': result['accuracy']}
 
 
+FULL = dict(rows=2000, steps=1000)  # --full
+
+
 def run(rows=200, steps=200, seed=0, full=False, device='cpu'):
-    rows, steps = (2000, 1000) if full else (rows, steps)
+    rows, steps = (FULL['rows'], FULL['steps']) if full else (rows, steps)
     d = dot_products(rows=rows, seed=seed, device=device)
     z = 30 / math.sqrt(128)
     print(f"1. q . k at d_k = 128 ({cite('architecture', '2.4.1')}: std ≈ 11.3, 'spread over ±30'), "
@@ -160,7 +164,15 @@ def main(argv=None):
     options = options_of(run, rows='rows of 512 random (q, k) pairs at d_k = 128',
                          steps='Adam steps of the trainings', seed='random seed',
                          full='2000 rows, 1000 training steps')
-    return run_lesson(run, command_line('scale_alternatives', __doc__, options, argv))
+    return run_lesson(run, command_line('scale_alternatives', __doc__, options, argv, check=_budget))
+
+
+def _budget(args):
+    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    a = budget.effective(args, FULL)
+    pairs = budget.dense(2 * a['rows'] * 512 * 128, a['rows'] * 512 * 128, steps=a['rows'])
+    trainings = budget.Cost(0, 0, 4 * 2 * a['steps'] + a['steps'])                  # four small d_k, then one
+    return budget.refuse({'--rows': a['rows'], '--steps': a['steps']}, pairs + trainings, args.device)
 
 
 if __name__ == '__main__':

@@ -62,6 +62,9 @@ def scores_by_length(lengths=(128, 256, 512, 1024), d_model=64, seed=0, device='
     return out
 
 
+LENGTHS = (128, 256, 512, 1024, 2048, 4096)  # the sequence lengths n counted
+
+
 def run(n_max=1024, seed=0, device='cpu'):
     vit = vit_scores(seed, device)
     print(f"1. ViT ({cite('deep_dive', '8.4')}): a 3 x {IMAGE} x {IMAGE} image cut into {PATCH} x {PATCH} patches:")
@@ -75,7 +78,7 @@ def run(n_max=1024, seed=0, device='cpu'):
     print("196 patches, as the deep dive says (ViT itself adds a class token: 197 rows); one layer of ViT-Base "
           f"holds {vit['per_layer']:,} weights,\nfor an image that is only 196 'words' long.")
 
-    lengths = tuple(n for n in (128, 256, 512, 1024, 2048, 4096) if n <= n_max)
+    lengths = tuple(n for n in LENGTHS if n <= n_max)
     sizes = scores_by_length(lengths, seed=seed, device=device)
     print(f"\n2. The scores one head keeps, counted on MultiHeadAttention ({cite('attention', '2.6')}: 10^6 tokens "
           "-> 10^12 elements):")
@@ -94,7 +97,14 @@ def run(n_max=1024, seed=0, device='cpu'):
 
 def main(argv=None):
     options = options_of(run, n_max=('the longest sequence n counted (128 .. 4096)', 128), seed='random seed')
-    return run_lesson(run, command_line('score_matrix_size', __doc__, options, argv))
+    return run_lesson(run, command_line('score_matrix_size', __doc__, options, argv, check=_longest))
+
+
+def _longest(args):
+    """--n-max within the lengths the lesson counts (a usage error beyond: it would be ignored)."""
+    if args.n_max > LENGTHS[-1]:
+        return f"--n-max {args.n_max}: the lesson counts n = {', '.join(map(str, LENGTHS))}, so at most {LENGTHS[-1]}"
+    return None
 
 
 if __name__ == '__main__':

@@ -54,7 +54,10 @@ VALID = {
 ELSEWHERE = {'KVCache', 'Module', 'Parameter', 'Sequential', 'ReLU', 'Tanh', 'Sigmoid', 'combine', 'generate',
              'next_token_loss', 'seq2seq_loss', 'mlm_loss', 'masked_accuracy', 'residual_connection',
              'scaled_dot_product_attention', 'use_latent_attention', 'fans', 'zeros_', 'ones_', 'article_data',
-             'article_checks'}
+             'article_checks',
+             # the PyTorch bridge: needs torch; tests/test_torch_bridge.py and test_compare_with_torch.py check it
+             'compare_with_torch', 'from_torch', 'to_torch', 'load_torch_state_dict', 'save_torch_state_dict',
+             'load_microtensor_checkpoint'}
 BAD = st.sampled_from(['0.5', '', None, 2.5, -1, 0, True, [1], (1, 2), {}, float('nan'), float('inf'), 1j,
                        np.float64(0.5), mt.tensor(2), object()])
 
