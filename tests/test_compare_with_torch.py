@@ -66,14 +66,23 @@ def test_without_torch_the_lesson_skips_with_the_reason(monkeypatch, capsys):
 
 
 def test_ci_installs_the_cpu_build_then_the_extra_and_runs_the_pytorch_tests():
+    import glob
     import os
     import re
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with open(os.path.join(root, '.ci', 'run'), encoding='utf-8') as f:
         ci = f.read()
     pinned, extra = ci.index('pip install -q torch==2.13.0'), ci.index("pip install -q -e '.[torch]'")
-    tests = ci.index('tests/test_torch_bridge.py tests/test_compare_with_torch.py tests/test_ddp.py')
+    tests = ci.index('-m pytest -rs $(grep -lE ')
     assert ci.index('-m pytest\n') < pinned < extra < tests     # after the README's run, where they skip
+    pattern = re.search(r'grep -lE "(.*?)" tests/test_\*\.py', ci).group(1)   # the files that need torch
+    chosen = set()
+    for path in glob.glob(os.path.join(root, 'tests', 'test_*.py')):
+        with open(path, encoding='utf-8') as f:
+            if re.search(pattern, f.read()):
+                chosen.add(os.path.basename(path))
+    assert {'test_torch_bridge.py', 'test_compare_with_torch.py', 'test_ddp.py', 'test_promotion.py',
+            'test_param_groups.py'} <= chosen
     with open(os.path.join(root, 'pyproject.toml'), encoding='utf-8') as f:
         extras = re.search(r"\[project\.optional-dependencies\](.*?)\n\[", f.read(), re.S).group(1)
     assert re.search(r'^torch = \["torch>=2\.4"\]', extras, re.M)   # 2.13.0 satisfies it
