@@ -220,7 +220,6 @@ def backward_loop(roots, root_grads, retain_graph=False, wanted=None):
     run_backward runs it to the end; mt.backward_steps can stop after any op.
     """
     grads, owned = {}, set()  # owned: ids of the tensors whose gradient sum the engine made (_accumulate)
-    fresh = set()  # ids of the tensors whose one gradient an op's backward made for them alone
     for root, g in zip(roots, root_grads):
         _accumulate(grads, root, g, owned)
 
@@ -228,7 +227,7 @@ def backward_loop(roots, root_grads, retain_graph=False, wanted=None):
         g = grads.pop(id(t), None)
         if g is None:
             continue
-        exclusive = id(t) in owned or id(t) in fresh
+        exclusive = id(t) in owned  # a sum only this loop holds: .grad may keep it without a copy
         for hook in t._hooks or ():
             new_g = hook(g)
             if new_g is not None and new_g is not g:
@@ -250,18 +249,12 @@ def backward_loop(roots, root_grads, retain_graph=False, wanted=None):
             if gx is None or not x.requires_grad:
                 sent.append(None)
                 continue
-            returned = gx
             if gx.shape != x.shape:  # undo broadcasting, in one place for every op
                 gx = gx.sum_to(x.shape)
             if gx.dtype != x.dtype:  # a float32 x used in a float64 op still gets a float32 gradient
                 gx = gx.to(dtype=x.dtype)
             if _anomaly_mode:
                 _check_finite(fn, gx)
-            if x.creator is None or x._retains_grad or wanted is not None:  # (the tensors that keep a gradient)
-                if id(x) not in grads and (gx is not returned or _made_for_one(gx, g, input_grads)):
-                    fresh.add(id(x))
-                else:
-                    fresh.discard(id(x))
             _accumulate(grads, x, gx, owned)
             sent.append(gx)
         yield fn, t, g, sent
@@ -269,18 +262,11 @@ def backward_loop(roots, root_grads, retain_graph=False, wanted=None):
             fn.release()
 
 
-def _made_for_one(gx, g, input_grads):
-    """Did the op's backward make gx for one input alone: a new array of its own (not g passed on,
-    as Add does, nor a view such as Reshape's), not also sent to another input?"""
-    others = input_grads if isinstance(input_grads, (tuple, list)) else (input_grads,)  # (one input's, alone)
-    return gx is not g and backend.owns_memory(gx.data) and sum(1 for other in others if other is gx) == 1
-
-
 def _own(g, exclusive):
     """The gradient a tensor keeps in .grad (or mt.grad returns): its own writable array, as in PyTorch.
-    g itself when nothing else holds it (a sum the engine made, or an op's new array for this tensor
-    alone); else a copy, so that no two leaves share a .grad, and the grad= a user passed, the
-    gradient Add passed to both of its inputs or a read-only broadcast view never become one.
+    g itself when nothing else holds it (a sum the engine made); else a copy, so that no two leaves
+    share a .grad, and the grad= a user passed, the gradient Add passed to both of its inputs or a
+    read-only broadcast view never become one.
     A gradient that is itself in a graph (create_graph=True) is kept as it is, graph and all."""
     if exclusive or g.requires_grad:
         return g

@@ -156,11 +156,6 @@ def to_numpy(array):
 INDEX = numpy.dtype(numpy.intp)  # the platform's index type (int64 on 64-bit systems): what offsets are computed in
 
 
-def owns_memory(array):
-    """True if `array` is not a view of another array and may be written (a broadcast view may not)."""
-    return array.base is None and getattr(array.flags, 'writeable', True)
-
-
 def float_dtype(dtype):
     return numpy.dtype(dtype).kind == 'f'
 
