@@ -35,7 +35,8 @@ def as_tensor(value, like, op='op', dtype=None):
         if dtype is None:
             dtype = like.dtype if float_like else DEFAULT_FLOAT if type(value) is float else None
         if dtype is not None and dtype.kind == 'f':
-            return Tensor._wrap(xp.asarray(value, dtype=dtype))
+            with backend.quiet_float_errors(like.data):  # float16 + 70000 is inf, as in PyTorch, without a warning
+                return Tensor._wrap(xp.asarray(value, dtype=dtype))
         array = xp.asarray(value)  # (an integer dtype by way of int64: uint8 ids + 300 wraps, as in PyTorch)
         if array.dtype.kind != 'O':  # an int too large for int64 becomes an object array
             return Tensor._wrap(array if dtype is None else array.astype(dtype))

@@ -376,7 +376,9 @@ class Tensor:
             return self._modify_in_place(op, compute)
 
         def compute(before):
-            result = binary(fn, before, other, op)
+            result = binary(fn, before, before if other is self else other, op)  # h += h: the old h twice
+            if result.dtype != self.dtype:  # float32 += float64 stays float32 (check_in_place allowed it)
+                result = result.to(dtype=self.dtype)
             backend_call(op, write, Ellipsis, result.data)
             return result
         return self._record_in_place(op, self.data.copy(), compute)  # a copy: the op may need the old value

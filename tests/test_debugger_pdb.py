@@ -155,7 +155,7 @@ def repository_on_sys_path():
 
 
 def test_pdb_stops_in_residual_add_backward_and_prints_both_roads(away):
-    """The closing note's recipe: `b transformer.residual.ResidualAdd.backward` from any folder."""
+    """The guide's recipe: `b transformer.residual.ResidualAdd.backward` from any folder."""
     out = run_pdb(away, 'residual_gpt.py', [
         'import transformer',
         'b transformer.residual.ResidualAdd.backward',

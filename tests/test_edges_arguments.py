@@ -121,9 +121,14 @@ def _unary(name, np_fn):
     return Spec(name, lambda x: getattr(x, name)(), (), lambda a: np_fn(a))
 
 
+def _floats(a):
+    """An array as PyTorch's float-only functions take it: integers and bools as float32 (exp(ids))."""
+    return a if a.dtype.kind == 'f' else a.astype(np.float32)
+
+
 def _on_floats(f):
-    """numpy's f of an array as PyTorch computes it: integers and bools as float32 (exp(ids))."""
-    return lambda a: f(a if a.dtype.kind == 'f' else a.astype(np.float32))
+    """numpy's f of an array as PyTorch computes it (see _floats)."""
+    return lambda a: f(_floats(a))
 
 
 def _functional(name, np_fn):
@@ -241,8 +246,8 @@ SPECS = [
     Spec('clip', lambda x, lo, hi: x.clip(lo, hi), (NUMBERS + OBJECTS + [None], NUMBERS + [None, 'a']),
          lambda a, lo, hi: a.copy() if lo is None and hi is None else np.clip(a, lo, hi)),
     Spec('gelu', lambda x, approximate: x.gelu(approximate), (['tanh', 'none', 'erf', None, 1, True],),
-         lambda a, ap: a * 0.5 * (1 + np.tanh(np.sqrt(2 / np.pi) * (a + 0.044715 * a ** 3))) if ap == 'tanh'
-         else 1 / 0 if ap != 'none' else a * 0.5 * (1 + np.vectorize(__import__('math').erf, otypes=[float])(a / np.sqrt(2))),
+         lambda a, ap: _on_floats(lambda a: a * 0.5 * (1 + np.tanh(np.sqrt(2 / np.pi) * (a + 0.044715 * a ** 3))) if ap == 'tanh'
+         else 1 / 0 if ap != 'none' else a * 0.5 * (1 + np.vectorize(__import__('math').erf, otypes=[float])(a / np.sqrt(2))))(a),
          rtol=1e-5),
     # reductions
     *[Spec(n, lambda x, axis, keepdims, n=n: getattr(x, n)(axis=axis, keepdims=keepdims), (AXES, FLAGS),
@@ -298,7 +303,8 @@ SPECS = [
          lambda a, mask, v: np.where(_bool_only(mask), v, a).astype(a.dtype)  # x's dtype, as in PyTorch
          if np.broadcast_shapes(np.shape(mask), a.shape) == a.shape else 1 / 0),
     *[Spec(n, lambda x, axis, n=n: getattr(mt, n)(x, axis=axis), (AXES,), lambda a, axis, f=f: f(a, axis))
-      for n, f in [('softmax', _softmax), ('log_softmax', _log_softmax)]],
+      for n, f in [('softmax', lambda a, axis: _softmax(_floats(a), axis)),
+                   ('log_softmax', lambda a, axis: _log_softmax(_floats(a), axis))]],
     Spec('softmax', lambda v: mt.softmax(v), (NON_TENSORS,), lambda v: 1 / 0, tensors=None),
     Spec('cross_entropy', lambda x, t, ignore: mt.cross_entropy(x, t, ignore_index=ignore),
          (INDICES + [fresh('targets (2,)', lambda: np.array([2, 0])), 0], [None, 0, -100, 'a', 1.5, np.int64(2)]),

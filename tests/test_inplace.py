@@ -124,6 +124,34 @@ def test_in_place_on_a_non_leaf_passes_a_gradient_check(op, shapes, data):
     assert mt.gradcheck(fn, [a, b])
 
 
+@pytest.mark.parametrize('op', ['+=', '-=', '*=', '/='])
+def test_in_place_with_a_wider_operand_keeps_the_dtype_and_its_gradients(op):
+    torch = pytest.importorskip('torch', reason='PyTorch is the reference')
+    x, y = np.array([1.0, 2.0, 3.0], np.float32), np.array([0.5, 1.5, 2.5])
+    a, w = mt.tensor(x, requires_grad=True), mt.tensor(y, requires_grad=True)      # float32, float64
+    ta, tw = torch.tensor(x, requires_grad=True), torch.tensor(y, requires_grad=True)
+    h, th = a * 2, ta * 2
+    h, th = IN_PLACE[op][0](h, w), IN_PLACE[op][0](th, tw)
+    assert h.dtype == mt.float32 and str(th.dtype) == 'torch.float32'
+    (h * h).sum().backward()
+    (th * th).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-5)
+    assert w.grad.dtype == mt.float64
+
+
+@pytest.mark.parametrize('op', ['+=', '-=', '*=', '/='])
+def test_a_non_leaf_changed_in_place_by_itself_uses_its_old_value_twice(op):
+    x = np.array([1.0, 2.0, 3.0])
+    a = mt.tensor(x, requires_grad=True)
+    h = a * 2
+    h = IN_PLACE[op][0](h, h)
+    h.sum().backward()
+    b = mt.tensor(x, requires_grad=True)
+    IN_PLACE[op][1](b * 2, b * 2).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy())
+
+
 def test_in_place_on_a_view_in_the_graph_is_refused_clearly():
     a = mt.tensor(np.ones((2, 3)), requires_grad=True)
     h = a * 2

@@ -53,6 +53,7 @@ def test_lr_scheduler_scales_each_groups_own_lr_as_lambda_lr(lrs, name):
 @given(lrs=GROUP_LRS, warmup=st.sampled_from([0, 2, 3, 5]), after=st.integers(1, 12),
        min_lr=st.sampled_from([0.0, 1e-3, 0.05]))
 def test_warmup_cosine_follows_linear_lr_then_cosine_annealing_lr_per_group(lrs, warmup, after, min_lr):
+    lrs = [max(lr, min_lr) for lr in lrs]  # (a group below min_lr keeps its own floor here: the test below)
     torch, reference = torch_optimizer(lrs)
     total = warmup + after
     schedules = torch.optim.lr_scheduler
@@ -80,6 +81,18 @@ def test_a_frozen_group_stays_frozen_and_a_slow_group_stays_slow():
     np.testing.assert_array_equal(frozen.numpy(), np.ones(3))
     assert (slow.numpy() < 1).all() and (fast.numpy() < slow.numpy()).all()
     assert schedule.base_lrs == [0.0, 1e-3, 1e-2]
+
+
+def test_min_lr_never_lifts_a_group_above_its_own_base_lr():
+    opt = optim.SGD(groups([0.0, 1e-4, 0.1]), lr=1.0)
+    schedule = optim.WarmupCosine(opt, warmup_steps=2, total_steps=10, min_lr=1e-3)
+    seen = [schedule.get_last_lr()]
+    for _ in range(12):
+        opt.step()
+        schedule.step()
+        seen.append(schedule.get_last_lr())
+    assert all(lrs[0] == 0.0 and lrs[1] <= 1e-4 for lrs in seen)   # frozen stays frozen; slow never speeds up
+    assert seen[-1][2] == pytest.approx(1e-3)                       # the others end at min_lr
 
 
 def test_lists_give_one_value_per_group_and_must_match_the_groups():

@@ -179,3 +179,12 @@ def test_matmul_of_mixed_dtypes_follows_the_same_rule_as_mul(da, db):
     assert (a @ b).dtype == promotion.result_type(a, b)   # PyTorch refuses mixed dtypes; numpy gives float64
     assert (a @ np.ones((3, 2), dtype=db)).dtype == promotion.result_type(a, np.ones((3, 2), dtype=db))
     assert (mt.tensor(np.ones((2, 3), dtype='int64')) @ mt.randn(3, 2)).dtype == mt.float32
+
+
+@pytest.mark.parametrize('fused', [False, True], ids=['textbook', 'fused'])
+def test_linear_of_mixed_dtypes_gives_the_same_dtype_in_both_layers(fused):
+    x = mt.tensor(np.ones((2, 3), dtype='int64'))
+    W, b = mt.randn(3, 2), mt.tensor(np.zeros(2))   # float32 weight, float64 bias
+    with mt.fused(fused):
+        assert mt.linear(x, W).dtype == mt.float32
+        assert mt.linear(x, W, b).dtype == mt.float64 == promotion.result_type(x @ W, b)

@@ -8,7 +8,7 @@ FusedMaskedSoftmax (microtensor/fused/softmax.py), with the same weights (to flo
 """
 import math
 
-from .. import backend
+from .. import backend, promotion
 from ..convert import param_array, tensor_arg
 from ..fused import switch as fused_switch
 from ..fused.softmax import FusedMaskedSoftmax
@@ -20,7 +20,7 @@ def masked_softmax(scores, mask=None):
     """softmax(where(mask, scores, -inf), axis=-1); mask: a boolean Tensor or array on the scores'
     device (checked as every parameter array is: convert.param_array), broadcastable to the
     scores, True = may attend, or None (no mask).  Every query row must keep at least one key."""
-    scores = tensor_arg(scores, 'masked_softmax')
+    scores = promotion.floating(tensor_arg(scores, 'masked_softmax'))
     if mask is not None:
         mask = param_array(mask, scores, 'masked_softmax', 'mask')
         if mask.dtype != bool:

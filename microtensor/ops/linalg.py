@@ -64,6 +64,9 @@ def linear(x, weight, bias=None):
     if bias is not None and bias.shape != weight.shape[1:]:
         raise ValueError(f"linear: bias has shape {bias.shape}, expected {weight.shape[1:]} (n_out,)")
     if fused_switch.enabled:
-        return FusedLinear.apply(x, weight) if bias is None else FusedLinear.apply(x, weight, bias)
+        operands = [x, weight] if bias is None else [x, weight, bias]
+        if any(t.dtype != x.dtype for t in operands):  # mixed dtypes: promoted as x @ weight + bias would be
+            operands = promotion.operands('linear', *operands)
+        return FusedLinear.apply(*operands)
     y = x @ weight
     return y if bias is None else y + bias

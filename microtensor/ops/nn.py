@@ -5,7 +5,7 @@ the end of each section pick the fused layer's op (microtensor/fused/) when it i
 """
 import math
 
-from .. import argcheck, backend
+from .. import argcheck, backend, promotion
 from ..autograd import Function
 from ..convert import as_tensor, param_array, tensor_arg
 from ..fused import switch as fused_switch
@@ -49,12 +49,12 @@ class LogSoftmax(Function):
 
 
 def softmax(x, axis=-1):
-    x = tensor_arg(x, 'softmax')
+    x = promotion.floating(tensor_arg(x, 'softmax'))  # integer scores: the default float, as exp(ids)
     return (FusedSoftmax if fused_switch.enabled else Softmax).apply(x, axis=axis)
 
 
 def log_softmax(x, axis=-1):
-    x = tensor_arg(x, 'log_softmax')
+    x = promotion.floating(tensor_arg(x, 'log_softmax'))
     return (FusedLogSoftmax if fused_switch.enabled else LogSoftmax).apply(x, axis=axis)
 
 
@@ -208,7 +208,6 @@ class GeluTanh(Function):
 
     def forward(self, x):
         xp = backend.array_module(x)
-        x = _as_float(x)
         near = xp.clip(x, -_FAR, _FAR)  # (see above)
         u = _SQRT_2_OVER_PI * (near + _A * near * near * near)  # (x * x * x: numpy's x ** 3 calls pow, many times slower)
         return 0.5 * xp.maximum(x, -_FAR) * (1 + xp.tanh(u))
@@ -227,7 +226,6 @@ class GeluErf(Function):
 
     def forward(self, x):
         xp = backend.array_module(x)
-        x = _as_float(x)
         Phi = 0.5 * (1 + backend.erf(x / math.sqrt(2)))
         return xp.maximum(x, -_FAR) * Phi  # (see above)
 
@@ -238,14 +236,9 @@ class GeluErf(Function):
         return (g * (Phi + x * phi),)
 
 
-def _as_float(x):
-    """x as floats (ints give float64, as numpy's tanh does; a float array stays as it is)."""
-    return x.astype(backend.array_module(x).result_type(x.dtype, 1.0), copy=False)
-
-
 def gelu(x, approximate='tanh'):
     """GELU(x) = x Phi(x); approximate='tanh' (default, GPT-2) or 'none' (exact, with erf)."""
-    x = tensor_arg(x, 'gelu')
+    x = promotion.floating(tensor_arg(x, 'gelu'))  # integers: the default float, as tanh(ids) and erf(ids)
     if approximate == 'tanh':
         return (FusedGeluTanh if fused_switch.enabled else GeluTanh).apply(x)
     if approximate == 'none':

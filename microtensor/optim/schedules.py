@@ -136,7 +136,8 @@ class WarmupCosine(LRScheduler):
 
     base_lr=None: each group's own lr when the scheduler is made (group['initial_lr']); a number
     (or a list, one per group) sets the groups' base lrs instead.  min_lr: one floor for every
-    group, or a list, one per group.  When resuming, make the scheduler before loading the
+    group, or a list, one per group; never above a group's base lr, so a group at lr 0 stays
+    frozen (PyTorch's eta_min would lift it to min_lr).  When resuming, make the scheduler before loading the
     optimizer's and its own state.
     """
 
@@ -151,7 +152,7 @@ class WarmupCosine(LRScheduler):
         self._start(optimizer)
 
     def lr_at(self, step, base_lr, i):
-        return warmup_cosine(step, self.warmup_steps, self.total_steps, base_lr, self.min_lrs[i])
+        return warmup_cosine(step, self.warmup_steps, self.total_steps, base_lr, min(self.min_lrs[i], base_lr))
 
 
 def _check_function(value, where, name):
