@@ -217,12 +217,15 @@ def test_masked_softmax(device, fused, masked, data):
 
 # ---------------------------------------------------------------------------- bit for bit
 def test_fused_linear_and_masked_softmax_are_bit_for_bit_their_composition():
-    """float32, the GPT's shapes: FusedLinear adds the bias in place into the product (the same
-    rounding as x @ W + b); FusedMaskedSoftmax is where + FusedSoftmax, in place."""
+    """float32, the GPT's shapes: FusedLinear is the product of the flattened rows with the bias
+    added in place (the same rounding as x.reshape(-1, n_in) @ W + b; the textbook's batched
+    x @ W may round differently, by float32's last bit); FusedMaskedSoftmax is where +
+    FusedSoftmax, in place."""
     x, W, b = mt.randn(2, 16, 8), mt.randn(8, 24), mt.randn(24)
     s, mask = mt.randn(2, 4, 16, 16), causal_mask(16)
     with mt.fused():
-        np.testing.assert_array_equal(mt.linear(x, W, b).numpy(), (x @ W + b).numpy())
+        np.testing.assert_array_equal(mt.linear(x, W, b).numpy(), (x.reshape(-1, 8) @ W + b).reshape(2, 16, 24).numpy())
+        np.testing.assert_allclose(mt.linear(x, W, b).numpy(), (x @ W + b).numpy(), rtol=1e-6, atol=1e-6)
         np.testing.assert_array_equal(mt.masked_softmax(s, mask).numpy(),
                                       mt.where(mask, s, -math.inf).softmax().numpy())
         np.testing.assert_array_equal(mt.masked_softmax(s).numpy(), s.softmax().numpy())

@@ -272,7 +272,7 @@ class GPT(nn.Module):
         T = ids.shape[1]
         h = self.decoder(self.embed(ids, offset), self_mask=causal_mask(T, offset + T, offset, device=ids.device),
                          cache=cache)
-        return h @ (self.embed.tok.weight.T if self.lm_head is None else self.lm_head.weight)
+        return mt.linear(h, self.embed.tok.weight.T if self.lm_head is None else self.lm_head.weight)  # logits = h @ W
 
 
 class Transformer(nn.Module):

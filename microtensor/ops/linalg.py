@@ -8,26 +8,16 @@ from ..tensor import Tensor
 
 class MatMul(Function):
     """Y = A @ B,  A: (..., n, k), B: (..., k, m) -> Y: (..., n, m)
-        dL/dA = G @ B^T,   dL/dB = A^T @ G    (summed over broadcast batch axes)
-
-    When B is a plain matrix (the usual X @ W), both directions run as one 2-D
-    matmul over the flattened batch: one large BLAS call instead of many small ones.
+        dL/dA = G @ B^T,   dL/dB = A^T @ G    (the backward loop sums these over broadcast batch axes)
     """
 
     def forward(self, a, b):
-        if b.ndim == 2 and a.ndim > 2:
-            return (a.reshape(-1, a.shape[-1]) @ b).reshape(a.shape[:-1] + b.shape[-1:])
         return a @ b
 
     def backward(self, g):
         a, b = self.inputs
         ga = g @ b.swapaxes(-1, -2) if self.needs_grad(0) else None
-        if not self.needs_grad(1):
-            gb = None
-        elif b.ndim == 2 and a.ndim > 2:
-            gb = a.reshape(-1, a.shape[-1]).T @ g.reshape(-1, g.shape[-1])
-        else:
-            gb = a.swapaxes(-1, -2) @ g
+        gb = a.swapaxes(-1, -2) @ g if self.needs_grad(1) else None
         return ga, gb
 
 
