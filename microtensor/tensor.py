@@ -582,7 +582,10 @@ class Tensor:
         """x limited to [min, max], elementwise (None: no bound on that side)."""
         low = None if min is None else argcheck.real(min, 'clip', 'min')
         high = None if max is None else argcheck.real(max, 'clip', 'max')
-        return _ew.Clip.apply(self, low=low, high=high)
+        low, high = (float(v) if isinstance(v, float) else v for v in (low, high))  # numpy floats as weak as Python's
+        dtype = promotion.result_type(self, *(v for v in (low, high) if v is not None))  # int64.clip(0.5) is float32
+        x = self if dtype == self.dtype else self.to(dtype=dtype)
+        return _ew.Clip.apply(x, low=low, high=high)
 
     # ------------------------------------------------------------------ reductions
     def sum(self, axis=None, keepdims=False):

@@ -188,3 +188,15 @@ def test_linear_of_mixed_dtypes_gives_the_same_dtype_in_both_layers(fused):
     with mt.fused(fused):
         assert mt.linear(x, W).dtype == mt.float32
         assert mt.linear(x, W, b).dtype == mt.float64 == promotion.result_type(x @ W, b)
+
+
+def test_clip_promotes_its_bounds_as_python_numbers():
+    torch = pytest.importorskip('torch', reason='PyTorch is the reference')
+    cases = [('int64', 0.5, 2.5), ('int32', 0, 2), ('float16', np.float64(0.5), 1.0), ('uint8', 1, None)]
+    for dtype, low, high in cases:
+        x = _values(dtype, (3,))
+        ours = mt.tensor(x).clip(low, high)
+        theirs = torch.clamp(torch.from_numpy(x.copy()), None if low is None else float(low) if isinstance(low, float)
+                             else low, high)
+        assert str(ours.dtype) == str(theirs.dtype).replace('torch.', ''), (dtype, low, high)
+        np.testing.assert_allclose(ours.numpy().astype(float), theirs.numpy().astype(float))
