@@ -13,7 +13,7 @@ optimizer all see the same deterministic order, with dotted names ('fc1.weight')
 """
 from collections import namedtuple
 
-from .. import argcheck, autograd, backend, convert
+from .. import argcheck, backend, contract, convert
 from ..tensor import Tensor
 from .parameter import Parameter
 
@@ -83,8 +83,8 @@ class Module:
         else:
             fits = True
         if not fits:
-            got = f"a Tensor of shape {result.shape}" if isinstance(result, Tensor) else autograd._what(result)
-            raise TypeError(f"{type(self).__name__}: the forward hook {autograd._name(hook)} returned {got} for "
+            got = f"a Tensor of shape {result.shape}" if isinstance(result, Tensor) else contract.describe(result)
+            raise TypeError(f"{type(self).__name__}: the forward hook {contract.name(hook)} returned {got} for "
                             f"{wanted}; a forward hook returns None (keep the output) or a replacement like it")
         return result
 
