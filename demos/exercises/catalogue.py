@@ -31,6 +31,9 @@ class Exercise:
     exact_shapes: bool = False         # backward itself must return each input's shape (broadcast_add)
     call: object = None                # call(impl, tensors, params) -> output; default impl.apply(*tensors, **params)
     explicit: tuple = ()               # examples always tried first: shapes that catch the usual mistakes
+    edge: tuple = ()                   # ((example, what it is), ...): large values, exact zeros, kinks
+    second_order: bool = False         # the docstring asks for a backward on tensors: gradgradcheck too
+    kink: str = ''                     # the convention at a kink, said when an edge example there fails
 
     def apply(self, impl, tensors, params):
         return self.call(impl, tensors, params) if self.call else impl.apply(*tensors, **params)
@@ -93,7 +96,7 @@ def layer_norm_inputs(draw):
     shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4)) + (draw(st.integers(2, 5)),)
     spread = np.linspace(-1, 1, shape[-1])  # rows that are never constant: var > 0, far from eps
     x = draw(array(shape, values(-0.4, 0.4))) + spread
-    return [x, draw(array(shape[-1:])), draw(array(shape[-1:]))], {'eps': 1e-5}
+    return [x, draw(array(shape[-1:])), draw(array(shape[-1:]))], {'eps': draw(st.sampled_from([1e-5, 0.1, 1.0]))}
 
 
 @st.composite
@@ -118,6 +121,23 @@ def fixed(*shapes, **params):
     """An explicit example: random values of these shapes (always the same), and params."""
     rng = np.random.default_rng(1)
     return [rng.standard_normal(shape) for shape in shapes], params
+
+
+def edge(values, what, **params):
+    """An edge example: these values (one array per input), and what they are, for the message."""
+    return ([np.array(v, dtype=np.float64) for v in values], params), what
+
+
+def rows(*shapes, **params):
+    """layer_norm's explicit example: rows that are never constant, gamma and beta."""
+    (x, gamma, beta), _ = fixed(*shapes)
+    return [x + np.linspace(-1, 1, x.shape[-1]), gamma, beta], params
+
+
+LARGE = [[-1000.0, -998.5, -1001.0], [1000.0, 999.0, 1002.5]]  # logits whose softmax is finite and not one-hot
+ELEMENTWISE = (fixed((2, 3)), fixed(()), fixed((1, 1)), fixed((3, 1, 2)))
+BROADCASTING = (fixed((2, 3), (3,)), fixed((1, 3), (2, 3)), fixed((2, 1), (1, 3)), fixed((), (2, 3)),
+                fixed((4, 1, 3), (2, 1)), fixed((2, 3), (2, 3)))
 
 
 def _row_sum(t, axis):
@@ -148,20 +168,27 @@ def _attention(scale=True, axis=-1):
 
 
 EXERCISES = {e.name: e for e in [
-    Exercise('mul', 'Mul', broadcast_pair(), ('a', 'b'), explicit=(fixed((2, 3), (3,)),), mistakes=[
+    Exercise('mul', 'Mul', broadcast_pair(), ('a', 'b'), explicit=BROADCASTING, second_order=True,
+             edge=(edge([[0.0, 2.0, 0.0], [0.0, -1.0, 3.0]], 'exact zeros'),), mistakes=[
         Mistake("each input's gradient is g times the *other* input: dL/da = g * b, dL/db = g * a",
                 lambda self, g: (g * self.inputs[0], g * self.inputs[1])),
         Mistake("the chain rule: multiply the local derivative by the upstream gradient g (dL/da = g * b)",
                 lambda self, g: (self.inputs[1] + 0 * g, self.inputs[0] + 0 * g)),
     ]),
-    Exercise('matmul', 'MatMul', matmul_pair(), ('A', 'B'), explicit=(fixed((2, 2, 3), (3, 4)),), mistakes=[
+    Exercise('matmul', 'MatMul', matmul_pair(), ('A', 'B'), second_order=True,
+             explicit=(fixed((2, 2, 3), (3, 4)), fixed((1, 2, 3), (3, 3, 2)), fixed((1, 1), (1, 1)),
+                       fixed((3, 2), (2, 2, 4))), mistakes=[
         Mistake("a transpose is missing: dL/dA = G @ B^T and dL/dB = A^T @ G (check the shapes: dL/dA is (n, k))",
                 lambda self, g: (g @ self.inputs[1], self.inputs[0] @ g)),
         Mistake("the order of a matrix product matters: dL/dA = G @ B^T (not B^T @ G), dL/dB = A^T @ G",
                 lambda self, g: (self.inputs[1].swapaxes(-1, -2) @ g, g @ self.inputs[0].swapaxes(-1, -2))),
     ]),
     Exercise('sum', 'Sum', with_axis(reduction=True), ('x',),
-             explicit=(fixed((2, 3), axis=1, keepdims=False),), mistakes=[
+             second_order=True,
+             explicit=(fixed((2, 3), axis=0, keepdims=False), fixed((2, 3, 4), axis=(2, 0), keepdims=False),
+                       fixed((2, 3), axis=1, keepdims=False), fixed((2, 3, 4), axis=(-1, 1), keepdims=True),
+                       fixed((3, 1), axis=None, keepdims=False), fixed((), axis=None, keepdims=False),
+                       fixed((2, 3), axis=-2, keepdims=True)), mistakes=[
         Mistake("put the summed axes back before broadcasting: g.reshape(self.kept_shape), then broadcast_to(x.shape)",
                 lambda self, g: (g.broadcast_to(self.inputs[0].shape),)),
         Mistake("every summed element gets g itself: dividing by the count is mean's gradient, not sum's",
@@ -171,17 +198,19 @@ EXERCISES = {e.name: e for e in [
                 lambda self, g: (g,)),
     ]),
     Exercise('broadcast_add', 'BroadcastAdd', broadcast_pair(), ('a', 'b'), exact_shapes=True,
-             explicit=(fixed((2, 1), (2, 3)), fixed((3,), (2, 3))), mistakes=[
+             second_order=True, explicit=(fixed((2, 1), (2, 3)), fixed((3,), (2, 3))) + BROADCASTING, mistakes=[
         Mistake("no sum over the broadcast axes: an input used at many places of y gets the sum of their gradients",
                 lambda self, g: (g, g)),
         Mistake("keep the size-1 axes when summing over them (keepdims=True): a (n, 1) input needs a (n, 1) gradient",
                 lambda self, g: tuple(_sum_without_keepdims(g, x) for x in self.inputs)),
     ]),
-    Exercise('exp', 'Exp', one_input(), ('x',), explicit=(fixed((2, 3)),), mistakes=[
+    Exercise('exp', 'Exp', one_input(), ('x',), explicit=ELEMENTWISE, second_order=True,
+             edge=(edge([[700.0, -700.0, 0.0]], 'values near overflow (e^700 ~ 1e304)'),), mistakes=[
         Mistake("the chain rule: multiply g by exp's derivative, e^x (= self.output)", lambda self, g: (g,)),
         Mistake("the derivative of e^x is e^x itself (self.output), not x", lambda self, g: (g * self.inputs[0],)),
     ]),
-    Exercise('tanh', 'Tanh', one_input(), ('x',), explicit=(fixed((2, 3)),), mistakes=[
+    Exercise('tanh', 'Tanh', one_input(), ('x',), explicit=ELEMENTWISE, second_order=True,
+             edge=(edge([[800.0, -800.0, 20.0, -20.0, 0.0]], 'large values (tanh = +-1, e^800 overflows) and 0'),), mistakes=[
         Mistake("1 - tanh(x)^2 is in terms of the output y = tanh(x) (self.output), not of x",
                 lambda self, g: (g * (1 - self.inputs[0] * self.inputs[0]),)),
         Mistake("a sign error: tanh'(x) = 1 - y^2 (tanh flattens out, its slope is below 1)",
@@ -190,14 +219,20 @@ EXERCISES = {e.name: e for e in [
                 lambda self, g: (g * (1 - self.output),)),
     ]),
     Exercise('relu', 'Relu', one_input(away_from_zero()), ('x',),
-             explicit=(([np.array([[-1.5, 0.5, 2.0], [0.3, -0.7, 1.1]])], {}),), mistakes=[
+             explicit=(([np.array([[-1.5, 0.5, 2.0], [0.3, -0.7, 1.1]])], {}),) + ELEMENTWISE[1:], second_order=True,
+             edge=(edge([[0.0, -0.0, 1.0, -1.0]], 'the kink at 0 (exact zeros)'),),
+             kink="at x = 0 any slope in [0, 1] is a valid subgradient mathematically, but this exercise asks for "
+                  "PyTorch's: 0 (the gradient passes only where x > 0)", mistakes=[
         Mistake("the gradient passes where x > 0 (where y = x) and stops where x < 0, not the other way round",
                 lambda self, g: (g * (self.inputs[0] < 0),)),
         Mistake("relu blocks the gradient where x < 0: multiply g by the mask x > 0",
                 lambda self, g: (g,)),
         Mistake("multiply g by relu's slope (0 or 1), not by x", lambda self, g: (g * self.inputs[0],)),
     ]),
-    Exercise('softmax', 'Softmax', with_axis(), ('x',), explicit=(fixed((2, 3), axis=1),), mistakes=[
+    Exercise('softmax', 'Softmax', with_axis(), ('x',), second_order=True,
+             explicit=(fixed((2, 3), axis=0), fixed((2, 3), axis=1), fixed((3, 1), axis=-1), fixed((2, 3, 4), axis=1)),
+             edge=(edge([LARGE], 'logits around +-1e3', axis=-1), edge([LARGE], 'logits around +-1e3', axis=0)),
+             mistakes=[
         Mistake("p(1 - p) is only the diagonal of softmax's Jacobian; every p_j depends on every x_i of its row: "
                 "dL/dx = p * (g - sum(g * p)) over the row",
                 lambda self, g: (g * self.output * (1 - self.output),)),
@@ -206,7 +241,10 @@ EXERCISES = {e.name: e for e in [
         Mistake("the sum runs over the softmax's axis (self.axis) only, not over every element",
                 lambda self, g: (self.output * (g - (g * self.output).sum()),)),
     ]),
-    Exercise('log_softmax', 'LogSoftmax', with_axis(), ('x',), explicit=(fixed((2, 3), axis=1),), mistakes=[
+    Exercise('log_softmax', 'LogSoftmax', with_axis(), ('x',), second_order=True,
+             explicit=(fixed((2, 3), axis=0), fixed((2, 3), axis=1), fixed((3, 1), axis=-1), fixed((2, 3, 4), axis=1)),
+             edge=(edge([LARGE], 'logits around +-1e3', axis=-1), edge([LARGE], 'logits around +-1e3', axis=0)),
+             mistakes=[
         Mistake("softmax is multiplied by the row sum of g: dL/dx = g - softmax(x) * sum(g) (each y_j holds "
                 "-log sum exp, which depends on every x_i)",
                 lambda self, g: (g - self.output.exp(),)),
@@ -215,7 +253,9 @@ EXERCISES = {e.name: e for e in [
                 lambda self, g: (g * (1 - self.output.exp()),)),
     ]),
     Exercise('cross_entropy', 'CrossEntropy', logits_and_targets(), ('logits',),
-             explicit=(fixed((3, 4), targets=np.array([0, 2, 3])),), mistakes=[
+             explicit=(fixed((3, 4), targets=np.array([0, 2, 3])), fixed((2, 3, 4), targets=np.array([[0, 1, 3],
+                       [2, 2, 0]])), fixed((1, 2), targets=np.array([1])), fixed((4,), targets=np.array(2))),
+             edge=(edge([LARGE], 'logits around +-1e3', targets=np.array([2, 0])),), mistakes=[
         Mistake("the loss is a mean over the n rows: divide the gradient by the count (self.n)",
                 lambda self, g: _cross_entropy_grad(self, g)),
         Mistake("a sign error: the gradient is softmax minus the one-hot target, (p - onehot) / n",
@@ -224,14 +264,18 @@ EXERCISES = {e.name: e for e in [
                 lambda self, g: _cross_entropy_grad(self, g, scale=1 / self.n, softmax=False)),
     ]),
     Exercise('layer_norm', 'LayerNorm', layer_norm_inputs(), ('x', 'gamma', 'beta'),
-             explicit=(fixed((2, 4), (4,), (4,), eps=1e-5),), mistakes=[
+             explicit=(rows((2, 4), (4,), (4,), eps=1e-5), rows((2, 3, 4), (4,), (4,), eps=0.5),
+                       rows((4,), (4,), (4,), eps=1e-5)),
+             edge=(edge([[[2.0, 2.0, 2.0], [1.0, 2.0, 3.0]], [1.0, -2.0, 0.5], [0.0, 0.0, 0.0]],
+                        'a constant row (var = 0) and zeros', eps=1e-5),), mistakes=[
         Mistake("the mean terms are missing: mu and var depend on every x of the row, so "
                 "dL/dx = (dx_hat - mean(dx_hat) - x_hat * mean(dx_hat * x_hat)) * inv_std",
                 lambda self, g: (g * self.inputs[1] * self.inv_std, g * self.x_hat, g)),
         Mistake("gamma is missing: x_hat reaches y through gamma, so start from dx_hat = g * gamma",
                 lambda self, g: (_layer_norm_dx(self, g), g * self.x_hat, g)),
     ]),
-    Exercise('gelu', 'GELU', one_input(), ('x',), explicit=(fixed((2, 3)),), mistakes=[
+    Exercise('gelu', 'GELU', one_input(), ('x',), explicit=ELEMENTWISE,
+             edge=(edge([[10.0, -10.0, 30.0, -30.0, 0.0]], 'large values and 0'),), mistakes=[
         Mistake("the product rule: y = x * h(x), so dy/dx = h(x) + x * h'(x); a term is missing",
                 lambda self, g: (g * _gelu_slope(self, product_rule=False),)),
         Mistake("the chain rule through u = sqrt(2/pi) (x + 0.044715 x^3): h'(x) has the factor "
@@ -239,7 +283,8 @@ EXERCISES = {e.name: e for e in [
                 lambda self, g: (g * _gelu_slope(self, chain_rule=False),)),
     ]),
     Exercise('residual_add', 'ResidualAdd', residual_inputs(), ('x', 'fx'),
-             explicit=(fixed((2, 3), (2, 3), alpha=0.5),), mistakes=[
+             second_order=True, explicit=(fixed((2, 3), (2, 3), alpha=0.5), fixed((), (), alpha=-2.0),
+                                          fixed((1, 4), (1, 4), alpha=1.0)), mistakes=[
         Mistake("the F road is scaled: dL/dfx = alpha * g (and dL/dx = g, the highway)",
                 lambda self, g: (g, g)),
         Mistake("x is the highway: it gets g unchanged, and fx gets alpha * g",
@@ -248,7 +293,9 @@ EXERCISES = {e.name: e for e in [
     ]),
     Exercise('attention', 'attention', attention_inputs(), ('Q', 'K', 'V'),
              call=lambda impl, tensors, params: impl(*tensors, **params),
-             explicit=(fixed((2, 3), (4, 3), (4, 2), mask=None),), mistakes=[
+             explicit=(fixed((2, 3), (4, 3), (4, 2), mask=None),
+                       fixed((2, 2, 3), (2, 4, 3), (2, 4, 2), mask=mt.tensor(np.tril(np.ones((2, 4), bool))))),
+             mistakes=[
                  Mistake("the scores are divided by sqrt(d_k) (q's last axis) before the softmax",
                          _attention(scale=False)),
                  Mistake("each query's weights are a softmax over the keys: the scores' last axis (axis=-1)",

@@ -22,7 +22,8 @@ class GELU(Function):
     """y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))        x: any shape -> y: the same shape"""
 
     def forward(self, x):
-        self.t = mt.as_tensor(backend.array_module(x).tanh(C * (x + A * x ** 3)))
+        xp = backend.array_module(x)
+        self.t = mt.as_tensor(xp.asarray(xp.tanh(C * (x + A * x ** 3))))  # (asarray: a 0-d x gives a numpy scalar)
         return 0.5 * x * (1 + self.t.data)
 
     def backward(self, g):

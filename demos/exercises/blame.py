@@ -1,0 +1,63 @@
+"""Attention is built from the learner's other ops: say exactly which, and when it fails, which
+one is to blame.
+
+The learner's attention runs with their passing ops in place of the engine's.  When it fails,
+it runs again with the engine's ops only (does the composition itself fail?), then with each of
+the learner's ops alone substituted: the ones that fail it are named.
+"""
+import microtensor as mt
+from microtensor import autograd
+from . import scenarios
+from .messages import Failure
+from .substitute import substituted
+
+
+def used_ops(case, passing):
+    """The names of the learner's exercises whose classes attention's graph holds (in exercise order)."""
+    classes = {impl: name for name, impl in passing.items() if isinstance(impl, type)}
+    if not classes:
+        return []
+    arrays, params = case.exercise.explicit[-1]  # (the masked example: every op attention may use)
+    with substituted(passing):
+        out = case.exercise.apply(case.impl, [mt.tensor(a, requires_grad=True) for a in arrays], params)
+    types = {type(t.creator) for t in autograd.topological_order([out]) if t.creator is not None}
+    return [name for impl, name in classes.items() if impl in types]
+
+
+def fails_with(case, impls):
+    """The Failure of attention with `impls` substituted (on the explicit examples), or None."""
+    trial = scenarios.Case(case.exercise, case.impl, case.answer, lambda: substituted(impls), case.path)
+    try:
+        for example in case.exercise.explicit:
+            scenarios.every_example(trial, example)
+    except Failure as failure:
+        return failure
+    return None
+
+
+def explain(case, passing, result):
+    """Add to attention's Result which of the learner's ops it used and, on a failure, which is wrong."""
+    try:
+        used = used_ops(case, passing)
+    except Exception:  # the learner's attention does not even run: the failure says why
+        used = []
+    result.used = tuple(used)
+    built = (f"built from your {', '.join(used)}" if used else
+             "built from the engine's ops only: none of your ops that attention uses passes yet")
+    if result.status == 'pass':
+        result.message += ' ' + built
+        return
+    if result.status != 'fail' or not used:
+        return
+    if fails_with(case, {}) is not None:
+        result.message += f"\n(it fails with the engine's ops too: the composition itself is wrong; {built})"
+        return
+    wrong = [name for name in used if fails_with(case, {name: passing[name]}) is not None]
+    if wrong:
+        result.message += (f"\n(with the engine's ops it passes; it fails with your {', '.join(wrong)} alone: "
+                           f"{'its' if len(wrong) == 1 else 'their'} backward is wrong where attention uses it, "
+                           f"though it passed its own check)")
+        result.hint = f"look at your {wrong[0]} with the inputs attention gives it (a mask makes -inf scores)"
+    else:
+        result.message += (f"\n(with the engine's ops it passes, and with each of your {', '.join(used)} alone: "
+                           "they are wrong only together)")

@@ -1,0 +1,327 @@
+"""The scenarios `check` runs a learner's op in, each of which raises a Failure naming its kind.
+
+On every example (the explicit ones first, then hypothesis's random ones):
+    forward       the output's shape, dtype and values are the reference answer's
+    backward      called directly with the checker's g: nothing it was given is changed in place
+                  (g, the inputs, the output); it returns one gradient per input (a tuple, a list,
+                  or a lone Tensor for one input), each of an allowed shape and dtype
+    gradients     through the engine: the reference answer's gradients on the same inputs and the
+                  same upstream gradient, norm-wise and tight (compare.RTOL)
+    differences   central finite differences of L = sum(y * u), with the checker's own copy of u
+Once, on the explicit examples (after the above pass):
+    each input constant in turn, two instances in one graph, the op used twice on one input,
+    backward run twice, float32 inputs, the edge values, and second order (gradgradcheck)
+    where the exercise asks for a backward written on tensors.
+"""
+import numpy as np
+
+import microtensor as mt
+from microtensor.gradcheck import GradcheckError
+from . import compare
+from .messages import Failure, crash
+
+
+class Case:
+    """An exercise, the learner's implementation, the reference answer, and how to run them:
+    `using()` is the context the learner's code runs in (attention: with the learner's ops in the
+    engine), `path` the learner's file (to trim tracebacks), `tick()` is called before each step."""
+
+    def __init__(self, exercise, impl, answer, using, path=None, tick=None):
+        self.exercise, self.impl, self.answer, self.using, self.path = exercise, impl, answer, using, path
+        self.tick = tick or (lambda step='': None)
+
+    def forward(self, impl, arrays, params, requires=True):
+        flags = [requires] * len(arrays) if isinstance(requires, bool) else requires
+        tensors = [mt.tensor(a, requires_grad=r) for a, r in zip(arrays, flags)]
+        if impl is not self.impl:  # the reference runs on the engine's own ops
+            return self.exercise.apply(impl, tensors, params), tensors
+        with self.using():
+            return self.exercise.apply(impl, tensors, params), tensors
+
+    def gradients(self, impl, arrays, params, u, requires=True):
+        """(output array, [dL/dx for each input that requires grad, zeros where None]) with L = sum(y * u);
+        u is copied: the engine hands the root gradient itself to the last op's backward."""
+        out, tensors = self.forward(impl, arrays, params, requires)
+        wanted = [t for t in tensors if t.requires_grad]
+        grads = mt.grad(out, wanted, grad_outputs=mt.tensor(u.copy()), allow_unused=True)
+        return out.numpy(), [np.zeros(t.shape, t.numpy().dtype) if g is None else g.numpy() for t, g in zip(wanted, grads)]
+
+    def reference(self, arrays, params, u, requires=True):
+        return self.gradients(self.answer, arrays, params, u, requires)
+
+    def names(self, requires=True):
+        return [n for i, n in enumerate(self.exercise.inputs) if requires is True or requires[i]]
+
+    def run(self, step, *args):
+        """step(self, *args) with the learner's errors made Failures (a NotImplementedError: not written yet)."""
+        self.tick(step.__name__)
+        try:
+            with np.errstate(all='ignore'):  # an overflow shows as inf or nan in the comparison, with a hint
+                return step(self, *args)
+        except Failure:
+            raise
+        except NotImplementedError as error:
+            raise Failure('todo', str(error) or 'NotImplementedError') from None
+        except (Exception, SystemExit) as error:
+            raise crash(error, self.path, f"on {describe(self.exercise, args[0])}, your code") from None
+
+
+def upstream(shape, seed=0, dtype=np.float64):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+# ---------------------------------------------------------------------------- on every example
+def forward_matches(case, example, dtype=np.float64):
+    arrays, params = example
+    arrays = [a.astype(dtype) for a in arrays]
+    with mt.no_grad():
+        expected = case.forward(case.answer, arrays, params, requires=False)[0].numpy()
+        out = case.forward(case.impl, arrays, params, requires=False)[0]
+    if out.shape != expected.shape:
+        raise Failure('shape', f"the output has shape {out.shape}, expected {expected.shape}", out.shape)
+    if out.numpy().dtype != expected.dtype:
+        raise Failure('dtype', f"{np.dtype(dtype).name} inputs gave a {out.numpy().dtype} output, expected "
+                      f"{expected.dtype} (forward is given: is it as it was?)", str(out.numpy().dtype))
+    rtol, atol = (compare.RTOL, compare.ATOL) if dtype == np.float64 else (compare.RTOL32, compare.ATOL32)
+    if not compare.close(out.numpy(), expected, rtol, atol):
+        index, want, got = compare.worst(out.numpy(), expected)
+        raise Failure('value', f"the output at {index}: expected {want:.6g}, got {got:.6g} "
+                      "(forward is given: is it as it was?)", out.numpy())
+
+
+def backward_directly(case, example):
+    """Call the learner's backward with the checker's g; check what it changed and what it returned."""
+    if case.exercise.call:  # attention: no backward of its own
+        return
+    arrays, params = example
+    out, tensors = case.forward(case.impl, arrays, params)
+    u = upstream(out.shape)
+    g = mt.tensor(u.copy())
+    inputs, output = [t.numpy().copy() for t in tensors], out.numpy().copy()
+    with mt.no_grad():
+        grads = out.creator.backward(g)
+    if not np.array_equal(g.numpy(), u):
+        raise Failure('mutated', "your backward changed the incoming gradient g in place; g belongs to the "
+                      "engine (other ops may share it): compute a new tensor instead", 'g')
+    for name, t, before in zip(case.exercise.inputs, tensors, inputs):
+        if not np.array_equal(t.numpy(), before, equal_nan=True):
+            raise Failure('mutated', f"your backward changed the input {name} in place", name)
+    if not np.array_equal(out.numpy(), output, equal_nan=True):
+        raise Failure('mutated', "your backward changed the output (self.output) in place", 'output')
+    returned(case, grads, tensors, out)
+
+
+def returned(case, grads, tensors, out):
+    """One gradient per input, in a tuple or a list (a lone Tensor for a one-input op), each None or a
+    Tensor of the input's shape (or a shape the input was broadcast to), floating, as precise as the input."""
+    names, n = case.exercise.inputs, len(tensors)
+    if isinstance(grads, mt.Tensor) and n == 1:
+        grads = (grads,)
+    if not isinstance(grads, (tuple, list)):
+        raise Failure('shape', f"backward returned {type(grads).__name__}; return a tuple with one gradient per "
+                      f"input ({', '.join('dL/d' + name for name in names)})", type(grads).__name__)
+    if len(grads) != n:
+        raise Failure('shape', f"backward returned {len(grads)} gradient{'s' * (len(grads) != 1)} for {n} "
+                      f"input{'s' * (n != 1)}; return ({', '.join('dL/d' + name for name in names)})", len(grads))
+    for name, x, gx in zip(names, tensors, grads):
+        if gx is None:
+            continue
+        if not isinstance(gx, mt.Tensor):
+            raise Failure('dtype', f"dL/d{name} is a {type(gx).__module__.split('.')[0]}.{type(gx).__name__}, "
+                          "not a Tensor; compute it with Tensor operations on g and self.inputs", type(gx).__name__)
+        exact = case.exercise.exact_shapes
+        if gx.shape != x.shape and (exact or not _sums_to(gx.shape, x.shape)):
+            why = ("this op sums over the broadcast axes itself" if exact else f"y has shape {out.shape}")
+            raise Failure('shape', f"backward returned dL/d{name} of shape {gx.shape} for {name} of shape "
+                          f"{x.shape} (in a {type(grads).__name__}); {why}", (name, gx.shape))
+        kind, size = np.dtype(gx.numpy().dtype), np.dtype(x.numpy().dtype).itemsize
+        if kind.kind != 'f' or kind.itemsize < size:
+            raise Failure('dtype', f"backward returned dL/d{name} as {kind.name} for a {x.numpy().dtype} input: "
+                          "keep (at least) the input's precision", (name, kind.name))
+
+
+def _sums_to(shape, target):
+    return len(shape) >= len(target) and all(n == 1 or n == m for n, m in zip(reversed(target), reversed(shape)))
+
+
+def gradients_match(case, example, requires=True, note=''):
+    """The learner's gradients through the engine against the reference answer's, norm-wise and tight."""
+    arrays, params = example
+    out, _ = case.forward(case.answer, arrays, params, requires=False)
+    u = upstream(out.shape)
+    _, expected = case.reference(arrays, params, u, requires)
+    _, got = case.gradients(case.impl, arrays, params, u, requires)
+    for name, a, e in zip(case.names(requires), got, expected):
+        if not compare.close(a, e):
+            raise Failure('value', wrong_gradient(name, a, e, note), got)
+    return got
+
+
+def wrong_gradient(name, got, expected, note=''):
+    index, want, value = compare.worst(got, expected)
+    relative = compare.relative_difference(got, expected)
+    text = (f"{note}dL/d{name} (shape {got.shape}) differs from the reference answer's by {relative:.1e} "
+            f"(relative, norm-wise); the furthest element, at {index}: expected {want:.6g}, got {value:.6g}")
+    if not np.isfinite(got).all():
+        text += " (inf or nan: an overflow? an exp of a large number?)"
+    elif 1e-9 < relative < 1e-5:
+        text += " (about float32's rounding: does your backward compute in float32? keep the input's dtype)"
+    return text
+
+
+def differences_match(case, example, analytic):
+    """Independent of the reference: central differences of the learner's own forward, L = sum(y * u),
+    with the checker's own copy of u."""
+    arrays, params = example
+    with mt.no_grad():
+        shape = case.forward(case.impl, arrays, params, requires=False)[0].shape
+    u = upstream(shape)
+
+    def L(values):
+        with mt.no_grad():
+            return float((case.forward(case.impl, values, params, requires=False)[0].numpy() * u).sum())
+
+    for name, a, n in zip(case.exercise.inputs, analytic, compare.finite_differences(L, arrays)):
+        wrong = compare.first_wrong(a, n)
+        if wrong is not None:
+            index, want, got = wrong
+            raise Failure('value', f"dL/d{name} (shape {a.shape}) at {index}: finite differences give {want:.6g}, "
+                          f"your backward {got:.6g}", analytic)
+
+
+def every_example(case, example):
+    """The checks of one example; None, or raises the first Failure."""
+    case.run(forward_matches, example)
+    case.run(backward_directly, example)
+    analytic = case.run(gradients_match, example)
+    case.run(differences_match, example, analytic)
+
+
+# ---------------------------------------------------------------------------- once, on chosen examples
+def each_input_constant(case, example):
+    n = len(example[0])
+    for i in range(n if n > 1 else 0):
+        requires = [j != i for j in range(n)]
+        gradients_match(case, example, requires, f"with {case.exercise.inputs[i]} constant (requires_grad=False), ")
+
+
+def two_instances(case, example):
+    """Two uses of the op in one graph, on different inputs and on one input: each gets its own gradient."""
+    if case.exercise.call:
+        return
+    arrays, params = example
+    other = [a * 0.5 + 0.25 for a in arrays]
+    outs = [case.forward(case.answer, a, params, requires=False)[0] for a in (arrays, other)]
+    us = [upstream(out.shape, seed) for seed, out in enumerate(outs)]
+    expected = [case.reference(a, params, u)[1] for a, u in zip((arrays, other), us)]
+    y1, t1 = case.forward(case.impl, arrays, params)
+    y2, t2 = case.forward(case.impl, other, params)
+    loss = (y1 * mt.tensor(us[0])).sum() + (y2 * mt.tensor(us[1])).sum()
+    grads = mt.grad(loss, t1 + t2, allow_unused=True)
+    for which, got, want, tensors in (('first', grads[:len(t1)], expected[0], t1), ('second', grads[len(t1):],
+                                                                                  expected[1], t2)):
+        for name, g, e, t in zip(case.exercise.inputs, got, want, tensors):
+            g = np.zeros(t.shape) if g is None else g.numpy()
+            if not compare.close(g, e):
+                raise Failure('shared', f"with two {case.exercise.attr} ops in one graph (on different inputs), the "
+                              f"{which} one's dL/d{name} is wrong, though each alone is right: "
+                              + wrong_gradient(name, g, e), 'two')
+    y, tensors = case.forward(case.impl, arrays, params)
+    z = case.exercise.apply(case.impl, tensors, params)  # (not attention: no `using` to enter)
+    loss = (y * mt.tensor(us[0])).sum() + (z * mt.tensor(upstream(y.shape, 1))).sum()
+    second = case.reference(arrays, params, upstream(y.shape, 1))[1]
+    for name, g, e1, e2 in zip(case.exercise.inputs, mt.grad(loss, tensors, allow_unused=True), expected[0], second):
+        g = np.zeros(e1.shape) if g is None else g.numpy()
+        if not compare.close(g, e1 + e2):
+            raise Failure('shared', f"with the op used twice on the same inputs, dL/d{name} is wrong, though one "
+                          "use alone is right: " + wrong_gradient(name, g, e1 + e2), 'twice')
+
+
+def backward_twice(case, example):
+    """backward twice over one graph (retain_graph): the second gradients equal the first."""
+    arrays, params = example
+    out, tensors = case.forward(case.impl, arrays, params)
+    u = upstream(out.shape)
+    first = mt.grad(out, tensors, grad_outputs=mt.tensor(u.copy()), retain_graph=True, allow_unused=True)
+    try:
+        second = mt.grad(out, tensors, grad_outputs=mt.tensor(u.copy()), allow_unused=True)
+    except Exception as error:
+        failure = crash(error, case.path, "the second backward over the same graph")
+        raise Failure('consumed', failure.text + "; the first backward worked", 'raised') from None
+    for name, a, b in zip(case.exercise.inputs, first, second):
+        a, b = (np.zeros(t.shape) if g is None else g.numpy() for g, t in ((a, out), (b, out)))
+        if not compare.close(b, a):
+            raise Failure('consumed', f"a second backward over the same graph (retain_graph=True) gives another "
+                          f"dL/d{name}: " + wrong_gradient(name, b, a).replace("the reference answer's", "the first"),
+                          'changed')
+
+
+def in_float32(case, example):
+    """float32 inputs: a float32 output, and float32 gradients near the reference answer's."""
+    forward_matches(case, example, np.float32)
+    arrays, params = example
+    arrays = [a.astype(np.float32) for a in arrays]
+    out, _ = case.forward(case.answer, arrays, params, requires=False)
+    u = upstream(out.shape, dtype=np.float32)
+    _, expected = case.reference(arrays, params, u)
+    _, got = case.gradients(case.impl, arrays, params, u)
+    for name, a, e in zip(case.exercise.inputs, got, expected):
+        if a.dtype != np.float32:
+            raise Failure('dtype', f"float32 inputs gave a {a.dtype} dL/d{name}", a.dtype.name)
+        if not compare.close(a, e, compare.RTOL32, compare.ATOL32):
+            raise Failure('value', "in float32, " + wrong_gradient(name, a, e), got)
+
+
+def edge_values(case, edge):
+    """Large inputs whose true result is finite, exact zeros, a kink: only against the reference."""
+    example, what = edge
+    note = f"on {what}, "
+    try:
+        forward_matches(case, example)
+        gradients_match(case, example, True, note)
+    except Failure as failure:
+        if case.exercise.kink and 'kink' in what:
+            failure.text += f"; {case.exercise.kink}"
+        raise
+
+
+def second_order(case, example):
+    """gradgradcheck: the backward itself differentiable, for exercises that ask for a backward on tensors."""
+    arrays, params = example
+    tensors = [mt.tensor(a, requires_grad=True) for a in arrays]
+    try:
+        mt.gradgradcheck(lambda *xs: case.exercise.apply(case.impl, list(xs), params), tensors)
+    except GradcheckError as error:
+        raise Failure('second order', f"the gradient of your backward is wrong ({error}); this exercise asks for "
+                      "a backward written with Tensor operations, which the engine can differentiate again",
+                      'second') from None
+
+
+def chosen(case):
+    """The once-only scenarios, in order; each raises the first Failure."""
+    explicit = case.exercise.explicit
+    for example in explicit[:2]:
+        case.run(each_input_constant, example)
+        case.run(two_instances, example)
+        case.run(backward_twice, example)
+    case.run(in_float32, explicit[0])
+    for edge in case.exercise.edge:
+        case.run(edge_values, edge)
+    if case.exercise.second_order:
+        case.run(second_order, explicit[0])
+
+
+def describe(exercise, example):
+    if isinstance(example, tuple) and len(example) == 2 and isinstance(example[1], str):
+        return example[1]  # an edge example: (example, what it is)
+    arrays, params = example
+    shapes = ', '.join(f"{name} {a.shape}" for name, a in zip(exercise.inputs, arrays))
+    extras = ', '.join(f"{k}={_short(v)}" for k, v in params.items())
+    return f"{shapes}{', ' + extras if extras else ''}"
+
+
+def _short(value):
+    if isinstance(value, mt.Tensor):
+        value = value.numpy()
+    return f"array of shape {value.shape}" if isinstance(value, np.ndarray) and value.size > 4 else repr(
+        value.tolist() if isinstance(value, np.ndarray) else value)
