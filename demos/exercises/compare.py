@@ -6,14 +6,15 @@ norm-wise and tight:
 
     |got - expected| <= RTOL * |expected| + ATOL        (|.|: the whole gradient's 2-norm)
 
-RTOL = 1e-7 lets through what float64 rounding does to a different but equal formula
-(~1e-15 relative), and stops a gradient off by one part in 10,000 (a factor 1.0001).
+RTOL = 1e-9 lets through what float64 rounding does to a different but equal formula
+(~1e-15 relative, more where terms cancel), and stops a gradient off by one part in 10,000
+(a factor 1.0001) and one computed in float32 (~1e-7 relative).
 Finite differences are an independent second check, element by element, at their own,
 looser tolerance (they are only accurate to about EPS^2 and rounding / EPS).
 """
 import numpy as np
 
-RTOL, ATOL = 1e-7, 1e-10            # learner vs reference, norm-wise, float64
+RTOL, ATOL = 1e-9, 1e-10            # learner vs reference, norm-wise, float64
 RTOL32, ATOL32 = 2e-4, 1e-5         # the same in float32 (float32 rounding is ~6e-8 per operation)
 FD_EPS, FD_RTOL, FD_ATOL = 1e-6, 1e-4, 1e-5
 

@@ -205,27 +205,32 @@ def each_input_constant(case, example):
         gradients_match(case, example, requires, f"with {case.exercise.inputs[i]} constant (requires_grad=False), ")
 
 
-def two_instances(case, example):
-    """Two uses of the op in one graph, on different inputs and on one input: each gets its own gradient."""
+def two_instances(case, example, other):
+    """Two uses of the op in one graph (on `example` and on `other`, which may have other shapes and
+    parameters), then the op used twice on one input: each gets its own gradient."""
     if case.exercise.call:
         return
-    arrays, params = example
-    other = [a * 0.5 + 0.25 for a in arrays]
-    outs = [case.forward(case.answer, a, params, requires=False)[0] for a in (arrays, other)]
+    (arrays, params), (arrays2, params2) = example, other
+    outs = [case.forward(case.answer, a, p, requires=False)[0] for a, p in ((arrays, params), (arrays2, params2))]
     us = [upstream(out.shape, seed) for seed, out in enumerate(outs)]
-    expected = [case.reference(a, params, u)[1] for a, u in zip((arrays, other), us)]
+    expected = [case.reference(arrays, params, us[0])[1], case.reference(arrays2, params2, us[1])[1]]
+    both = f"with two {case.exercise.attr} ops in one graph (on {describe(case.exercise, example)} and on " \
+           f"{describe(case.exercise, other)})"
     y1, t1 = case.forward(case.impl, arrays, params)
-    y2, t2 = case.forward(case.impl, other, params)
+    y2, t2 = case.forward(case.impl, arrays2, params2)
     loss = (y1 * mt.tensor(us[0])).sum() + (y2 * mt.tensor(us[1])).sum()
-    grads = mt.grad(loss, t1 + t2, allow_unused=True)
+    try:
+        grads = mt.grad(loss, t1 + t2, allow_unused=True)
+    except Exception as error:
+        raise Failure('shared', f"{both}, " + crash(error, case.path, 'your backward').text
+                      + "; each alone works", 'raised') from None
     for which, got, want, tensors in (('first', grads[:len(t1)], expected[0], t1), ('second', grads[len(t1):],
                                                                                   expected[1], t2)):
         for name, g, e, t in zip(case.exercise.inputs, got, want, tensors):
             g = np.zeros(t.shape) if g is None else g.numpy()
             if not compare.close(g, e):
-                raise Failure('shared', f"with two {case.exercise.attr} ops in one graph (on different inputs), the "
-                              f"{which} one's dL/d{name} is wrong, though each alone is right: "
-                              + wrong_gradient(name, g, e), 'two')
+                raise Failure('shared', f"{both}, the {which} one's dL/d{name} is wrong, though each alone is "
+                              "right: " + wrong_gradient(name, g, e), 'two')
     y, tensors = case.forward(case.impl, arrays, params)
     z = case.exercise.apply(case.impl, tensors, params)  # (not attention: no `using` to enter)
     loss = (y * mt.tensor(us[0])).sum() + (z * mt.tensor(upstream(y.shape, 1))).sum()
@@ -291,18 +296,20 @@ def second_order(case, example):
     tensors = [mt.tensor(a, requires_grad=True) for a in arrays]
     try:
         mt.gradgradcheck(lambda *xs: case.exercise.apply(case.impl, list(xs), params), tensors)
-    except GradcheckError as error:
-        raise Failure('second order', f"the gradient of your backward is wrong ({error}); this exercise asks for "
-                      "a backward written with Tensor operations, which the engine can differentiate again",
-                      'second') from None
+    except (GradcheckError, RuntimeError) as error:  # (RuntimeError: the first derivatives have no graph)
+        raise Failure('second order', f"differentiating your backward (create_graph=True) fails: {error}; this "
+                      "exercise asks for a backward written with Tensor operations, which the engine can "
+                      "differentiate again", 'second') from None
 
 
 def chosen(case):
     """The once-only scenarios, in order; each raises the first Failure."""
     explicit = case.exercise.explicit
-    for example in explicit[:2]:
+    for i, example in enumerate(explicit[:2]):
+        other = explicit[(i + 1) % len(explicit)] if len(explicit) > 1 else (
+            [a * 0.5 + 0.25 for a in example[0]], example[1])
         case.run(each_input_constant, example)
-        case.run(two_instances, example)
+        case.run(two_instances, example, other)
         case.run(backward_twice, example)
     case.run(in_float32, explicit[0])
     for edge in case.exercise.edge:
