@@ -3,8 +3,10 @@ learner's passing ones, and plot both losses.
 
 Both runs start from the same weights (mt.manual_seed) and see the same batches, in float64.
 With correct backward passes the two curves lie on top of each other (they differ only by
-rounding, ~1e-12): your ops trained a Transformer.  A wrong backward would pull its curve
-away, so only exercises that pass `check` are put in.
+float64 rounding, below ROUNDING): your ops trained a Transformer.  Only exercises that pass
+`check` are put in.  A small error can hide in the losses (a softmax gradient 1.0001 times
+too large moves them by ~1e-6 in 60 steps), so each of your ops is also put in alone and
+its gradients on the first batch are compared with the engine's: that says which is wrong.
 """
 import contextlib
 import collections
@@ -17,21 +19,32 @@ from transformer import GPT, next_token_loss
 from .. import corpus
 from ..report import save_plot, table
 from ..train_gpt import Characters, batch_at
+from . import compare
 from .substitute import substituted
 
 SIZE = dict(d_model=32, n_layers=2, n_heads=4, context=32, batch_size=8)
+ROUNDING = 1e-9            # the largest loss difference float64 rounding explains over a run (it is ~1e-15)
+GRADIENT_ROUNDING = 1e-10  # the same for one batch's gradients, relative, norm-wise (~1e-16)
+
+
+def _model(chars, seed, size):
+    mt.manual_seed(seed)
+    model = GPT(len(chars.vocab), d_model=size['d_model'], n_layers=size['n_layers'], n_heads=size['n_heads'],
+                max_len=size['context'])
+    return model.to(dtype=mt.float64)
+
+
+def _data():
+    chars = Characters.of(corpus.POEM)
+    return chars, np.array(chars.encode(corpus.POEM), dtype=np.int64)
 
 
 def train(impls=None, steps=60, seed=0, lr=3e-3, size=SIZE):
     """Next-token losses of a GPT trained on the poem for `steps` steps, in float64, with the
     exercises in `impls` ({name: class or function}) in place of the engine's ops.
     Returns (losses, {op class name: how many of it one step's graph holds, for impls' classes})."""
-    chars = Characters.of(corpus.POEM)
-    data = np.array(chars.encode(corpus.POEM), dtype=np.int64)
-    mt.manual_seed(seed)
-    model = GPT(len(chars.vocab), d_model=size['d_model'], n_layers=size['n_layers'], n_heads=size['n_heads'],
-                max_len=size['context'])
-    model.to(dtype=mt.float64)
+    chars, data = _data()
+    model = _model(chars, seed, size)
     opt = optim.AdamW(model.parameters(), lr=lr)
     losses, used = [], collections.Counter()
     with substituted(impls) if impls else contextlib.nullcontext():
@@ -47,6 +60,26 @@ def train(impls=None, steps=60, seed=0, lr=3e-3, size=SIZE):
             opt.step()
             losses.append(loss.item())
     return losses, dict(used)
+
+
+def first_gradients(impls=None, seed=0, size=SIZE):
+    """The parameters' gradients (one flat array) after one backward on the first batch, from the same start."""
+    chars, data = _data()
+    model = _model(chars, seed, size)
+    with substituted(impls) if impls else contextlib.nullcontext():
+        ids = mt.tensor(batch_at(data, 0, size['batch_size'], size['context'], seed))
+        next_token_loss(model(ids), ids).backward()
+    return np.concatenate([np.zeros(p.size) if p.grad is None else p.grad.numpy().ravel()
+                           for p in model.parameters()])
+
+
+def wrong_gradients(impls, seed=0, size=SIZE):
+    """{name: relative difference, norm-wise} of the exercises whose op, put in alone, changes the
+    gradients of the first batch by more than rounding."""
+    engine = first_gradients(None, seed, size)
+    differences = {name: compare.relative_difference(first_gradients({name: impl}, seed, size), engine)
+                   for name, impl in impls.items()}
+    return {name: d for name, d in differences.items() if not d <= GRADIENT_ROUNDING}
 
 
 def run(folder, impls, left_out, steps=60, seed=0, size=SIZE):
@@ -73,8 +106,19 @@ def run(folder, impls, left_out, steps=60, seed=0, size=SIZE):
     print(table(['step', "engine's loss", 'your loss', '|difference|'],
                 [[s + 1, f"{engine[s]:.6f}", f"{yours[s]:.6f}", f"{difference[s]:.1e}"]
                  for s in range(0, steps, every)]))
-    print(f"largest difference: {difference.max():.2e}"
-          + ("  (rounding: your backward passes trained the Transformer)" if difference.max() < 1e-6 else ""))
+    trained = [name for name, cls in classes.items() if cls in used] + ['backward_loop'] * ('backward_loop' in impls)
+    wrong = wrong_gradients(impls, seed, size)
+    largest = f"{difference.max():.2e} (at step {int(difference.argmax()) + 1})"
+    if difference.max() <= ROUNDING and not wrong:
+        print(f"largest difference: {largest}, float64 rounding: your {', '.join(trained) or 'ops'} trained the "
+              "Transformer")
+    else:
+        print(f"the curves diverge: the largest difference is {largest}, more than float64 rounding "
+              f"({ROUNDING:.0e})" if difference.max() > ROUNDING else
+              f"the curves differ by {largest}: small, but not rounding")
+        print("on the first batch, the gradients differ from the engine's with your "
+              + ('; '.join(f"{name} alone (by {d:.1e}, relative)" for name, d in wrong.items()) if wrong else
+                 "ops together only (each alone gives the engine's gradients)"))
 
     def draw(axes):
         left, right = axes

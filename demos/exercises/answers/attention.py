@@ -10,6 +10,8 @@ Write it with Tensor operations (@, *, .swapaxes, .softmax, mt.where).  `check` 
 with your passing exercises in place of the engine's ops (MatMul, Mul, Softmax, ...), so
 its gradients come from your backward passes: the composition must match the engine's
 attention, values and gradients.
+
+Second order: not asked (attention has no backward of its own).
 """
 import math
 

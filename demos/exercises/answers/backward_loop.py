@@ -18,6 +18,8 @@ is the same on every run.
 
 `check` runs graphs through the engine with your order, and the engine's own autograd tests
 when they are there (a clone of the repository).
+
+Second order: not asked (there is no backward to write: the order serves every backward pass).
 """
 
 

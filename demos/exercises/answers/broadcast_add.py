@@ -10,6 +10,9 @@ gets the sum of the gradients of every place it was used:
 
 Every other op leaves this step to the engine (backward_loop calls g.sum_to(x.shape));
 here you write it: this backward must return each gradient at exactly its input's shape.
+
+Second order: asked.  Write backward with Tensor operations on g, self.inputs and
+self.output: `check` differentiates it once more (gradgradcheck).
 """
 from microtensor import Function
 

@@ -9,6 +9,9 @@ Derive, for one row z with target t:  -log softmax(z)_t = -z_t + log sum_c exp(z
 
 and the mean divides by n.  Forward keeps softmax as self.p (n, C) and the target ids as
 self.targets (n,).  L is a scalar, so g is a 0-d Tensor; the result has the logits' shape.
+
+Second order: not asked.  backward may work on arrays (wrap the result with
+mt.as_tensor); `check` tests first-order gradients only.
 """
 import microtensor as mt
 from microtensor import Function, backend

@@ -2,6 +2,9 @@
 
 Derive: d e^x / dx = ?   Then dL/dx = g * (that).  Forward's result is kept for you as
 self.output (a Tensor): reuse it rather than computing e^x again.
+
+Second order: asked.  Write backward with Tensor operations on g, self.inputs and
+self.output: `check` differentiates it once more (gradgradcheck).
 """
 from microtensor import Function, backend
 

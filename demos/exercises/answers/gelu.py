@@ -8,6 +8,10 @@ Derive: y is a product, x times h(x), so the product rule gives two terms:
     du/dx = ?
 
 Forward keeps tanh(u) as self.t (a Tensor).  dL/dx = g * dy/dx.
+
+Second order: not asked.  backward may work on arrays (wrap the result with
+mt.as_tensor; on a 0-d x numpy gives scalars: np.asarray(...) keeps them float64 arrays);
+`check` tests first-order gradients only.
 """
 import math
 

@@ -12,6 +12,9 @@ depend on every x of the row:
     dL/dx = (dx_hat - mean(dx_hat) - x_hat * mean(dx_hat * x_hat)) * inv_std      (means over the row)
 
 (work it out: d mu/dx_i = 1/D, d var/dx_i = 2 (x_i - mu) / D).
+
+Second order: not asked.  backward may work on arrays (wrap the result with
+mt.as_tensor); `check` tests first-order gradients only.
 """
 import microtensor as mt
 from microtensor import Function, backend

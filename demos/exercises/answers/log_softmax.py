@@ -5,6 +5,9 @@ Derive: dy_j/dx_i = delta_ij - softmax(x)_i, since d log sum exp / dx_i = softma
     dL/dx_i = sum_j g_j (delta_ij - softmax_i) = ?
 
 softmax(x) = exp(y), and y is self.output.  Keep the summed axis (keepdims=True).
+
+Second order: asked.  Write backward with Tensor operations on g, self.inputs and
+self.output: `check` differentiates it once more (gradgradcheck).
 """
 from microtensor import Function, backend
 

@@ -8,6 +8,9 @@ B_pj every Y_ij of column j (through A_ip):
 Check the shapes: dL/dA must be (n, k) and dL/dB (k, m); only one arrangement of G, A, B
 and transposes gives them.  Batch axes (the "...") that were broadcast are summed back by
 the engine.  x.swapaxes(-1, -2) transposes the last two axes of a Tensor.
+
+Second order: asked.  Write backward with Tensor operations on g, self.inputs and
+self.output: `check` differentiates it once more (gradgradcheck).
 """
 from microtensor import Function
 

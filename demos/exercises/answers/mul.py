@@ -7,6 +7,9 @@ element of each input, so the chain rule has a single term:
 
 Return both at y's shape: when a or b was broadcast, the engine sums the gradient back
 to the input's shape (see broadcast_add for doing that by hand).
+
+Second order: asked.  Write backward with Tensor operations on g, self.inputs and
+self.output: `check` differentiates it once more (gradgradcheck).
 """
 from microtensor import Function
 

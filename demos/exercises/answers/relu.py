@@ -6,6 +6,9 @@ as PyTorch does.
     dL/dx = g * ?
 
 `x > 0` on a Tensor gives a boolean Tensor; multiplying by it keeps g where it is True.
+
+Second order: asked.  Write backward with Tensor operations on g, self.inputs and
+self.output: `check` differentiates it once more (gradgradcheck).
 """
 from microtensor import Function, backend
 

@@ -5,6 +5,9 @@ number (1 in the standard form).  Derive:
 
     dL/dx = ?       (the "+1" road: the highway that keeps deep stacks trainable)
     dL/dfx = ?      (the road back into the sub-layer)
+
+Second order: asked.  Write backward with Tensor operations on g, self.inputs and
+self.output: `check` differentiates it once more (gradgradcheck).
 """
 from microtensor import Function
 

@@ -7,6 +7,9 @@ Derive: every p_j depends on every x_i of its row:
 
 Softmax's output is self.output.  Keep the summed axis (keepdims=True) so the row sum
 broadcasts back over the row.
+
+Second order: asked.  Write backward with Tensor operations on g, self.inputs and
+self.output: `check` differentiates it once more (gradgradcheck).
 """
 from microtensor import Function, backend
 

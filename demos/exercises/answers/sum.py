@@ -6,6 +6,9 @@ Derive: every element x_i that was added into y_j has dy_j/dx_i = 1, so
 
 g has y's shape: the summed axes are gone (or have size 1 with keepdims=True).  Put them
 back as size-1 axes (kept_shape, worked out in forward), then broadcast g to x's shape.
+
+Second order: asked.  Write backward with Tensor operations on g, self.inputs and
+self.output: `check` differentiates it once more (gradgradcheck).
 """
 from microtensor import Function
 

@@ -4,6 +4,9 @@ Derive: d tanh(x)/dx = 1 / cosh(x)^2; write it with y = tanh(x) only (use
 cosh^2 - sinh^2 = 1), so backward needs just the output, self.output.
 
     dL/dx = g * ?
+
+Second order: asked.  Write backward with Tensor operations on g, self.inputs and
+self.output: `check` differentiates it once more (gradgradcheck).
 """
 from microtensor import Function, backend
 
