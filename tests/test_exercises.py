@@ -155,3 +155,92 @@ def test_the_workbook_commands_that_readme_and_the_guide_show_run(in_tmp_path, c
         assert cli.main(args) == (0 if args[0] != 'check' else 1), command
     out = capsys.readouterr().out
     assert 'softmax        todo' in out and 'no exercise passes check yet' in out
+
+
+@pytest.mark.parametrize('argv, says', [
+    (['start', ''], 'DIR is empty'),
+    (['start', '{file}'], 'is a file, not a folder'),
+    (['check', '{folder}', '--examples', '0'], 'must be above 0'),
+    (['check', '{folder}', '--examples', 'many'], 'is not an integer'),
+    (['check', '{folder}', '--timeout', '-1'], 'must be above 0'),
+    (['gpt', '{folder}', '--steps', '0'], 'must be above 0'),
+    (['check', '{folder}', 'softmaxx'], 'no exercise called softmaxx'),
+    (['check', '{folder}/nowhere'], 'no folder'),
+])
+def test_the_cli_gives_usage_errors_not_tracebacks(tmp_path, capsys, argv, says):
+    (tmp_path / 'notes.txt').write_text('mine\n')
+    argv = [a.format(file=tmp_path / 'notes.txt', folder=tmp_path) for a in argv]
+    with pytest.raises(SystemExit) as exit:
+        cli.main(argv)
+    assert exit.value.code == 2
+    err = capsys.readouterr().err
+    assert says in err and 'Traceback' not in err
+    assert (tmp_path / 'notes.txt').read_text() == 'mine\n'
+
+
+def test_a_hint_is_a_nudge_and_the_formula_comes_with_show_formula(tmp_path, capsys):
+    workbook.start(str(tmp_path))
+    source = (tmp_path / 'softmax.py').read_text()
+    (tmp_path / 'softmax.py').write_text(re.sub(r"raise NotImplementedError\(.*?\n        \)",
+                                                "return (g * self.output * (1 - self.output),)", source, flags=re.S))
+    mistake = EXERCISES['softmax'].mistakes[0].hint
+    nudge, formula = mistake.split(': ', 1)
+    assert cli.main(['check', str(tmp_path), 'softmax', '--examples', '3']) == 1
+    out = capsys.readouterr().out
+    assert f"hint: {nudge}\n" in out and formula not in out and '--show-formula' in out
+    assert cli.main(['check', str(tmp_path), 'softmax', '--examples', '3', '--show-formula']) == 1
+    assert f"hint: {mistake}" in capsys.readouterr().out
+
+
+def test_a_backward_writing_into_g_is_told_so_not_shown_a_bogus_expected_value():
+    answer = answer_of('exp')
+
+    def backward(self, g):
+        g.data *= self.output.data
+        return (g,)
+    planted = type('Exp', (answer,), {'backward': backward})
+    result = check.check_op(scenarios.Case(EXERCISES['exp'], planted, answer, contextlib.nullcontext), FAST)
+    assert result.message.startswith('mutated: your backward changed the incoming gradient g in place')
+    assert 'expected' not in result.message
+
+
+def test_a_gradient_scaled_by_1_0001_fails():
+    answer = answer_of('softmax')
+    planted = type('Softmax', (answer,), {'backward': lambda self, g: (answer.backward(self, g)[0] * 1.0001,)})
+    result = check.check_op(scenarios.Case(EXERCISES['softmax'], planted, answer, contextlib.nullcontext), FAST)
+    assert result.status == 'fail' and 'differs from the reference answer' in result.message
+
+
+def test_attention_names_the_ops_it_used_and_blames_the_wrong_one(answers, capsys):
+    from demos.exercises import blame
+    ops = {n: answer_of(n) for n in REPLACES if n != 'backward_loop'}
+    result = check.check_one(answers, 'attention', ops, max_examples=5)[0]
+    assert result.status == 'pass' and result.message.endswith('built from your mul, matmul, softmax')
+    softmax = answer_of('softmax')
+    wrong = type('Softmax', (softmax,), {'backward': EXERCISES['softmax'].mistakes[0].wrong})
+    result = check.check_one(answers, 'attention', dict(ops, softmax=wrong), max_examples=5)[0]
+    assert result.status == 'fail'
+    assert "with the engine's ops it passes; it fails with your softmax alone" in result.message
+    assert result.used == ('mul', 'matmul', 'softmax') and 'softmax' in result.hint
+    case = scenarios.Case(EXERCISES['attention'], answer_of('attention'), answer_of('attention'), contextlib.nullcontext)
+    assert blame.fails_with(case, {'matmul': ops['matmul']}) is None
+
+
+def test_gpt_says_which_op_is_wrong_when_the_curves_differ(tmp_path, capsys):
+    pytest.importorskip('matplotlib')
+    softmax = answer_of('softmax')
+    scaled = type('Softmax', (softmax,), {'backward': lambda self, g: (softmax.backward(self, g)[0] * 1.0001,)})
+    ops = {'softmax': scaled, 'gelu': answer_of('gelu')}
+    assert gpt.wrong_gradients(ops, size=TINY).keys() == {'softmax'}
+    gpt.run(str(tmp_path), ops, {}, steps=3, size=TINY)
+    out = capsys.readouterr().out
+    assert 'trained the Transformer' not in out and 'rounding' in out  # "... not rounding"
+    assert 'with your softmax alone' in out and 'gelu alone' not in out
+
+
+def test_every_exercise_says_whether_it_asks_for_second_order():
+    for name in workbook.EXERCISES:
+        with open(os.path.join(workbook.ANSWERS, f"{name}.py"), encoding='utf-8') as f:
+            docstring = f.read().split('"""')[1]
+        asked = EXERCISES[name].second_order if name in EXERCISES else False
+        assert ('Second order: asked.' if asked else 'Second order: not asked') in docstring, name
