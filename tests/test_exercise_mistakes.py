@@ -158,6 +158,20 @@ class Tanh(Tanh):
         t = (x.exp() - (-x).exp()) / (x.exp() + (-x).exp())
         return (g * (1 - t * t),)
 """),
+    ('tanh', 'wrong dtype', """
+import microtensor as mt
+class Tanh(Tanh):
+    def backward(self, g):
+        dx = g * (1 - self.output ** 2)
+        return (dx.to(mt.float16) if dx.dtype == mt.float32 else dx,)
+"""),
+    ('exp', 'wrong value', """
+class Exp(Exp):
+    calls = 0
+    def backward(self, g):
+        Exp.calls += 1
+        return (g * self.output * (1.0 if Exp.calls < 5 else 1.5),)
+"""),
     ('relu', 'subgradient', """
 class Relu(Relu):
     def backward(self, g):

@@ -27,8 +27,9 @@ def used_ops(case, passing):
 def fails_with(case, impls):
     """The Failure of attention with `impls` substituted (on the explicit examples), or None."""
     trial = scenarios.Case(case.exercise, case.impl, case.answer, lambda: substituted(impls), case.path)
+    failed_on = getattr(case, 'failed_on', None)
     try:
-        for example in case.exercise.explicit:
+        for example in case.exercise.explicit + ((failed_on,) if failed_on is not None else ()):
             scenarios.every_example(trial, example)
     except Failure as failure:
         return failure

@@ -89,13 +89,13 @@ def forward_matches(case, example, dtype=np.float64):
                       "(forward is given: is it as it was?)", out.numpy())
 
 
-def backward_directly(case, example):
+def backward_directly(case, example, dtype=np.float64):
     """Call the learner's backward with the checker's g; check what it changed and what it returned."""
     if case.exercise.call:  # attention: no backward of its own
         return
     arrays, params = example
-    out, tensors = case.forward(case.impl, arrays, params)
-    u = upstream(out.shape)
+    out, tensors = case.forward(case.impl, [a.astype(dtype) for a in arrays], params)
+    u = upstream(out.shape, dtype=out.numpy().dtype)
     g = mt.tensor(u.copy())
     inputs, output = [t.numpy().copy() for t in tensors], out.numpy().copy()
     with mt.no_grad():
@@ -264,6 +264,7 @@ def backward_twice(case, example):
 def in_float32(case, example):
     """float32 inputs: a float32 output, and float32 gradients near the reference answer's."""
     forward_matches(case, example, np.float32)
+    backward_directly(case, example, np.float32)
     arrays, params = example
     arrays = [a.astype(np.float32) for a in arrays]
     out, _ = case.forward(case.answer, arrays, params, requires=False)
