@@ -222,7 +222,8 @@ def test_attention_names_the_ops_it_used_and_blames_the_wrong_one(answers, capsy
     assert result.status == 'fail'
     assert "with the engine's ops it passes; it fails with your softmax alone" in result.message
     assert result.used == ('mul', 'matmul', 'softmax') and 'softmax' in result.hint
-    case = scenarios.Case(EXERCISES['attention'], answer_of('attention'), answer_of('attention'), contextlib.nullcontext)
+    answer = answer_of('attention')
+    case = scenarios.Case(EXERCISES['attention'], answer, answer, contextlib.nullcontext)
     assert blame.fails_with(case, {'matmul': ops['matmul']}) is None
 
 
@@ -244,3 +245,12 @@ def test_every_exercise_says_whether_it_asks_for_second_order():
             docstring = f.read().split('"""')[1]
         asked = EXERCISES[name].second_order if name in EXERCISES else False
         assert ('Second order: asked.' if asked else 'Second order: not asked') in docstring, name
+
+
+def test_slow_checks_show_progress_on_stderr_and_the_verdict_stays_on_stdout(answers, capsys, monkeypatch):
+    from demos.exercises import sandbox
+    monkeypatch.setattr(sandbox, 'PROGRESS', 0.0)  # every step counts as slow
+    results = check.check(answers, ['exp'], max_examples=3)
+    captured = capsys.readouterr()
+    assert results['exp'].status == 'pass' and 'exp            pass' in captured.out
+    assert '... exp: ' in captured.err and '... exp' not in captured.out

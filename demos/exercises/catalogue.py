@@ -210,7 +210,8 @@ EXERCISES = {e.name: e for e in [
         Mistake("the derivative of e^x is e^x itself (self.output), not x", lambda self, g: (g * self.inputs[0],)),
     ]),
     Exercise('tanh', 'Tanh', one_input(), ('x',), explicit=ELEMENTWISE, second_order=True,
-             edge=(edge([[800.0, -800.0, 20.0, -20.0, 0.0]], 'large values (tanh = +-1, e^800 overflows) and 0'),), mistakes=[
+             edge=(edge([[800.0, -800.0, 20.0, -20.0, 0.0]], 'large values (tanh = +-1, e^800 overflows) and 0'),),
+             mistakes=[
         Mistake("1 - tanh(x)^2 is in terms of the output y = tanh(x) (self.output), not of x",
                 lambda self, g: (g * (1 - self.inputs[0] * self.inputs[0]),)),
         Mistake("a sign error: tanh'(x) = 1 - y^2 (tanh flattens out, its slope is below 1)",

@@ -44,7 +44,8 @@ class Case:
         out, tensors = self.forward(impl, arrays, params, requires)
         wanted = [t for t in tensors if t.requires_grad]
         grads = mt.grad(out, wanted, grad_outputs=mt.tensor(u.copy()), allow_unused=True)
-        return out.numpy(), [np.zeros(t.shape, t.numpy().dtype) if g is None else g.numpy() for t, g in zip(wanted, grads)]
+        return out.numpy(), [np.zeros(t.shape, t.numpy().dtype) if g is None else g.numpy()
+                             for t, g in zip(wanted, grads)]
 
     def reference(self, arrays, params, u, requires=True):
         return self.gradients(self.answer, arrays, params, u, requires)
