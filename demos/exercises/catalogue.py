@@ -241,6 +241,9 @@ EXERCISES = {e.name: e for e in [
                 lambda self, g: (self.output * (g + _row_sum(g * self.output, self.axis)),)),
         Mistake("the sum runs over the softmax's axis (self.axis) only, not over every element",
                 lambda self, g: (self.output * (g - (g * self.output).sum()),)),
+        Mistake("the row sum runs over the softmax's axis, self.axis, which is not always the last: "
+                "dL/dx = p * (g - sum(g * p, axis=self.axis, keepdims=True))",
+                lambda self, g: (self.output * (g - _row_sum(g * self.output, -1)),)),
     ]),
     Exercise('log_softmax', 'LogSoftmax', with_axis(), ('x',), second_order=True,
              explicit=(fixed((2, 3), axis=0), fixed((2, 3), axis=1), fixed((3, 1), axis=-1), fixed((2, 3, 4), axis=1)),
@@ -252,6 +255,9 @@ EXERCISES = {e.name: e for e in [
         Mistake("log_softmax is not elementwise: each output depends on the whole row; "
                 "dL/dx = g - softmax(x) * sum(g) over the row",
                 lambda self, g: (g * (1 - self.output.exp()),)),
+        Mistake("the row sum runs over the softmax's axis, self.axis, which is not always the last: "
+                "dL/dx = g - softmax(x) * sum(g, axis=self.axis, keepdims=True)",
+                lambda self, g: (g - self.output.exp() * _row_sum(g, -1),)),
     ]),
     Exercise('cross_entropy', 'CrossEntropy', logits_and_targets(), ('logits',),
              explicit=(fixed((3, 4), targets=np.array([0, 2, 3])), fixed((2, 3, 4), targets=np.array([[0, 1, 3],

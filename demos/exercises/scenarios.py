@@ -55,7 +55,7 @@ class Case:
 
     def run(self, step, *args):
         """step(self, *args) with the learner's errors made Failures (a NotImplementedError: not written yet)."""
-        self.tick(step.__name__)
+        self.tick(step.__name__.replace('_', ' '))
         try:
             with np.errstate(all='ignore'):  # an overflow shows as inf or nan in the comparison, with a hint
                 return step(self, *args)
@@ -289,6 +289,7 @@ def edge_values(case, edge):
     except Failure as failure:
         if case.exercise.kink and 'kink' in what:
             failure.text += f"; {case.exercise.kink}"
+            failure.hint = "at a kink, take the slope the exercise's docstring states"
         raise
 
 
