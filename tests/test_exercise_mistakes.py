@@ -12,8 +12,10 @@ import pytest
 
 from demos.exercises import check, workbook
 from demos.exercises.catalogue import EXERCISES
+from demos.exercises.messages import KINDS
 
 EXAMPLES = 10
+LABELS = tuple(f"{label}:" for label in KINDS.values())
 
 # (exercise, what the message must name, the learner's code)
 WRONG = [
@@ -551,6 +553,7 @@ def test_the_tables_plant_mistakes_in_every_exercise():
 def test_a_wrong_implementation_fails_naming_its_kind(tmp_path, name, kind, code):
     result = check_in_process(learner_folder(tmp_path, name, code), name)
     assert result.status == 'fail', result
+    assert result.message.startswith(LABELS), result.message  # the kind first: 'wrong value: ...'
     assert kind in result.message, result.message
     assert result.hint, result.message
 
@@ -586,7 +589,7 @@ def test_time_outs_and_ended_processes_fail_and_checking_goes_on(tmp_path, capsy
     names = [name for name, _, _ in ISOLATED] + ['tanh']
     results = check.check(str(tmp_path), names, max_examples=5, timeout=3, engine_tests=False)
     for name, kind, _ in ISOLATED:
-        assert results[name].status == 'fail' and kind in results[name].message, results[name].message
+        assert results[name].status == 'fail' and results[name].message.startswith(f"{kind}:"), results[name].message
     assert 'did not return within 3 s' in results['exp'].message
     assert results['tanh'].status == 'pass'  # after the others were stopped
 

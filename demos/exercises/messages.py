@@ -92,12 +92,16 @@ def learner_frames(error, path):
     """The traceback of `error` trimmed to the learner's file: 'file, line N, in f:\n    source'."""
     if path is None:
         return ''
-    path = os.path.abspath(path)
-    if isinstance(error, SyntaxError) and error.filename and os.path.abspath(error.filename) == path:
-        return f"{path}, line {error.lineno}:\n    {(error.text or '').strip()}"
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if os.path.abspath(f.filename) == path]
+    path = _same_file(path)
+    if isinstance(error, SyntaxError) and error.filename and _same_file(error.filename) == path:
+        return f"{error.filename}, line {error.lineno}:\n    {(error.text or '').strip()}"
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if _same_file(f.filename) == path]
     return '\n'.join(f"{f.filename}, line {f.lineno}, in {f.name}:\n    {(f.line or '').strip()}"
                      for f in frames[-3:])
+
+
+def _same_file(path):
+    return os.path.normcase(os.path.abspath(path))
 
 
 def crash(error, path, where='your code'):
