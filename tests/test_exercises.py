@@ -164,6 +164,8 @@ def test_the_workbook_commands_that_readme_and_the_guide_show_run(in_tmp_path, c
     (['check', '{folder}', '--examples', 'many'], 'is not an integer'),
     (['check', '{folder}', '--timeout', '-1'], 'must be above 0'),
     (['gpt', '{folder}', '--steps', '0'], 'must be above 0'),
+    (['gpt', '{folder}', '--seed', '-1'], 'must be at least 0'),
+    (['start', '{file}/inside'], 'cannot write the exercises into'),
     (['check', '{folder}', 'softmaxx'], 'no exercise called softmaxx'),
     (['check', '{folder}/nowhere'], 'no folder'),
 ])

@@ -6,18 +6,22 @@ import sys
 from . import check, gpt, workbook
 
 
-def positive(kind):
-    """An argparse type: a number of `kind` above 0 (a usage error otherwise, not a traceback)."""
+def at_least(kind, low, above=False):
+    """An argparse type: a number of `kind` at least `low` (or above it); else a usage error, not a traceback."""
     def parse(text):
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
+        if not (value > low if above else value >= low):
+            raise argparse.ArgumentTypeError(f"must be {'above' if above else 'at least'} {low}, not {text}")
         return value
     parse.__name__ = kind.__name__
     return parse
+
+
+def positive(kind):
+    return at_least(kind, 0, above=True)
 
 
 def main(argv=None):
@@ -36,7 +40,7 @@ def main(argv=None):
                              help='show the full formula in the hints (by default: a nudge)')
     checking.add_argument('names', metavar='NAME', nargs='*', help=', '.join(workbook.EXERCISES))
     training.add_argument('--steps', type=positive(int), default=60, help='training steps (60)')
-    training.add_argument('--seed', type=int, default=0, help='random seed (0)')
+    training.add_argument('--seed', type=at_least(int, 0), default=0, help='random seed (0)')
     args = parser.parse_args(argv)
 
     if not args.folder.strip():
@@ -44,7 +48,10 @@ def main(argv=None):
     if args.command == 'start':
         if os.path.exists(args.folder) and not os.path.isdir(args.folder):
             parser.error(f"{args.folder} is a file, not a folder: name a new folder (e.g. my_ops)")
-        written, kept = workbook.start(args.folder)
+        try:
+            written, kept = workbook.start(args.folder)
+        except OSError as error:
+            parser.error(f"cannot write the exercises into {args.folder}: {error.strerror or error}")
         print(f"wrote {len(written)} files into {args.folder}" + (f"; kept yours: {', '.join(kept)}" if kept else ''))
         print(f"read {args.folder}/README.txt, then: python -m demos.exercises check {args.folder}")
         return 0
