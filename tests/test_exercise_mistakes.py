@@ -49,6 +49,17 @@ class Mul(Mul):
         a, b = self.inputs
         return (g * b).to(mt.float32), (g * a).to(mt.float32)
 """),
+    ('mul', 'constant (requires_grad=False)', """
+class Mul(Mul):
+    def backward(self, g):
+        a, b = self.inputs
+        return (g * b if self.needs_grad(1) else None), (g * a if self.needs_grad(0) else None)
+"""),
+    ('sum', 'wrong shape', """
+class Sum(Sum):
+    def backward(self, g):
+        return (g.reshape(self.kept_shape),)
+"""),
     ('matmul', 'wrong value', """
 class MatMul(MatMul):
     def backward(self, g):
@@ -406,6 +417,46 @@ class Mul(Mul):
     def backward(self, g):
         a, b = self.inputs
         return [b * g, a * g]
+"""),
+    ('mul', """
+def gradient(g, other, wanted):
+    return g * other if wanted else None
+
+class Mul(Mul):
+    def backward(self, g):
+        a, b = self.inputs
+        return tuple(gradient(g, other, self.needs_grad(i)) for i, other in enumerate((b, a)))
+"""),
+    ('sum', """
+class Sum(Sum):
+    def backward(self, g):
+        return g.reshape(self.kept_shape).broadcast_to(self.inputs[0].shape)
+"""),
+    ('layer_norm', """
+import numpy as np
+import microtensor as mt
+class LayerNorm(LayerNorm):
+    def backward(self, g):
+        x, gamma = self.inputs[0].data, self.inputs[1].data
+        g64, x64 = g.data.astype(np.float64), x.astype(np.float64)
+        mu = x64.mean(axis=-1, keepdims=True)
+        inv_std = 1 / np.sqrt(((x64 - mu) ** 2).mean(axis=-1, keepdims=True) + self.eps)
+        x_hat = (x64 - mu) * inv_std
+        dx_hat = g64 * gamma
+        dx = inv_std * (dx_hat - dx_hat.mean(axis=-1, keepdims=True)
+                        - x_hat * (dx_hat * x_hat).mean(axis=-1, keepdims=True))
+        return tuple(mt.as_tensor(a.astype(x.dtype)) for a in (dx, g64 * x_hat, g64))
+    def forward(self, x, gamma, beta, eps=1e-5):
+        self.eps = eps
+        return super().forward(x, gamma, beta, eps)
+"""),
+    ('cross_entropy', """
+import numpy as np
+import microtensor as mt
+class CrossEntropy(CrossEntropy):
+    def backward(self, g):
+        d = self.p - np.eye(self.p.shape[-1], dtype=self.p.dtype)[self.targets]
+        return g * mt.as_tensor(d.reshape(self.inputs[0].shape)) / self.n
 """),
     ('matmul', """
 class MatMul(MatMul):
