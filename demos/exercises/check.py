@@ -142,9 +142,7 @@ def verdict(case, failure, example):
     case.failed_on = example
     if failure.kind == 'todo':
         return Result(name, 'todo', f"not written yet ({failure.text})")
-    message = failure.labelled()
-    if example is not None and failure.kind != 'crash':
-        message += f" (on {scenarios.describe(case.exercise, example)})"
+    message = failure.labelled()  # (it says where: scenarios' Case.run adds the example)
     hint = recognise(case, failure, example) if example is not None else ''
     nudge, formula = nudge_and_formula(hint or failure.hint or GENERAL_HINTS.get(failure.kind, ''))
     return Result(name, 'fail', message, nudge, formula)

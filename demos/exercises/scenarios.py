@@ -56,15 +56,18 @@ class Case:
     def run(self, step, *args):
         """step(self, *args) with the learner's errors made Failures (a NotImplementedError: not written yet)."""
         self.tick(step.__name__.replace('_', ' '))
+        where = describe(self.exercise, args[0])
         try:
             with np.errstate(all='ignore'):  # an overflow shows as inf or nan in the comparison, with a hint
                 return step(self, *args)
-        except Failure:
+        except Failure as failure:
+            if where not in failure.text and failure.kind != 'todo':
+                failure.text += f" (on {where})"
             raise
         except NotImplementedError as error:
             raise Failure('todo', str(error) or 'NotImplementedError') from None
         except (Exception, SystemExit) as error:
-            raise crash(error, self.path, f"on {describe(self.exercise, args[0])}, your code") from None
+            raise crash(error, self.path, f"on {where}, your code") from None
 
 
 def upstream(shape, seed=0, dtype=np.float64):
@@ -129,7 +132,8 @@ def returned(case, grads, tensors, out):
             continue
         if not isinstance(gx, mt.Tensor):
             raise Failure('dtype', f"dL/d{name} is a {type(gx).__module__.split('.')[0]}.{type(gx).__name__}, "
-                          "not a Tensor; compute it with Tensor operations on g and self.inputs", type(gx).__name__)
+                          "not a Tensor", type(gx).__name__,
+                          "compute it with Tensor operations on g and self.inputs, or wrap an array: mt.as_tensor(a)")
         exact = case.exercise.exact_shapes
         if gx.shape != x.shape and (exact or not _sums_to(gx.shape, x.shape)):
             why = ("this op sums over the broadcast axes itself" if exact else f"y has shape {out.shape}")
