@@ -319,6 +319,13 @@ class LayerNorm(LayerNorm):
         _, gamma, _ = self.inputs
         return self.inputs[3] * g, g, g
 """),
+    ('exp', 'your forward changed the input x in place', """
+class Exp(Exp):
+    def forward(self, x):
+        y = super().forward(x)
+        x *= 0.5
+        return y
+"""),
     ('gelu', 'wrong value', """
 class GELU(GELU):
     def backward(self, g):

@@ -98,10 +98,14 @@ def backward_directly(case, example, dtype=np.float64):
     if case.exercise.call:  # attention: no backward of its own
         return
     arrays, params = example
-    out, tensors = case.forward(case.impl, [a.astype(dtype) for a in arrays], params)
+    inputs = [a.astype(dtype) for a in arrays]  # (copies: what the inputs must still hold afterwards)
+    out, tensors = case.forward(case.impl, [a.copy() for a in inputs], params)
+    for name, t, before in zip(case.exercise.inputs, tensors, inputs):
+        if not np.array_equal(t.numpy(), before, equal_nan=True):
+            raise Failure('mutated', f"your forward changed the input {name} in place", name)
     u = upstream(out.shape, dtype=out.numpy().dtype)
     g = mt.tensor(u.copy())
-    inputs, output = [t.numpy().copy() for t in tensors], out.numpy().copy()
+    output = out.numpy().copy()
     with mt.no_grad():
         grads = out.creator.backward(g)
     if not np.array_equal(g.numpy(), u):
