@@ -605,6 +605,11 @@ def test_the_tables_plant_mistakes_in_every_exercise():
     assert len(planted) >= 40 and len(RIGHT) >= 15
     assert {name for name, _, _ in planted} == set(workbook.EXERCISES)
     assert {name for name, _ in RIGHT} == set(workbook.EXERCISES)
+    named = ' '.join(kind for _, kind, _ in planted)
+    for kind in ('wrong value', 'wrong shape', 'wrong dtype', 'changed the input', 'incoming gradient',
+                 'state shared between instances', 'state consumed by the first backward', 'time-out', 'crash',
+                 'not differentiable twice'):
+        assert kind in named, kind
 
 
 @pytest.mark.parametrize('name, kind, code', WRONG, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(WRONG)])
