@@ -76,3 +76,35 @@ def test_a_bad_language_is_a_usage_error_not_a_traceback():
     result = subprocess.run([sys.executable, '-m', 'demos.train_xor', '--lang', 'fr'],
                             capture_output=True, text=True)
     assert result.returncode != 0 and 'Traceback' not in result.stderr and 'en, zh' in result.stderr
+
+
+def _fenced(document):
+    """Every fenced block's text (```bash, ```python, ...) in a document of the repository."""
+    import os
+    import re
+    import textwrap
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), document),
+              encoding='utf-8') as f:
+        return [textwrap.dedent(block).strip() for block in re.findall(r"```[a-z]*\n(.*?)```", f.read(), re.S)]
+
+
+def test_the_chinese_readme_gives_the_english_commands_and_code():
+    """README.zh.md's blocks are the English README's own, character for character: the two set-up
+    commands, the first look and the workbook's commands are the same in both editions."""
+    english, chinese = _fenced('README.md'), _fenced('README.zh.md')
+    assert len(chinese) >= 4
+    for block in chinese:
+        assert block in english, f"README.zh.md has a block that README.md does not:\n{block}"
+    for command in ("python3 -m venv .venv && .venv/bin/pip install -e '.[demos]' && .venv/bin/python -m demos",
+                    "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest"):
+        assert command in english and command in chinese
+
+
+def test_the_two_readmes_link_to_each_other():
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, 'README.md'), encoding='utf-8') as f:
+        english_top = ''.join(f.readlines()[:5])
+    with open(os.path.join(root, 'README.zh.md'), encoding='utf-8') as f:
+        chinese_top = ''.join(f.readlines()[:5])
+    assert '(README.zh.md)' in english_top and '(README.md)' in chinese_top
