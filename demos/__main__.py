@@ -5,6 +5,7 @@
     python -m demos NAME [options]       one lesson, with its own options (python -m demos NAME --help)
     python -m demos NAME NAME ...        several lessons with their defaults
     python -m demos --device cuda        the tour on the GPU (every lesson gets --device)
+    python -m demos --lang zh            the tour in Chinese (every lesson gets --lang)
     python -m demos --list               the lessons and the articles' sections each one checks
 """
 import argparse
@@ -13,6 +14,8 @@ import importlib.util
 import os
 import sys
 import time
+
+from microtensor import i18n
 
 from . import articles, report
 
@@ -75,6 +78,7 @@ def main(argv=None):
     parser.add_argument('lessons', nargs='*', help='lesson names (default: all)')
     parser.add_argument('--list', action='store_true', help='list the lessons and exit')
     parser.add_argument('--device', choices=['cpu', 'cuda', 'auto'], help="passed to every lesson")
+    i18n.add_option(parser)  # passed to every lesson too
     for name in names:
         if name not in known:
             parser.error(f"unknown lesson {name!r}; try --list")
@@ -88,7 +92,7 @@ def main(argv=None):
             sections = getattr(importlib.import_module(f"demos.{name}"), 'SECTIONS', ())
             print(articles.header(sections, ' ' * 4) if sections else "    (checks the engine, not an article's claim)")
         return None
-    options = ['--device', args.device] if args.device else []
+    options = (['--device', args.device] if args.device else []) + (['--lang', args.lang] if args.lang else [])
     if args.lessons:
         return tour([(name, options) for name in args.lessons])
     return tour([(name, options + ['--html'] * (name in VIEWER_LESSONS)) for name in known])

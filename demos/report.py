@@ -28,6 +28,7 @@ import time
 import unicodedata
 
 import microtensor as mt
+from microtensor import i18n
 
 from . import articles
 
@@ -73,6 +74,11 @@ def command_line(module, doc, options, argv=None, extra=None, check=None):
     extra(parser) may add more arguments; check(args) returns an error message, or None when
     the options fit together.
     """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:  # chosen before the parser is built, so that its --help speaks that language too
+        i18n.use(i18n.requested(argv))
+    except ValueError as error:
+        raise SystemExit(f"python -m demos.{module}: error: {error}") from None
     sections = getattr(_lesson_module(module), 'SECTIONS', ())
     parser = argparse.ArgumentParser(prog=f'python -m demos.{module}', description=doc,
                                      epilog=f"Reads with:\n{articles.header(sections, '  ')}" if sections else None,
@@ -80,12 +86,14 @@ def command_line(module, doc, options, argv=None, extra=None, check=None):
     parser.add_argument('--device', default='cpu', choices=['cpu', 'cuda', 'auto'],
                         help='where the tensors live: cuda runs on the GPU via cupy; auto picks cuda when a GPU '
                              'is usable (default: cpu)')
+    i18n.add_option(parser)
     for name, option in options.items():
         _add_option(parser, name, option if isinstance(option, Option) else Option(option))
     if extra is not None:
         extra(parser)
     args = parser.parse_args(argv)
-    COMMAND.update(lesson=module, argv=list(sys.argv[1:] if argv is None else argv))
+    del args.lang  # in use already (above); run() does not take it
+    COMMAND.update(lesson=module, argv=argv)
     if args.device == 'auto':
         args.device = 'cuda' if mt.cuda.is_available() else 'cpu'
     elif args.device == 'cuda' and not mt.cuda.is_available():

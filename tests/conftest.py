@@ -8,6 +8,9 @@ import os
 # Tiny matrices: BLAS threads only fight each other (and parallel test workers) on 2 cores.
 # Set before numpy is first imported (by microtensor, below).
 os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+# The lessons speak the learner's language (microtensor/i18n.py); the tests read English unless
+# a test asks for another.
+os.environ['MICROTENSOR_LANG'] = 'en'
 
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402

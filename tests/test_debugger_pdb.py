@@ -12,6 +12,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(ROOT, 'docs', 'stepping-through-backprop.md')
+DOC_ZH = os.path.join(ROOT, 'docs', 'stepping-through-backprop.zh.md')  # the Chinese edition: the same sessions
 STOP = re.compile(r"^> (\S+?)\((\d+)\)(\S+?)\(\)(?:->.*)?\n-> (.*)$", re.M)
 
 # What setuptools' editable install puts in site-packages: a finder that imports the two
@@ -32,10 +33,10 @@ sys.meta_path.insert(0, EditableFinder)  # first: this checkout, even where anot
 '''
 
 
-def doc_sessions():
+def doc_sessions(doc=DOC):
     """[(script, transcript)]: a session starts at `$ python -m pdb script.py`; later blocks
     with `(Pdb)` prompts continue it."""
-    with open(DOC, encoding='utf-8') as f:
+    with open(doc, encoding='utf-8') as f:
         blocks = [body for lang, body in re.findall(r"^```(\w*)\n(.*?)^```$", f.read(), re.S | re.M) if not lang]
     sessions = []
     for block in blocks:
@@ -82,6 +83,11 @@ def run_pdb(away, script, commands):
 def test_the_guide_has_the_sessions_this_file_replays():
     assert [script for script, _ in SESSIONS] == ['tanh_matmul.py', 'tanh_matmul.py', 'one_head.py',
                                                    'residual_gpt.py']
+
+
+def test_the_chinese_guide_quotes_the_same_sessions():
+    """The replays below check both editions: the Chinese guide's sessions are the English ones."""
+    assert doc_sessions(DOC_ZH) == SESSIONS
 
 
 @pytest.mark.parametrize('index', range(len(SESSIONS)),

@@ -1,0 +1,116 @@
+"""The language a learner reads: English, or Chinese (the source articles' language).
+
+What a lesson, the tour, the workbook or the viewer prints goes through `_`:
+
+    from microtensor.i18n import _
+    print(_("{n} steps, loss {loss:.4f}").format(n=n, loss=loss))   # a template with named fields
+
+The catalogs are Python's gettext's: microtensor/locale/<lang>/LC_MESSAGES/microtensor.po (the
+text a translator reviews) and the compiled .mo beside it, which is what gettext reads.  Both are
+committed, since neither setuptools nor `pip install -e` compiles a .po; after editing a .po:
+
+    python -m microtensor.i18n compile      # (needs babel: pip install babel)
+
+The language, first found wins: `--lang`, then the MICROTENSOR_LANG variable, then the locale as
+gettext reads it (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), then English.  The numbers printed are the
+same in every language; only the words change.
+"""
+import gettext
+import os
+
+DOMAIN = 'microtensor'
+LOCALE_DIR = os.path.join(os.path.dirname(__file__), 'locale')
+LANGUAGES = ('en', 'zh')      # English is the source text: it needs no catalog
+LOCALE_VARIABLES = ('LANGUAGE', 'LC_ALL', 'LC_MESSAGES', 'LANG')   # gettext's order
+
+_active = {'lang': None, 'catalog': None}
+
+
+def _code(text):
+    """'zh_CN.UTF-8' -> 'zh', 'en' -> 'en', 'C' or 'fr_FR' -> None (no catalog for it)."""
+    code = text.strip().split('.')[0].split('@')[0].replace('-', '_').split('_')[0].lower()
+    return code if code in LANGUAGES else None
+
+
+def language(explicit=None, environ=None):
+    """The language code to use: `explicit` (from --lang), else MICROTENSOR_LANG, else the locale."""
+    environ = os.environ if environ is None else environ
+    for value, source in ((explicit, '--lang'), (environ.get('MICROTENSOR_LANG'), 'MICROTENSOR_LANG')):
+        if value:
+            code = _code(value)
+            if code is None:
+                raise ValueError(f"{source} {value!r}: no such language here; choose one of {', '.join(LANGUAGES)}")
+            return code
+    for variable in LOCALE_VARIABLES:   # as gettext: the first variable that is set decides
+        value = environ.get(variable)
+        if value:
+            return next((code for code in map(_code, value.split(':')) if code), 'en')
+    return 'en'
+
+
+def use(lang=None):
+    """Make `lang` (resolved by language()) the language of every later `_()`; returns its code."""
+    code = language(lang)
+    _active['lang'] = code
+    _active['catalog'] = gettext.translation(DOMAIN, LOCALE_DIR, languages=[code], fallback=True)
+    return code
+
+
+def current():
+    """The language `_()` translates into now (resolved from the environment on first use)."""
+    if _active['lang'] is None:
+        use()
+    return _active['lang']
+
+
+def _(message):
+    """`message` in the current language; the English text itself where there is no translation."""
+    current()
+    return _active['catalog'].gettext(message)
+
+
+def requested(argv):
+    """The value of --lang in a command line (`--lang zh` or `--lang=zh`), or None: read before the
+    parser is built, so that its --help is in that language too."""
+    argv = list(argv)
+    for i, arg in enumerate(argv):
+        if arg == '--lang' and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith('--lang='):
+            return arg.split('=', 1)[1]
+    return None
+
+
+def add_option(parser):
+    """Give an argparse parser the --lang option (its default: the environment's choice)."""
+    parser.add_argument('--lang', choices=LANGUAGES, default=None,
+                        help=_('the language of the output: en or zh (default: MICROTENSOR_LANG, '
+                               'then the locale, then en)'))
+
+
+def catalog_path(lang, suffix):
+    """microtensor/locale/<lang>/LC_MESSAGES/microtensor.<suffix> (suffix 'po' or 'mo')."""
+    return os.path.join(LOCALE_DIR, lang, 'LC_MESSAGES', f'{DOMAIN}.{suffix}')
+
+
+def compile_catalogs():
+    """Write each .po's .mo (atomically) with babel; returns the paths written."""
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+
+    from .atomic_write import write_atomically
+    written = []
+    for lang in LANGUAGES[1:]:
+        with open(catalog_path(lang, 'po'), 'rb') as f:
+            catalog = read_po(f, locale=lang)
+        written.append(write_atomically(catalog_path(lang, 'mo'), lambda f: write_mo(f, catalog),
+                                        'microtensor.i18n compile'))
+    return written
+
+
+if __name__ == '__main__':
+    import sys
+    if sys.argv[1:] != ['compile']:
+        sys.exit("usage: python -m microtensor.i18n compile   (write each .po's .mo)")
+    for path in compile_catalogs():
+        print('wrote', path)
