@@ -22,6 +22,13 @@ from .functional import (abs, add, broadcast_to, clip, concatenate, cos, cross_e
                          transpose, var, where)
 from .functional import (bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift,
                          bitwise_xor, floor_divide, remainder)
+from .ops.einsum import einsum
+from .ops.gather import gather, one_hot, scatter, scatter_add
+from .ops.logic import all, allclose, any, isclose
+from .ops.nn import nll_loss
+from .ops.rearrange import flip, pad, roll, tril, triu
+from .ops.reduce import logsumexp
+from .ops.scan import cumprod, cumsum
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .serialization import CheckpointError, load, save
 from .tensor import Tensor

@@ -834,6 +834,47 @@ class Tensor:
         """isclose everywhere (a Python bool)."""
         return _logic.allclose(self, other, rtol, atol, equal_nan)
 
+    # scans, reductions, indexing along a dim and rearranging, as PyTorch's (microtensor/ops/)
+    def cumsum(self, dim):
+        """The running sum along dim (integers in int64)."""
+        return _scan.cumsum(self, dim)
+
+    def cumprod(self, dim):
+        """The running product along dim (exact gradient with zeros in x)."""
+        return _scan.cumprod(self, dim)
+
+    def logsumexp(self, dim=None, keepdim=False):
+        """log(sum(exp(x))) over dim, computed stably."""
+        return _reduce.logsumexp(self, dim, keepdim)
+
+    def gather(self, dim, index):
+        """y[..., j, ...] = self[..., index[..., j, ...], ...] along dim."""
+        return _gather.gather(self, dim, index)
+
+    def scatter(self, dim, index, src):
+        """A copy with src (a tensor or a number) written at index along dim."""
+        return _gather.scatter(self, dim, index, src)
+
+    def scatter_add(self, dim, index, src):
+        """A copy with src added at index along dim."""
+        return _gather.scatter_add(self, dim, index, src)
+
+    def tril(self, diagonal=0):
+        """The lower triangle of the last two axes; the rest 0."""
+        return _rearrange.tril(self, diagonal)
+
+    def triu(self, diagonal=0):
+        """The upper triangle of the last two axes; the rest 0."""
+        return _rearrange.triu(self, diagonal)
+
+    def flip(self, dims):
+        """The elements in reverse order along dims."""
+        return _rearrange.flip(self, dims)
+
+    def roll(self, shifts, dims=None):
+        """The elements shifted cyclically by shifts along dims (None: the flattened tensor)."""
+        return _rearrange.roll(self, shifts, dims)
+
 
 def binary(fn, a, b, op):
     """The op fn (Add, Mul, ...) on a and b, one of them a Tensor, in their common dtype
@@ -873,3 +914,4 @@ from .ops import args as _args  # noqa: E402
 from .ops import elementwise as _ew, reduce as _reduce, linalg as _linalg  # noqa: E402
 from .ops import shape as _shape, select as _select, nn as _nn, index as _index  # noqa: E402
 from .ops import bitwise as _bitwise, logic as _logic, rounding as _rounding  # noqa: E402
+from .ops import gather as _gather, rearrange as _rearrange, scan as _scan  # noqa: E402
