@@ -105,9 +105,10 @@ def _class_targets(op, scores, targets, weight, ignore_index):
     Ids are checked on every device (cupy would wrap an id past the end around): one reduction on
     the device, then one host sync."""
     if targets.shape != scores.shape[:-1]:
-        raise ValueError(f"{op}: targets of shape {targets.shape} do not match the scores {scores.shape} "
-                         "(expected their shape without the last, class axis: class ids; or, for cross_entropy, "
-                         "their whole shape: probabilities)")
+        what = 'logits' if op == 'cross_entropy' else 'logp'
+        raise ValueError(f"{op}: targets of shape {targets.shape} do not match {what} {scores.shape} "
+                         f"(expected the {what}' shape without its last, class axis, for class ids"
+                         + (f"; or the {what}' whole shape, for probabilities)" if op == 'cross_entropy' else ")"))
     if targets.dtype.kind not in 'iu':
         raise TypeError(f"{op}: targets must be integer class ids, not {targets.dtype}")
     if ignore_index is not None:
@@ -182,13 +183,10 @@ def cross_entropy(logits, targets, weight=None, ignore_index=None, reduction='me
     n_classes = logits.shape[-1]
     logp = log_softmax(logits, axis=-1)
     w = None if weight is None else Tensor._wrap(weight)
-    if targets.dtype.kind == 'f':  # probabilities per class
+    if targets.dtype.kind == 'f' and tuple(targets.shape) == logits.shape:  # probabilities per class, as in PyTorch
         if ignore_index is not None:
             raise ValueError("cross_entropy: ignore_index applies to class-id targets, not to probabilities")
         p = as_tensor(targets, logits, 'cross_entropy').to(dtype=logits.dtype)
-        if p.shape != logits.shape:
-            raise ValueError(f"cross_entropy: probability targets of shape {p.shape} must have the logits' "
-                             f"shape {logits.shape}")
         if smoothing:
             p = p * (1 - smoothing) + smoothing / n_classes
         losses = -(logp * (p if w is None else p * w)).sum(axis=-1)
