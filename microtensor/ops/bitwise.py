@@ -16,27 +16,22 @@ def _check(x, op, kinds='biu'):
         raise TypeError(f"{op} is defined on {what} tensors only, not {x.dtype}, as in PyTorch")
 
 
-class Bitwise(Function):
-    """y = a op b, bit by bit (op: bitwise_and, bitwise_or, bitwise_xor)"""
-    ufunc = None
+class And(Function):
+    """y = a & b, bit by bit (of bools: a and b)"""
+    ufunc = 'bitwise_and'
 
     def forward(self, a, b):
         _check(a, self.ufunc)
         return getattr(backend.array_module(a), self.ufunc)(a, b)
 
 
-class And(Bitwise):
-    """y = a & b"""
-    ufunc = 'bitwise_and'
-
-
-class Or(Bitwise):
-    """y = a | b"""
+class Or(And):
+    """y = a | b, bit by bit (of bools: a or b)"""
     ufunc = 'bitwise_or'
 
 
-class Xor(Bitwise):
-    """y = a ^ b"""
+class Xor(And):
+    """y = a ^ b, bit by bit (of bools: a != b)"""
     ufunc = 'bitwise_xor'
 
 

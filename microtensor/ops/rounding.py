@@ -25,10 +25,10 @@ def _check(a, b, op):
                            "PyTorch; divide floats (x.float()) to get inf and nan instead")
 
 
-class RoundedDiv(Function):
-    """y = round(a / b), rounded by `rounding` ('floor' or 'trunc')
+class FloorDiv(Function):
+    """y = floor(a / b)       (a // b and div(..., rounding_mode='floor'))
         dL/da = 0,  dL/db = 0        (y is piecewise constant, as PyTorch's div(..., rounding_mode=...))"""
-    rounding = None
+    rounding = 'floor'
 
     def forward(self, a, b):
         _check(a, b, f"div(rounding_mode={self.rounding!r})")
@@ -46,13 +46,8 @@ class RoundedDiv(Function):
         return tuple(zero if self.needs_grad(i) else None for i in range(2))
 
 
-class FloorDiv(RoundedDiv):
-    """y = floor(a / b)       (a // b and div(..., rounding_mode='floor'))"""
-    rounding = 'floor'
-
-
-class TruncDiv(RoundedDiv):
-    """y = trunc(a / b)       (div(..., rounding_mode='trunc'): rounds toward 0, as C does)"""
+class TruncDiv(FloorDiv):
+    """y = trunc(a / b)       (div(..., rounding_mode='trunc'): toward 0, as C rounds)    as FloorDiv otherwise"""
     rounding = 'trunc'
 
 
