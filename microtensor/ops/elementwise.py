@@ -4,7 +4,6 @@ Backward returns the gradient at the broadcast shape; the backward loop sums it
 back to each input's shape (autograd.run_backward), so no op here has to.
 """
 import math
-import numbers
 
 from .. import argcheck, backend, promotion
 from ..autograd import Function
@@ -289,7 +288,7 @@ def _scaled(a, b, alpha, op):
     (int64 + 0.5 * int64 is refused, not made float) and a bool alpha a bool one."""
     alpha = argcheck.real(alpha, op, 'alpha')
     dtype = promotion.result_type(a, b)
-    if (not isinstance(alpha, numbers.Integral) and dtype.kind != 'f'
+    if (not hasattr(type(alpha), '__index__') and dtype.kind != 'f'  # (ints, numpy's too, have __index__)
             or isinstance(alpha, bool) and dtype.kind != 'b'):
         raise TypeError(f"{op}: alpha={alpha!r} does not fit operands of dtype {dtype}, as in PyTorch "
                         "(a non-integer alpha needs floats, a bool alpha bools)")

@@ -12,7 +12,6 @@ from ..fused import switch as fused_switch
 from ..tensor import Tensor
 from . import args
 from .elementwise import Erf
-from .select import where
 
 
 class Softmax(Function):
@@ -196,7 +195,7 @@ def cross_entropy(logits, targets, weight=None, ignore_index=None, reduction='me
     loss = NLLLoss.apply(logp, targets=ids, weights=weights, reduction=reduction)
     if not smoothing:
         return loss
-    uniform = where(counted, -(logp if w is None else logp * w).sum(axis=-1), 0.0)  # -sum_c w_c logp_c where counted
+    uniform = (-(logp if w is None else logp * w).sum(axis=-1)).masked_fill(~counted, 0.0)  # -sum_c w_c logp_c, counted
     if reduction == 'sum':
         uniform = uniform.sum()
     elif reduction == 'mean':  # over the same total weight as the NLL term (nan when every target is ignored)
