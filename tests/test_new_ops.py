@@ -169,6 +169,8 @@ def test_pad_refuses_clearly():
         mt.pad(x, (1, 2, 3))
     with pytest.raises(ValueError, match=r"pad: widths \(-2, -2\) on axis 1 of size 3 leave a negative size"):
         mt.pad(x, (-2, -2))
+    with pytest.raises(ValueError, match="pad: a 0-d tensor has no axis to pad"):
+        mt.pad(mt.tensor(1.0), ())
     with pytest.raises(ValueError, match="mode='reflect' is not supported"):
         mt.pad(x, (1, 1), mode='reflect')
     with pytest.raises(ValueError, match="cannot write nan or inf into a tensor of dtype int64"):
@@ -235,6 +237,9 @@ def test_gather_and_scatter_refuse_clearly():
         x.gather(1, mt.tensor([0, 1]))
     with pytest.raises(ValueError, match=r"gather: the index \(3, 1\) is larger than x \(2, 3\) on axis 0"):
         x.gather(1, mt.tensor([[0], [1], [2]]))
+    assert mt.tensor(3.0).gather(0, mt.tensor(0)).item() == 3.0  # a 0-d tensor, as in PyTorch
+    with pytest.raises(IndexError, match="gather: axis 1 is out of range"):
+        mt.tensor(3.0).gather(1, mt.tensor(0))
     with pytest.raises(TypeError, match="gather: the index must hold integers, not float32"):
         x.gather(1, mt.tensor([[0.0]]))
     with pytest.raises(ValueError, match="scatter: src of shape .* must be at least as large as the index"):

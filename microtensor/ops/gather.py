@@ -25,7 +25,7 @@ def _positions(index, dim, x, op):
         raise TypeError(f"{op}: the index must hold integers, not {index.dtype}")
     if index.ndim != x.ndim:
         raise ValueError(f"{op}: the index has shape {index.shape} but needs as many axes as x {x.shape}")
-    dim = args.axis(dim, x.shape, op) if x.ndim else 0
+    dim = args.axis(dim, x.shape if x.ndim else (1,), op)  # (as PyTorch: dim 0 or -1 of a 0-d tensor)
     for axis, (m, n) in enumerate(zip(index.shape, x.shape)):
         if axis != dim and m > n:
             raise ValueError(f"{op}: the index {index.shape} is larger than x {x.shape} on axis {axis} "
