@@ -8,7 +8,7 @@ with a message that says to use mt.tensor); the other operand of a binary op may
 number or an array, made a constant like the Tensor (mt.add(x, 1), mt.mul(2, x)), and both
 meet in the dtype PyTorch's promotion gives (microtensor/promotion.py).
 """
-from .ops import attention, bitwise, elementwise, linalg, logic, nn, rounding, select, shape
+from .ops import attention, bitwise, elementwise, linalg, nn, rounding, select, shape
 from .convert import tensor_arg
 from .promotion import floating
 from .tensor import Tensor, binary

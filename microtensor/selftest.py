@@ -46,6 +46,12 @@ def _causal(x):
     return mt.arange(T, device=x.device).reshape(T, 1) >= mt.arange(T, device=x.device)
 
 
+def _bits(values, x):
+    """Every bitwise op of the integer ids `values` (on x's device), in x's dtype."""
+    ids = _ids(values, x)
+    return (((ids & 6) | (ids ^ 3)) + ~ids + (ids << 2) + (ids >> 1)).to(dtype=x.dtype)
+
+
 def _second_derivative(f):
     """x -> d(f(x))/dx built with create_graph=True: differentiating it runs backward's own backward."""
     return lambda x: mt.grad(f(x), x, create_graph=True)[0]
@@ -155,9 +161,7 @@ CASES = [
     Case('remainder', lambda a, b: a % (b.abs() + 0.5), ((3, 4), (3, 4))),
     Case('div floor, trunc', lambda a, b: a + a.div(b, rounding_mode='floor') + a.div(b, rounding_mode='trunc'),
          ((3, 4), (4,))),
-    Case('bitwise', lambda x: x * (((_ids([5, -3, 12, 7], x) & 6) | (_ids([5, -3, 12, 7], x) ^ 3)) + ~_ids([1, 2, 3, 4], x)
-                                   + (_ids([5, -3, 12, 7], x) << 2) + (_ids([5, -3, 12, 7], x) >> 1)).to(x.dtype),
-         ((3, 4),)),
+    Case('bitwise', lambda x: x * _bits([5, -3, 12, 7], x), ((3, 4),)),
     Case('cumsum', lambda x: x.cumsum(1), ((2, 3, 4),)),
     Case('cumprod with a zero', lambda x: mt.where(x > 1.5, 0.0, x).cumprod(-1), ((3, 4),)),
     Case('logsumexp', lambda x: x.logsumexp(-1) + mt.logsumexp(x, (0, 2)).sum(), ((2, 3, 4),)),

@@ -133,7 +133,8 @@ def test_einsum_matches_torch(equation, shapes_):
 
 
 @pytest.mark.parametrize('equation, shapes_, message', [
-    ('ii->i', [(2, 2)], "names an axis twice"), ('...ij->ij', [(2, 2)], r"'\.\.\.' \(broadcast axes\) is not supported"),
+    ('ii->i', [(2, 2)], "names an axis twice"),
+    ('...ij->ij', [(2, 2)], r"'\.\.\.' \(broadcast axes\) is not supported"),
     ('ij,jk->ik', [(2, 3), (4, 2)], "axis 'j' has size 3 in one operand and 4 in another"),
     ('ij,jk->ik', [(2, 3)], "describes 2 operands but 1 were given"), ('ij->k', [(2, 3)], "the output 'k'"),
     ('ijk->i', [(2, 3)], "'ijk' names 3 axes but its operand has shape")])
@@ -224,7 +225,8 @@ def test_scatter_add_adds_repeated_indices_as_torch():
     x, src, index = np.zeros((2, 3)), np.arange(1.0, 7.0).reshape(2, 3), np.array([[0, 0, 2], [1, 1, 1]])
     same_gradients(lambda t, s: t.scatter_add(1, mt.tensor(index), s),
                    lambda t, s: t.scatter_add(1, torch.from_numpy(index), s), x, src)
-    same(mt.tensor(x).scatter(1, mt.tensor([[2], [0]]), 5.0), torch.from_numpy(x).scatter(1, torch.tensor([[2], [0]]), 5.0))
+    same(mt.tensor(x).scatter(1, mt.tensor([[2], [0]]), 5.0),
+         torch.from_numpy(x).scatter(1, torch.tensor([[2], [0]]), 5.0))
 
 
 def test_gather_and_scatter_refuse_clearly():
@@ -311,7 +313,8 @@ def test_any_all_match_torch(name, data, keepdim, dtype):
     if a.ndim:
         dim = dim_of(data.draw, a.ndim)
         same(getattr(mt.tensor(a), name)(dim, keepdim), getattr(torch.from_numpy(a), name)(dim, keepdim))
-        same(getattr(mt, name)(mt.tensor(a), axis=dim, keepdims=keepdim), getattr(torch.from_numpy(a), name)(dim, keepdim))
+        same(getattr(mt, name)(mt.tensor(a), axis=dim, keepdims=keepdim),
+             getattr(torch.from_numpy(a), name)(dim, keepdim))
 
 
 def test_any_refuses_dim_and_axis_together():
@@ -324,7 +327,8 @@ def test_isclose_matches_torch():
     a = np.array([1.0, 1.0 + 1e-6, 1.1, np.inf, -np.inf, np.nan, 0.0])
     b = np.array([1.0, 1.0, 1.0, np.inf, np.inf, np.nan, 1e-9])
     for options in ({}, dict(equal_nan=True), dict(rtol=0.2), dict(atol=0.0, rtol=0.0)):
-        same(mt.isclose(mt.tensor(a), mt.tensor(b), **options), torch.isclose(torch.from_numpy(a), torch.from_numpy(b), **options))
+        same(mt.isclose(mt.tensor(a), mt.tensor(b), **options),
+             torch.isclose(torch.from_numpy(a), torch.from_numpy(b), **options))
         assert mt.tensor(a[:3]).allclose(mt.tensor(b[:3]), **options) == torch.allclose(
             torch.from_numpy(a[:3]), torch.from_numpy(b[:3]), **options)
     with pytest.raises(ValueError, match="isclose: rtol must be a finite number >= 0, not -1.0"):
@@ -381,7 +385,8 @@ def test_nll_loss(device, reduction, data, weighted, ignore):
     ids = mt.tensor(targets, device=device)
     assert mt.gradcheck(lambda t: mt.nll_loss(t, ids, **options), [logp.detach().requires_grad_()])
     torch_options = dict(weight=None if weight is None else torch.from_numpy(weight), ignore_index=-100)
-    same_gradients(lambda t: mt.nll_loss(t, ids.cpu(), **{**options, 'weight': None if weight is None else mt.tensor(weight)}),
+    cpu_options = {**options, 'weight': None if weight is None else mt.tensor(weight)}
+    same_gradients(lambda t: mt.nll_loss(t, ids.cpu(), **cpu_options),
                    lambda t: torch_loss(torch.nn.functional.nll_loss, t, torch.from_numpy(targets), reduction,
                                         **torch_options), logp.numpy())
 

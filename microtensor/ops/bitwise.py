@@ -2,9 +2,10 @@
 
 They follow PyTorch's promotion (microtensor/promotion.py) like + and *: a Python int does not
 widen a tensor (int32 & 0x1337 is int32, uint8 | 3 is uint8), and one outside the dtype's
-range is treated as it is for + (promotion.operands).  Floats are refused, as in PyTorch.  Shifts are defined for every count, as there:
-a count < 0 or >= the width in bits gives 0 (x << 40 of int32), or the sign for x >> 40
-(0 or -1); numpy and C leave those undefined.  None of them has a gradient: integers have none.
+range is treated as it is for + (promotion.operands).  Floats are refused, as in PyTorch.
+Shifts are defined for every count, as there: a count < 0 or >= the width in bits gives 0
+(x << 40 of int32), or the sign for x >> 40 (0 or -1); numpy and C leave those undefined.
+None of them has a gradient: integers have none.
 """
 from .. import backend
 from ..autograd import Function
