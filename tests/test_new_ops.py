@@ -132,9 +132,22 @@ def test_einsum_matches_torch(equation, shapes_):
         equation, [torch.from_numpy(a) for a in arrays]).shape)
 
 
+BROADCAST_EINSUMS = [('...ij,...jk->...ik', [(2, 1, 3, 4), (5, 4, 2)]), ('...ij,jk', [(2, 3, 4), (4, 2)]),
+                     ('i...->...', [(2, 3, 4)]), ('bij,bjk->bik', [(1, 2, 3), (4, 3, 2)]), ('...,...', [(3,), (2, 1)]),
+                     ('bhqd,bhkd->bhqk', [(2, 1, 3, 2), (1, 2, 4, 2)])]
+
+
+@pytest.mark.parametrize('equation, shapes_', BROADCAST_EINSUMS, ids=[e for e, _ in BROADCAST_EINSUMS])
+def test_einsum_broadcasts_as_torch(equation, shapes_):
+    torch = pytest.importorskip('torch')
+    rng = np.random.default_rng(2)
+    arrays = [rng.standard_normal(s) for s in shapes_]
+    same_gradients(lambda *ts: mt.einsum(equation, *ts), lambda *ts: torch.einsum(equation, *ts), *arrays)
+    assert mt.gradcheck(lambda *ts: mt.einsum(equation, *ts), [mt.tensor(a, requires_grad=True) for a in arrays])
+
+
 @pytest.mark.parametrize('equation, shapes_, message', [
-    ('ii->i', [(2, 2)], "names an axis twice"),
-    ('...ij->ij', [(2, 2)], r"'\.\.\.' \(broadcast axes\) is not supported"),
+    ('ii->i', [(2, 2)], "names an axis twice"), ('...i...->i', [(2, 2)], "at most once per operand"),
     ('ij,jk->ik', [(2, 3), (4, 2)], "axis 'j' has size 3 in one operand and 4 in another"),
     ('ij,jk->ik', [(2, 3)], "describes 2 operands but 1 were given"), ('ij->k', [(2, 3)], "the output 'k'"),
     ('ijk->i', [(2, 3)], "'ijk' names 3 axes but its operand has shape")])

@@ -11,8 +11,10 @@ the other operands, with the output's letters moved to that operand's place:
     Y = einsum('ij,jk->ik', A, B)      dL/dA = einsum('ik,jk->ij', G, B),   dL/dB = einsum('ik,ij->jk', G, A)
 
 A letter that only that operand has (summed over in the forward pass) is broadcast back.
-This subset refuses '...', a letter twice in one operand (a diagonal) and size-1 broadcasting.
+'...' and size-1 axes broadcast, as in PyTorch; a letter twice in one operand (a diagonal) is refused.
 """
+import string
+
 from .. import backend, promotion
 from ..autograd import Function
 from ..convert import tensor_arg
@@ -46,43 +48,60 @@ class Einsum(Function):
 
 
 def einsum(equation, *operands):
-    """einsum('ij,jk->ik', a, b) (operands as arguments, or one list of them, as torch.einsum)."""
+    """einsum('ij,jk->ik', a, b) (operands as arguments, or one list of them, as torch.einsum).
+
+    '...' stands for the leading axes an operand has beyond its letters (broadcast between
+    operands), and an axis of size 1 broadcasts against its letter's size, as in PyTorch: both
+    become a broadcast_to before the product, whose backward sums the gradient back."""
     if not isinstance(equation, str):
         raise TypeError(f"einsum: the equation must be a string such as 'ij,jk->ik', not {type(equation).__name__}")
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     operands = [tensor_arg(t, 'einsum', f'operand {i}') for i, t in enumerate(operands)]
-    inputs, output = _parse(equation.replace(' ', ''), len(operands))
+    inputs, output = _parse(equation.replace(' ', ''), [t.ndim for t in operands])
     sizes = {}
     for spec, t in zip(inputs, operands):
         if len(spec) != t.ndim:
             raise ValueError(f"einsum: '{spec}' names {len(spec)} axes but its operand has shape {t.shape}")
         for c, n in zip(spec, t.shape):
-            if sizes.setdefault(c, n) != n:
+            if sizes.setdefault(c, n) != n and 1 not in (n, sizes[c]):
                 raise ValueError(f"einsum: axis '{c}' has size {sizes[c]} in one operand and {n} in another "
-                                 f"(shapes {[t.shape for t in operands]}); sizes must match")
+                                 f"(shapes {[t.shape for t in operands]}); sizes must match or be 1")
+            sizes[c] = max(sizes[c], n)
+    operands = [t.broadcast_to(tuple(sizes[c] for c in spec)) for spec, t in zip(inputs, operands)]
     if len({t.dtype for t in operands}) > 1:
         operands = promotion.operands('einsum', *operands)
     return Einsum.apply(*operands, inputs=inputs, output=output)
 
 
-def _parse(equation, n_operands):
-    """(input specs, output spec) of 'ij,jk->ik', or of 'ij,jk' (the output: letters used once, sorted)."""
+def _parse(equation, ndims):
+    """(input specs, output spec) of 'ij,jk->ik', or of 'ij,jk' (the output: letters used once, sorted),
+    with each '...' written out as letters the equation does not use (the last ones right-aligned,
+    as broadcasting aligns axes)."""
     left, arrow, output = equation.partition('->')
-    inputs = tuple(left.split(','))
-    if '.' in equation:
-        raise ValueError(f"einsum: '...' (broadcast axes) is not supported in {equation!r}; name every axis")
+    inputs = left.split(',')
+    if len(inputs) != len(ndims):
+        raise ValueError(f"einsum: {equation!r} describes {len(inputs)} operands but {len(ndims)} were given")
+    if any(s.count('...') > 1 for s in inputs + [output]):
+        raise ValueError(f"einsum: {equation!r}: '...' may appear at most once per operand")
+    spare = [c for c in string.ascii_letters if c not in equation]
+    extra = max([ndim - len(s) + 3 for s, ndim in zip(inputs, ndims) if '...' in s], default=0)
+    broadcast = ''.join(spare[:max(extra, 0)])
+    inputs = tuple(s.replace('...', broadcast[len(broadcast) - max(ndim - len(s) + 3, 0):])
+                   for s, ndim in zip(inputs, ndims))
+    implicit_start = broadcast if '...' in left and not arrow else ''
+    output = output.replace('...', broadcast)
+    if '.' in ''.join(inputs) + output:
+        raise ValueError(f"einsum: {equation!r}: '...' must be written as three dots, at most once per operand")
     if not all(s.isalpha() or not s for s in inputs + (output,)):
         raise ValueError(f"einsum: {equation!r} must name axes by letters only, as 'ij,jk->ik'")
-    if len(inputs) != n_operands:
-        raise ValueError(f"einsum: {equation!r} describes {len(inputs)} operands but {n_operands} were given")
     for spec in inputs:
         if len(set(spec)) != len(spec):
             raise ValueError(f"einsum: '{spec}' names an axis twice (a diagonal), which this einsum does not "
                              "support; take the diagonal first")
     letters = ''.join(inputs)
-    if not arrow:
-        output = ''.join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    if not arrow:  # '...' first, then the letters used once, sorted
+        output = implicit_start + ''.join(sorted(c for c in set(letters) - set(broadcast) if letters.count(c) == 1))
     if len(set(output)) != len(output) or not set(output) <= set(letters):
         raise ValueError(f"einsum: the output '{output}' must name distinct axes of the inputs ({equation!r})")
     return inputs, output
