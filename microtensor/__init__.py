@@ -20,6 +20,15 @@ from .functional import (abs, add, broadcast_to, clip, concatenate, cos, cross_e
                          masked_softmax, matmul, max, maximum, mean, min, minimum, mul, neg, pow, relu, reshape,
                          sigmoid, sin, softmax, split, sqrt, squeeze, stack, sub, sum, swapaxes, tanh,
                          transpose, var, where)
+from .functional import (bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift,
+                         bitwise_xor, floor_divide, remainder)
+from .ops.einsum import einsum
+from .ops.gather import gather, one_hot, scatter, scatter_add
+from .ops.logic import all, allclose, any, isclose
+from .ops.nn import nll_loss
+from .ops.rearrange import flip, pad, roll, tril, triu
+from .ops.reduce import logsumexp
+from .ops.scan import cumprod, cumsum
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .serialization import CheckpointError, load, save
 from .tensor import Tensor

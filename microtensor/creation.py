@@ -91,11 +91,11 @@ def full(shape, value, dtype=None, device=None, requires_grad=False, name=None):
                  (shape,), dtype, device, requires_grad, name)
 
 
-def eye(n, dtype=None, device=None, requires_grad=False, name=None):
-    n = argcheck.integer(n, 'eye', 'n')
-    if n < 0:
-        raise ValueError(f"eye: n must be >= 0, not {n}")
-    return _make('eye', lambda device, s, d: backend.module_for(device).eye(n, dtype=d),
+def eye(n, m=None, dtype=None, device=None, requires_grad=False, name=None):
+    """The n x m matrix (m = n by default) with ones on its diagonal, as torch.eye."""
+    n = argcheck.integer(n, 'eye', 'n', min=0)
+    m = n if m is None else argcheck.integer(m, 'eye', 'm', min=0)
+    return _make('eye', lambda device, s, d: backend.module_for(device).eye(n, m, dtype=d),
                  (), dtype, device, requires_grad, name)
 
 

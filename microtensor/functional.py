@@ -8,31 +8,61 @@ with a message that says to use mt.tensor); the other operand of a binary op may
 number or an array, made a constant like the Tensor (mt.add(x, 1), mt.mul(2, x)), and both
 meet in the dtype PyTorch's promotion gives (microtensor/promotion.py).
 """
-from .ops import attention, elementwise, linalg, nn, select, shape
+from .ops import attention, bitwise, elementwise, linalg, nn, rounding, select, shape
 from .convert import tensor_arg
 from .promotion import floating
 from .tensor import Tensor, binary
 
 
-def _binary(op):
-    name = op.__name__.lower()
+def _needs_tensor(name, a, b):
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        raise TypeError(f"{name}: needs a Tensor as a or b, got {type(a).__name__} and {type(b).__name__} "
+                        "(make one with mt.tensor(...))")
+
+
+def _binary(op, name=None):
+    name = name or op.__name__.lower()
 
     def apply(a, b):
-        like = a if isinstance(a, Tensor) else b
-        if not isinstance(like, Tensor):
-            raise TypeError(f"{name}: needs a Tensor as a or b, got {type(a).__name__} and {type(b).__name__} "
-                            "(make one with mt.tensor(...))")
+        _needs_tensor(name, a, b)
         return binary(op, a, b, name)
     apply.__name__ = name
     apply.__doc__ = op.__doc__
     return apply
 
 
-add = _binary(elementwise.Add)
-sub = _binary(elementwise.Sub)
+def add(a, b, alpha=1):
+    """a + alpha * b."""
+    _needs_tensor('add', a, b)
+    return elementwise.add(a, b, alpha)
+
+
+def sub(a, b, alpha=1):
+    """a - alpha * b."""
+    _needs_tensor('sub', a, b)
+    return elementwise.sub(a, b, alpha)
+
+
+def div(a, b, rounding_mode=None):
+    """a / b; rounding_mode 'floor' or 'trunc' rounds the quotient (ops/rounding.py)."""
+    _needs_tensor('div', a, b)
+    return rounding.div(a, b, rounding_mode)
+
+
+def floor_divide(a, b):
+    """a // b, outside the graph (as torch.floor_divide)."""
+    _needs_tensor('floor_divide', a, b)
+    return rounding.floor_divide(a, b)
+
+
 mul = _binary(elementwise.Mul)
-div = _binary(elementwise.Div)
 pow = _binary(elementwise.Pow)
+remainder = _binary(rounding.Remainder, 'remainder')
+bitwise_and = _binary(bitwise.And, 'bitwise_and')
+bitwise_or = _binary(bitwise.Or, 'bitwise_or')
+bitwise_xor = _binary(bitwise.Xor, 'bitwise_xor')
+bitwise_left_shift = _binary(bitwise.LeftShift, 'bitwise_left_shift')
+bitwise_right_shift = _binary(bitwise.RightShift, 'bitwise_right_shift')
 maximum = _binary(elementwise.Maximum)
 minimum = _binary(elementwise.Minimum)
 matmul, linear, masked_softmax = linalg.matmul, linalg.linear, attention.masked_softmax
@@ -52,6 +82,7 @@ def cos(x): return tensor_arg(x, 'cos').cos()
 def sigmoid(x): return tensor_arg(x, 'sigmoid').sigmoid()
 def relu(x): return tensor_arg(x, 'relu').relu()
 def abs(x): return tensor_arg(x, 'abs').abs()
+def bitwise_not(x): return ~tensor_arg(x, 'bitwise_not')
 def erf(x): return elementwise.Erf.apply(floating(tensor_arg(x, 'erf')))
 def clip(x, min=None, max=None): return tensor_arg(x, 'clip').clip(min, max)
 def sum(x, axis=None, keepdims=False): return tensor_arg(x, 'sum').sum(axis, keepdims)

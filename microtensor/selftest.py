@@ -46,6 +46,12 @@ def _causal(x):
     return mt.arange(T, device=x.device).reshape(T, 1) >= mt.arange(T, device=x.device)
 
 
+def _bits(values, x):
+    """Every bitwise op of the integer ids `values` (on x's device), in x's dtype."""
+    ids = _ids(values, x)
+    return (((ids & 6) | (ids ^ 3)) + ~ids + (ids << 2) + (ids >> 1)).to(dtype=x.dtype)
+
+
 def _second_derivative(f):
     """x -> d(f(x))/dx built with create_graph=True: differentiating it runs backward's own backward."""
     return lambda x: mt.grad(f(x), x, create_graph=True)[0]
@@ -151,6 +157,28 @@ CASES = [
     Case('masked_softmax', lambda s: mt.masked_softmax(s, _causal(s)), ((2, 4, 4),)),
     Case('masked_softmax 2nd order', _second_derivative(lambda s: (mt.masked_softmax(s, _causal(s)) ** 2).sum()),
          ((2, 4, 4),)),
+    # PyTorch's calls beyond numpy's: rounding, bitwise, scans, einsum, rearranging, gather/scatter, losses
+    Case('remainder', lambda a, b: a % (b.abs() + 0.5), ((3, 4), (3, 4))),
+    Case('div floor, trunc', lambda a, b: a + a.div(b, rounding_mode='floor') + a.div(b, rounding_mode='trunc'),
+         ((3, 4), (4,))),
+    Case('bitwise', lambda x: x * _bits([5, -3, 12, 7], x), ((3, 4),)),
+    Case('cumsum', lambda x: x.cumsum(1), ((2, 3, 4),)),
+    Case('cumprod with a zero', lambda x: mt.where(x > 1.5, 0.0, x).cumprod(-1), ((3, 4),)),
+    Case('logsumexp', lambda x: x.logsumexp(-1) + mt.logsumexp(x, (0, 2)).sum(), ((2, 3, 4),)),
+    Case('einsum', lambda a, b: mt.einsum('bij,bkj->bik', a, b) + mt.einsum('bij->bi', a).expand_dims(-1),
+         ((2, 3, 4), (2, 5, 4))),
+    Case('pad', lambda x: mt.pad(x, (1, -1, 2, 0), value=0.5), ((3, 4),)),
+    Case('flip, roll', lambda x: x.flip((0, 2)).roll((2, -1), (1, 0)), ((2, 3, 4),)),
+    Case('tril, triu', lambda x: x.tril(-1) + 2 * x.triu(1), ((2, 4, 4),)),
+    Case('gather', lambda x: x.gather(1, _ids([[3, 0], [1, 1], [2, 0]], x)), ((3, 4),)),
+    Case('scatter', lambda x, s: x.scatter(1, _ids([[3, 0], [1, 2], [2, 0]], x), s), ((3, 4), (3, 2))),
+    Case('scatter_add', lambda x, s: x.scatter_add(0, _ids([[0, 1, 0, 2], [0, 0, 0, 0]], x), s), ((3, 4), (2, 4))),
+    Case('nll_loss weighted', lambda x: mt.nll_loss(mt.log_softmax(x), _ids([0, 3, -1], x), ignore_index=-1,
+                                                    weight=mt.tensor([1.0, 2.0, 0.5, 1.0], dtype=x.dtype,
+                                                                     device=x.device)), ((3, 4),)),
+    Case('cross_entropy options', lambda x: mt.cross_entropy(x, _ids([0, 3, 1], x), reduction='none',
+                                                             label_smoothing=0.1), ((3, 4),)),
+    Case('cross_entropy probabilities', lambda x, p: mt.cross_entropy(x, p.softmax(-1)), ((3, 4), (3, 4))),
     # the fused layer (microtensor/fused/)
     Case('fused softmax', _fused(lambda x: mt.softmax(x)), ((2, 3, 4),)),
     Case('fused cross_entropy', _fused(lambda x: mt.cross_entropy(x, _ids([0, 3, 1], x))), ((3, 4),)),

@@ -21,7 +21,9 @@ REPR_MAX_VALUES = 100  # a bigger tensor's repr is one line: shape, dtype, devic
 _NUMPY_REFLECTED = {'add': '__radd__', 'subtract': '__rsub__', 'multiply': '__rmul__', 'divide': '__rtruediv__',
                     'power': '__rpow__', 'matmul': '__rmatmul__', 'equal': '__eq__', 'not_equal': '__ne__',
                     'less': '__gt__', 'less_equal': '__ge__', 'greater': '__lt__', 'greater_equal': '__le__',
-                    'bitwise_and': '__and__', 'bitwise_or': '__or__'}
+                    'bitwise_and': '__and__', 'bitwise_or': '__or__', 'bitwise_xor': '__xor__',
+                    'left_shift': '__rlshift__', 'right_shift': '__rrshift__', 'remainder': '__rmod__',
+                    'floor_divide': '__rfloordiv__'}
 
 
 class Tensor:
@@ -508,18 +510,6 @@ class Tensor:
         """self >= other, elementwise: a boolean tensor, no gradient."""
         return self._no_grad_op(other, 'ge', operator.ge)
 
-    def __invert__(self):
-        """~self: elementwise not of a boolean tensor."""
-        return Tensor._wrap(backend_call('invert', operator.invert, self.data))
-
-    def __and__(self, other):
-        """self & other: elementwise and of boolean tensors."""
-        return self._no_grad_op(other, 'and', operator.and_)
-
-    def __or__(self, other):
-        """self | other: elementwise or of boolean tensors."""
-        return self._no_grad_op(other, 'or', operator.or_)
-
     __hash__ = object.__hash__  # tensors are used as dict keys by identity
 
     def __bool__(self):
@@ -527,14 +517,6 @@ class Tensor:
         if self.size != 1:
             raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any() or .all()")
         return bool(self.data)
-
-    def any(self):
-        """True if any element is nonzero (a Python bool)."""
-        return bool(self.data.any())
-
-    def all(self):
-        """True if every element is nonzero (a Python bool)."""
-        return bool(self.data.all())
 
     # ------------------------------------------------------------------ elementwise functions
     # (the functions only floats have take integers and bools as float32, as in PyTorch: exp(ids))
@@ -693,6 +675,206 @@ class Tensor:
         """log(softmax(x)) along axis, computed stably."""
         return _nn.log_softmax(self, axis)
 
+    # ------------------------------------------------------------------ PyTorch's calls
+    # dtype shorthands (float() and double() are above, with the other copies)
+    def int(self):
+        """An int32 copy, as torch's x.int() (floats are truncated toward 0; it leaves the graph)."""
+        return self.to(dtype='int32')
+
+    def long(self):
+        """An int64 copy, as torch's x.long() (it leaves the graph)."""
+        return self.to(dtype='int64')
+
+    def bool(self):
+        """A bool copy: True where x is nonzero (it leaves the graph)."""
+        return self.to(dtype='bool')
+
+    def half(self):
+        """A float16 copy, still in the graph."""
+        return self.to(dtype='float16')
+
+    # the method forms of the operators, as in PyTorch
+    def add(self, other, alpha=1):
+        """self + alpha * other."""
+        return _ew.add(self, other, alpha)
+
+    def sub(self, other, alpha=1):
+        """self - alpha * other."""
+        return _ew.sub(self, other, alpha)
+
+    def mul(self, other):
+        """self * other."""
+        return binary(_ew.Mul, self, other, 'mul')
+
+    def div(self, other, rounding_mode=None):
+        """self / other; rounding_mode 'floor' (self // other) or 'trunc' (toward 0) rounds the
+        quotient, with a zero gradient, as in PyTorch (integers then stay integers)."""
+        return _rounding.div(self, other, rounding_mode)
+
+    def pow(self, other):
+        """self ** other."""
+        return binary(_ew.Pow, self, other, 'pow')
+
+    def matmul(self, other):
+        """self @ other."""
+        return _linalg.matmul(self, other)
+
+    def remainder(self, other):
+        """self % other, with the sign of other (as Python's %)."""
+        return _rounding.remainder(self, other)
+
+    def floor_divide(self, other):
+        """self // other (no gradient, as torch.floor_divide)."""
+        return _rounding.floor_divide(self, other)
+
+    # a % b and a // b as Python's and PyTorch's (ops/rounding.py); bitwise operators on integers
+    # and bools (ops/bitwise.py); all in the dtype PyTorch's promotion gives, as + and * are
+    def __mod__(self, other):
+        """self % other: the remainder with the sign of other; dL/dself = g, dL/dother = -g floor(self / other)."""
+        return _rounding.remainder(self, other)
+
+    def __rmod__(self, other):
+        """other % self."""
+        return _rounding.remainder(other, self)
+
+    def __floordiv__(self, other):
+        """self // other: floor(self / other), as torch.floor_divide (outside the graph)."""
+        return _rounding.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        """other // self."""
+        return _rounding.floor_divide(other, self)
+
+    def __and__(self, other):
+        """self & other: bitwise and (logical and of bools)."""
+        return binary(_bitwise.And, self, other, 'bitwise_and')
+
+    def __rand__(self, other):
+        """other & self."""
+        return binary(_bitwise.And, other, self, 'bitwise_and')
+
+    def __or__(self, other):
+        """self | other: bitwise or (logical or of bools)."""
+        return binary(_bitwise.Or, self, other, 'bitwise_or')
+
+    def __ror__(self, other):
+        """other | self."""
+        return binary(_bitwise.Or, other, self, 'bitwise_or')
+
+    def __xor__(self, other):
+        """self ^ other: bitwise exclusive or (of bools: a != b)."""
+        return binary(_bitwise.Xor, self, other, 'bitwise_xor')
+
+    def __rxor__(self, other):
+        """other ^ self."""
+        return binary(_bitwise.Xor, other, self, 'bitwise_xor')
+
+    def __invert__(self):
+        """~self: every bit flipped (of bools: not)."""
+        return _bitwise.Invert.apply(self)
+
+    def __lshift__(self, other):
+        """self << other: shifted left by other bits."""
+        return binary(_bitwise.LeftShift, self, other, 'bitwise_left_shift')
+
+    def __rlshift__(self, other):
+        """other << self."""
+        return binary(_bitwise.LeftShift, other, self, 'bitwise_left_shift')
+
+    def __rshift__(self, other):
+        """self >> other: shifted right by other bits (the sign is kept)."""
+        return binary(_bitwise.RightShift, self, other, 'bitwise_right_shift')
+
+    def __rrshift__(self, other):
+        """other >> self."""
+        return binary(_bitwise.RightShift, other, self, 'bitwise_right_shift')
+
+    def __imod__(self, other):
+        """self %= other, in place (see _arithmetic_in_place)."""
+        return self._arithmetic_in_place(_rounding.Remainder, other, '%=')
+
+    def __ifloordiv__(self, other):
+        """self //= other, in place (in a recorded graph, with div(rounding_mode='floor')'s zero gradient)."""
+        return self._arithmetic_in_place(_rounding.FloorDiv, other, '//=')
+
+    def __iand__(self, other):
+        """self &= other, in place."""
+        return self._arithmetic_in_place(_bitwise.And, other, '&=')
+
+    def __ior__(self, other):
+        """self |= other, in place."""
+        return self._arithmetic_in_place(_bitwise.Or, other, '|=')
+
+    def __ixor__(self, other):
+        """self ^= other, in place."""
+        return self._arithmetic_in_place(_bitwise.Xor, other, '^=')
+
+    def __ilshift__(self, other):
+        """self <<= other, in place."""
+        return self._arithmetic_in_place(_bitwise.LeftShift, other, '<<=')
+
+    def __irshift__(self, other):
+        """self >>= other, in place."""
+        return self._arithmetic_in_place(_bitwise.RightShift, other, '>>=')
+
+    # logic, no gradient (ops/logic.py)
+    def any(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """True where some element over dim (None: all) is nonzero: a bool tensor, as in PyTorch."""
+        return _logic.any(self, dim, keepdim, axis=axis, keepdims=keepdims)
+
+    def all(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """True where every element over dim (None: all) is nonzero: a bool tensor, as in PyTorch."""
+        return _logic.all(self, dim, keepdim, axis=axis, keepdims=keepdims)
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """|self - other| <= atol + rtol * |other|, elementwise."""
+        return _logic.isclose(self, other, rtol, atol, equal_nan)
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """isclose everywhere (a Python bool)."""
+        return _logic.allclose(self, other, rtol, atol, equal_nan)
+
+    # scans, reductions, indexing along a dim and rearranging, as PyTorch's (microtensor/ops/)
+    def cumsum(self, dim):
+        """The running sum along dim (integers in int64)."""
+        return _scan.cumsum(self, dim)
+
+    def cumprod(self, dim):
+        """The running product along dim (exact gradient with zeros in x)."""
+        return _scan.cumprod(self, dim)
+
+    def logsumexp(self, dim=None, keepdim=False):
+        """log(sum(exp(x))) over dim, computed stably."""
+        return _reduce.logsumexp(self, dim, keepdim)
+
+    def gather(self, dim, index):
+        """y[..., j, ...] = self[..., index[..., j, ...], ...] along dim."""
+        return _gather.gather(self, dim, index)
+
+    def scatter(self, dim, index, src):
+        """A copy with src (a tensor or a number) written at index along dim."""
+        return _gather.scatter(self, dim, index, src)
+
+    def scatter_add(self, dim, index, src):
+        """A copy with src added at index along dim."""
+        return _gather.scatter_add(self, dim, index, src)
+
+    def tril(self, diagonal=0):
+        """The lower triangle of the last two axes; the rest 0."""
+        return _rearrange.tril(self, diagonal)
+
+    def triu(self, diagonal=0):
+        """The upper triangle of the last two axes; the rest 0."""
+        return _rearrange.triu(self, diagonal)
+
+    def flip(self, dims):
+        """The elements in reverse order along dims."""
+        return _rearrange.flip(self, dims)
+
+    def roll(self, shifts, dims=None):
+        """The elements shifted cyclically by shifts along dims (None: the flattened tensor)."""
+        return _rearrange.roll(self, shifts, dims)
+
 
 def binary(fn, a, b, op):
     """The op fn (Add, Mul, ...) on a and b, one of them a Tensor, in their common dtype
@@ -731,3 +913,5 @@ from .promotion import floating  # noqa: E402
 from .ops import args as _args  # noqa: E402
 from .ops import elementwise as _ew, reduce as _reduce, linalg as _linalg  # noqa: E402
 from .ops import shape as _shape, select as _select, nn as _nn, index as _index  # noqa: E402
+from .ops import bitwise as _bitwise, logic as _logic, rounding as _rounding  # noqa: E402
+from .ops import gather as _gather, rearrange as _rearrange, scan as _scan  # noqa: E402

@@ -5,9 +5,9 @@ back to each input's shape (autograd.run_backward), so no op here has to.
 """
 import math
 
-from .. import backend
+from .. import argcheck, backend, promotion
 from ..autograd import Function
-from ..tensor import Tensor
+from ..tensor import Tensor, binary
 from .select import Where
 
 
@@ -270,3 +270,30 @@ class Cast(Function):
 
     def backward(self, g):
         return (g.to(dtype=self.source_dtype),)
+
+
+def add(a, b, alpha=1):
+    """a + alpha * b, as torch.add (alpha scales b first: dL/db = alpha * g)."""
+    return binary(Add, a, _scaled(a, b, alpha, 'add'), 'add')
+
+
+def sub(a, b, alpha=1):
+    """a - alpha * b, as torch.sub."""
+    return binary(Sub, a, _scaled(a, b, alpha, 'sub'), 'sub')
+
+
+
+def _scaled(a, b, alpha, op):
+    """alpha * b (b itself for alpha = 1).  As in PyTorch, a non-integer alpha needs a float result
+    (int64 + 0.5 * int64 is refused, not made float) and a bool alpha a bool one."""
+    alpha = argcheck.real(alpha, op, 'alpha')
+    dtype = promotion.result_type(a, b)
+    if (not hasattr(type(alpha), '__index__') and dtype.kind != 'f'  # (ints, numpy's too, have __index__)
+            or isinstance(alpha, bool) and dtype.kind != 'b'):
+        raise TypeError(f"{op}: alpha={alpha!r} does not fit operands of dtype {dtype}, as in PyTorch "
+                        "(a non-integer alpha needs floats, a bool alpha bools)")
+    if alpha == 1:
+        return b
+    if not isinstance(b, Tensor):
+        b = promotion.operands(op, a, b)[1]  # a number or a list: a constant of the result's dtype
+    return b * alpha

@@ -59,64 +59,149 @@ def log_softmax(x, axis=-1):
 
 
 class NLLLoss(Function):
-    """L = -mean over counted positions i of logp[i, t_i]     (positions with t_i == ignore_index don't count)
-        dL/dlogp[i, c] = -g / n  if c == t_i and i counts, else 0
+    """Per position i, with target t_i and weight w_i = weight[t_i] (0 where t_i is ignore_index):
+        l_i = -w_i * logp[i, t_i]
+        L = l                          reduction 'none'  (shape (...))
+        L = sum_i l_i                  reduction 'sum'
+        L = sum_i l_i / sum_i w_i      reduction 'mean'  (nan when every target is ignored, as in PyTorch)
+        dL/dlogp[i, c] = -w_i * [c == t_i] * (g_i,  g,  or g / sum_i w_i)
 
-    logp: (..., C) log-probabilities, targets: (...) class ids, checked by cross_entropy;
-    counted: (...) booleans, False where the target is ignore_index.
-    L is linear in logp, so its backward is one constant mask times g.  The targets are
-    not saved: `rows` and `cols`, computed from them here, are new arrays, so changing
-    the targets in place after the forward pass cannot change the gradient.
+    logp: (..., C) log-probabilities; targets: (...) class ids, already checked, with 0 in place of
+    ignored ones; weights: (...) the w_i.  L is linear in logp, so its backward is one constant mask
+    times g.  The mask is made here from the targets, so changing them in place after the forward
+    pass cannot change the gradient.
     """
 
-    def forward(self, logp, targets, counted):
+    def forward(self, logp, targets, weights, reduction):
         xp = backend.array_module(logp)
-        n_classes = logp.shape[-1]
-        self.rows = xp.flatnonzero(counted)
-        self.cols = targets.reshape(-1)[self.rows]
-        self.count = len(self.rows)
-        picked = logp.reshape(-1, n_classes)[self.rows, self.cols]
+        self.reduction = reduction
+        self.mask = (targets[..., None] == xp.arange(logp.shape[-1])) * -weights[..., None]  # -w_i at (i, t_i)
         with backend.quiet_float_errors(logp):
-            return -picked.sum() / logp.dtype.type(self.count)
+            losses = xp.where(weights != 0, -weights * xp.take_along_axis(logp, targets[..., None], -1)[..., 0], 0)
+            if reduction == 'none':
+                return losses.astype(logp.dtype, copy=False)
+            total = losses.sum()
+            if reduction == 'sum':
+                return total.astype(logp.dtype)
+            weight_sum = weights.sum()
+            if bool(weight_sum):  # else every target is ignored: nan, and no gradient
+                self.mask = self.mask / weight_sum
+            return (total / weight_sum).astype(logp.dtype)
 
     def backward(self, g):
-        logp = self.inputs[0]
-        xp = backend.array_module(logp.data)
-        weights = xp.zeros((logp.size // logp.shape[-1], logp.shape[-1]), dtype=logp.dtype)
-        weights[self.rows, self.cols] = -1.0 / max(self.count, 1)
-        return (g * Tensor._wrap(weights.reshape(logp.shape)),)
+        if self.reduction == 'none':
+            g = g.expand_dims(-1)  # (..., 1): each position's own g
+        return (g * Tensor._wrap(self.mask.astype(g.dtype, copy=False)),)
 
 
-def cross_entropy(logits, targets, ignore_index=None):
-    """Mean of -log softmax(logits)[target] over positions.
+REDUCTIONS = ('mean', 'sum', 'none')
 
-    logits: (..., C) (class axis last, e.g. (B, T, vocab)); targets: (...) integer ids.
-    Stable for huge logits: it goes through log_softmax, never through log(softmax).
-    If every target is ignored the mean is over nothing: nan, as in PyTorch.
-    Target ids are checked here on every device (cupy would wrap an id past the end
-    around): one reduction on the device, then one host sync.
-    """
-    logits = tensor_arg(logits, 'cross_entropy', 'logits')
-    if logits.ndim == 0:
-        raise ValueError("cross_entropy: logits must have a class axis (shape (..., C)), not shape ()")
-    if not backend.float_dtype(logits.dtype):
-        raise TypeError(f"cross_entropy: logits must be floating-point, not {logits.dtype}")
-    targets = param_array(targets, logits, 'cross_entropy', 'targets')
-    if targets.shape != logits.shape[:-1]:
-        raise ValueError(f"cross_entropy: targets of shape {targets.shape} do not match logits {logits.shape} "
-                         "(expected the logits' shape without its last, class axis)")
+
+def _class_targets(op, scores, targets, weight, ignore_index):
+    """(targets, w, counted): class ids (...) checked against the C classes of scores (..., C), with 0
+    where ignored; each position's weight w_i = weight[t_i] (1 without weight), 0 where ignored;
+    and whether each position counts (its target is not ignore_index).
+    Ids are checked on every device (cupy would wrap an id past the end around): one reduction on
+    the device, then one host sync."""
+    if targets.shape != scores.shape[:-1]:
+        what = 'logits' if op == 'cross_entropy' else 'logp'
+        raise ValueError(f"{op}: targets of shape {targets.shape} do not match {what} {scores.shape} "
+                         f"(expected the {what}' shape without its last, class axis, for class ids"
+                         + (f"; or the {what}' whole shape, for probabilities)" if op == 'cross_entropy' else ")"))
     if targets.dtype.kind not in 'iu':
-        raise TypeError(f"cross_entropy: targets must be integer class ids, not {targets.dtype}")
+        raise TypeError(f"{op}: targets must be integer class ids, not {targets.dtype}")
     if ignore_index is not None:
-        ignore_index = argcheck.integer(ignore_index, 'cross_entropy', 'ignore_index')
-    xp, n_classes = backend.array_module(targets), logits.shape[-1]
+        ignore_index = argcheck.integer(ignore_index, op, 'ignore_index')
+    xp, n_classes = backend.array_module(targets), scores.shape[-1]
     counted = targets != ignore_index if ignore_index is not None else xp.ones(targets.shape, dtype=bool)
     bad = counted & ((targets < 0) | (targets >= n_classes))
     if bool(bad.any()):
         example = int(targets[bad].ravel()[0])
-        raise IndexError(f"cross_entropy: a target id is outside [0, {n_classes}) (e.g. {example}) for logits "
-                         f"of shape {logits.shape}; check the vocabulary size or pass ignore_index")
-    return NLLLoss.apply(log_softmax(logits, axis=-1), targets=targets, counted=counted)
+        raise IndexError(f"{op}: a target id is outside [0, {n_classes}) (e.g. {example}) for scores "
+                         f"of shape {scores.shape}; check the vocabulary size or pass ignore_index")
+    safe = xp.where(counted, targets, 0).astype(backend.INDEX)
+    w = counted.astype(scores.dtype) if weight is None else xp.where(counted, weight[safe], 0).astype(scores.dtype)
+    return safe, w, counted
+
+
+def _class_weights(op, weight, scores):
+    """weight: None, or a constant per class, shape (C,), on the scores' device."""
+    if weight is None:
+        return None
+    if isinstance(weight, Tensor) and weight.requires_grad:
+        raise ValueError(f"{op}: weight is a constant here (it gets no gradient); pass weight.detach()")
+    weight = param_array(weight, scores, op, 'weight')
+    if weight.shape != scores.shape[-1:]:
+        raise ValueError(f"{op}: weight must have one entry per class, shape {scores.shape[-1:]}, not {weight.shape}")
+    return weight.astype(scores.dtype)
+
+
+def _scores(op, x, what):
+    x = tensor_arg(x, op, what)
+    if x.ndim == 0:
+        raise ValueError(f"{op}: {what} must have a class axis (shape (..., C)), not shape ()")
+    if not backend.float_dtype(x.dtype):
+        raise TypeError(f"{op}: {what} must be floating-point, not {x.dtype}")
+    return x
+
+
+def nll_loss(logp, targets, weight=None, ignore_index=None, reduction='mean'):
+    """The negative log-likelihood of class ids under log-probabilities, as torch.nn.functional.nll_loss
+    but with the class axis LAST: logp (..., C) (e.g. log_softmax(logits)), targets (...) integer ids.
+
+    weight: one weight per class (C,): the mean is then weighted, sum_i w_i l_i / sum_i w_i.
+    ignore_index: positions whose target equals it count for nothing (None: every position counts;
+    PyTorch's default is -100).  reduction: 'mean', 'sum' or 'none' (the loss per position)."""
+    logp = _scores('nll_loss', logp, 'logp')
+    reduction = argcheck.choice(reduction, 'nll_loss', 'reduction', REDUCTIONS)
+    targets = param_array(targets, logp, 'nll_loss', 'targets')
+    weight = _class_weights('nll_loss', weight, logp)
+    targets, w, _ = _class_targets('nll_loss', logp, targets, weight, ignore_index)
+    return NLLLoss.apply(logp, targets=targets, weights=w, reduction=reduction)
+
+
+def cross_entropy(logits, targets, weight=None, ignore_index=None, reduction='mean', label_smoothing=0.0):
+    """-log softmax(logits)[target] per position, reduced (by default the mean), as
+    torch.nn.functional.cross_entropy but with the class axis LAST: logits (..., C) (e.g. (B, T, vocab)),
+    not PyTorch's (N, C, ...).
+
+    targets: (...) integer class ids; or probabilities of the logits' own shape (..., C), floats.
+    weight: one weight per class (C,); with class ids the mean is weighted (sum_i w_i l_i / sum_i w_i),
+      with probabilities each class's term is weighted and the mean is over positions.
+    ignore_index: class-id positions whose target equals it count for nothing (None: all count;
+      PyTorch's default is -100).  If every target is ignored the mean is over nothing: nan.
+    reduction: 'mean', 'sum' or 'none' (the loss per position, shape (...)).
+    label_smoothing e in [0, 1]: the target becomes (1 - e) one_hot + e / C, as in PyTorch.
+    Stable for huge logits: it goes through log_softmax, never through log(softmax).
+    """
+    logits = _scores('cross_entropy', logits, 'logits')
+    reduction = argcheck.choice(reduction, 'cross_entropy', 'reduction', REDUCTIONS)
+    smoothing = argcheck.number(label_smoothing, 'cross_entropy', 'label_smoothing', min=0, max=1)
+    weight = _class_weights('cross_entropy', weight, logits)
+    targets = targets if isinstance(targets, Tensor) else param_array(targets, logits, 'cross_entropy', 'targets')
+    n_classes = logits.shape[-1]
+    logp = log_softmax(logits, axis=-1)
+    w = None if weight is None else Tensor._wrap(weight)
+    if targets.dtype.kind == 'f' and tuple(targets.shape) == logits.shape:  # probabilities per class, as in PyTorch
+        if ignore_index is not None:
+            raise ValueError("cross_entropy: ignore_index applies to class-id targets, not to probabilities")
+        p = as_tensor(targets, logits, 'cross_entropy').to(dtype=logits.dtype)
+        if smoothing:
+            p = p * (1 - smoothing) + smoothing / n_classes
+        losses = -(logp * (p if w is None else p * w)).sum(axis=-1)
+        return losses if reduction == 'none' else losses.sum() if reduction == 'sum' else losses.mean()
+    targets = targets.data if isinstance(targets, Tensor) else targets
+    ids, weights, counted = _class_targets('cross_entropy', logits, targets, weight, ignore_index)
+    loss = NLLLoss.apply(logp, targets=ids, weights=weights, reduction=reduction)
+    if not smoothing:
+        return loss
+    uniform = (-(logp if w is None else logp * w).sum(axis=-1)).masked_fill(~counted, 0.0)  # -sum_c w_c logp_c, counted
+    if reduction == 'sum':
+        uniform = uniform.sum()
+    elif reduction == 'mean':  # over the same total weight as the NLL term (nan when every target is ignored)
+        total = float(weights.sum())
+        uniform = uniform.sum() * (1 / total if total else float('nan'))
+    return loss * (1 - smoothing) + uniform * (smoothing / n_classes)
 
 
 class LayerNormOp(Function):

@@ -5,7 +5,7 @@ keepdims shape and broadcast to the input's shape.
 """
 import math
 
-from .. import argcheck, backend
+from .. import argcheck, backend, promotion
 from ..autograd import Function
 from ..tensor import Tensor
 from . import args
@@ -100,6 +100,36 @@ class Max(Function):
 class Min(Max):
     """y = min(x, axis)       as Max, for the smallest entries"""
     reduce = 'min'
+
+
+class LogSumExp(Function):
+    """y = m + log(sum(exp(x - m))) over `axes`,  m = max(x) there (0 where that max is +-inf), so no
+    exp overflows (x = 1e3) and a row of -inf gives -inf, not nan
+        dL/dx = g * exp(x - y)      (the softmax of x over the axes)"""
+
+    def forward(self, x, axes, keepdims):
+        self.axes = axes
+        xp = backend.array_module(x)
+        kept = kept_shape(x.shape, axes)
+        m = x.max(axis=axes, keepdims=True) if x.size else xp.zeros(kept, dtype=x.dtype)
+        m = xp.where(xp.isfinite(m), m, 0)
+        with backend.quiet_float_errors(x):  # log(0) = -inf for a row of -inf (or an empty one)
+            y = m + xp.log(xp.exp(x - m).sum(axis=axes, keepdims=True))
+        return y if keepdims else y.reshape([n for i, n in enumerate(x.shape) if i not in axes])
+
+    def backward(self, g):
+        (x,) = self.inputs
+        y = self.output.reshape(kept_shape(x.shape, self.axes))
+        return (spread(g, x.shape, self.axes) * (x - y).exp(),)
+
+
+def logsumexp(x, dim=None, keepdim=False):
+    """log(sum(exp(x))) over dim (an int, a tuple, or None: every axis), computed stably; integers as float32."""
+    x = promotion.floating(x)
+    if x.ndim == 0 and dim in (0, -1, (0,), (-1,)):  # as PyTorch: dim 0 or -1 of a 0-d tensor is the tensor
+        dim = None
+    axes, keepdim = normalize_axis(dim, x.shape, keepdim, 'logsumexp')
+    return LogSumExp.apply(x, axes=axes, keepdims=keepdim)
 
 
 def sum_to(x, shape):

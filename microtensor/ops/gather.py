@@ -1,0 +1,107 @@
+"""Picking and placing along one axis by an index tensor: gather, scatter, scatter_add, one_hot.
+
+For dim = 1 of a 3-d x (PyTorch's meaning; index has x's number of axes):
+
+    gather        y[i][j][k] = x[i][index[i][j][k]][k]
+    scatter       y = x, then y[i][index[i][j][k]][k] = src[i][j][k]
+    scatter_add   y = x, then y[i][index[i][j][k]][k] += src[i][j][k]
+
+Each is numpy indexing with an index array on the chosen axis and the positions themselves
+(0, 1, 2, ...) on the others, so each reuses an op of ops/shape.py, backward and all:
+gather is GetItem, scatter is SetItem on a copy of x, scatter_add adds a ScatterAdd.
+"""
+from .. import argcheck, backend
+from ..convert import param_array, tensor_arg
+from ..tensor import Tensor
+from . import args
+from .shape import GetItem, ScatterAdd, SetItem
+
+
+def _positions(index, dim, x, op):
+    """The numpy index that reads x[..., index[...], ...] along dim at every position of index:
+    a checked, private index array on dim and aranges (shaped to broadcast) on the other axes."""
+    index = param_array(index, x, op, 'index')
+    if index.dtype.kind not in 'iu':
+        raise TypeError(f"{op}: the index must hold integers, not {index.dtype}")
+    if index.ndim != x.ndim:
+        raise ValueError(f"{op}: the index has shape {index.shape} but needs as many axes as x {x.shape}")
+    dim = args.axis(dim, x.shape if x.ndim else (1,), op)  # (as PyTorch: dim 0 or -1 of a 0-d tensor)
+    for axis, (m, n) in enumerate(zip(index.shape, x.shape)):
+        if axis != dim and m > n:
+            raise ValueError(f"{op}: the index {index.shape} is larger than x {x.shape} on axis {axis} "
+                             "(it may be larger only on dim)")
+    n = x.shape[dim] if x.ndim else 1
+    if index.size and bool(((index < 0) | (index >= n)).any()):  # one reduction, one host sync
+        bad = int(index[(index < 0) | (index >= n)].reshape(-1)[0])
+        raise IndexError(f"{op}: index {bad} is out of bounds for dim {dim} of size {n} (x of shape {x.shape})")
+    if x.ndim == 0:
+        return ()
+    xp = backend.array_module(index)
+    return tuple(index.astype(backend.INDEX) if axis == dim else
+                 xp.arange(m, dtype=backend.INDEX).reshape([-1 if a == axis else 1 for a in range(x.ndim)])
+                 for axis, m in enumerate(index.shape))
+
+
+def gather(x, dim, index):
+    """y[..., j, ...] = x[..., index[..., j, ...], ...] along dim: y has index's shape."""
+    x = tensor_arg(x, 'gather')
+    return GetItem.apply(x, index=_positions(index, dim, x, 'gather'))
+
+
+def _source(src, index_shape, x, op):
+    """src cut to index's shape (PyTorch reads only that corner of it), or a number, as a Tensor of x's dtype."""
+    if isinstance(src, Tensor):
+        if src.ndim != len(index_shape) or any(m > n for m, n in zip(index_shape, src.shape)):
+            raise ValueError(f"{op}: src of shape {src.shape} must be at least as large as the index "
+                             f"{index_shape} on every axis")
+        if src.dtype != x.dtype:
+            raise TypeError(f"{op}: src is {src.dtype} but x is {x.dtype}; convert one (as in PyTorch)")
+        return src[tuple(slice(0, m) for m in index_shape)]
+    value = argcheck.real(src, op, 'src')
+    return Tensor._wrap(backend.module_for(x.device).asarray(value, dtype=x.dtype))
+
+
+def scatter(x, dim, index, src):
+    """A copy of x with src written at index along dim (src a tensor or a number); where the
+    index repeats, one of the writes wins, and only it gets a gradient."""
+    x = tensor_arg(x, 'scatter')
+    positions = _positions(index, dim, x, 'scatter')
+    return Scatter.apply(x, _source(src, _shape(index), x, 'scatter'), index=positions)
+
+
+def scatter_add(x, dim, index, src):
+    """x with src added at index along dim (repeated indices add up)."""
+    x = tensor_arg(x, 'scatter_add')
+    positions = _positions(index, dim, x, 'scatter_add')
+    src = _source(src, _shape(index), x, 'scatter_add')
+    return x + ScatterAdd.apply(src.broadcast_to(_shape(index)), index=positions, shape=x.shape)
+
+
+def _shape(index):
+    return tuple(index.shape) if hasattr(index, 'shape') else backend.asarray(index, device='cpu').shape
+
+
+class Scatter(SetItem):
+    """y = copy of x, then y[index] = value      dL/dx = g with zeros at index,  dL/dvalue = g[index]
+    (SetItem's op and backward, on a copy of x instead of x's memory)"""
+
+    def forward(self, x, value, index):
+        return super().forward(x.copy(), value, index)
+
+
+def one_hot(ids, num_classes=-1):
+    """ids (...) -> (..., num_classes) int64 with a 1 at each id, as torch.nn.functional.one_hot;
+    num_classes=-1 takes max(ids) + 1.  No gradient (the ids are integers)."""
+    ids = tensor_arg(ids, 'one_hot', 'ids')
+    if ids.dtype.kind not in 'iu':
+        raise TypeError(f"one_hot: ids must be integers, not {ids.dtype}")
+    num_classes = argcheck.integer(num_classes, 'one_hot', 'num_classes', min=-1)
+    xp = backend.array_module(ids.data)
+    if num_classes == -1:
+        if not ids.size:
+            raise ValueError("one_hot: cannot infer num_classes from an empty tensor of ids; pass num_classes=")
+        num_classes = int(ids.data.max()) + 1
+    if ids.size and bool(((ids.data < 0) | (ids.data >= num_classes)).any()):
+        raise IndexError(f"one_hot: ids must lie in [0, {num_classes}), got {int(ids.data.min())} to "
+                         f"{int(ids.data.max())}")
+    return Tensor._wrap((ids.data[..., None] == xp.arange(num_classes)).astype('int64'))

@@ -1,0 +1,64 @@
+"""Logic with no gradient: any, all (over dims, as PyTorch's), isclose and allclose.
+
+Each result is a tensor of bools outside the graph (allclose: a Python bool, as in PyTorch).
+The dimension may be given as PyTorch's dim/keepdim or numpy's axis/keepdims.
+"""
+from .. import argcheck, backend, promotion
+from ..convert import tensor_arg
+from ..tensor import Tensor
+from . import args
+
+
+def dim_argument(op, dim, axis, keepdim, keepdims):
+    """(dim, keepdim) from PyTorch's names or numpy's (not both of one)."""
+    if axis is not None:
+        if dim is not None:
+            raise TypeError(f"{op}: got dim={dim!r} and axis={axis!r}; pass one of them (they are the same thing)")
+        dim = axis
+    if keepdims is not None:
+        keepdim = keepdims
+    return dim, argcheck.boolean(keepdim, op, 'keepdim')
+
+
+def _reduce_logic(op, x, dim, keepdim, axis, keepdims):
+    x = tensor_arg(x, op)
+    dim, keepdim = dim_argument(op, dim, axis, keepdim, keepdims)
+    if x.ndim == 0 and dim in (0, -1, (0,), (-1,)):  # as PyTorch: dim 0 or -1 of a 0-d tensor is the tensor
+        dim = None
+    axes = args.axes(dim, x.shape, op)
+    result = getattr(x.data, op)(axis=axes, keepdims=keepdim)
+    if x.dtype == backend.dtype('uint8'):  # PyTorch keeps uint8 here (its masks' old dtype)
+        result = result.astype(x.dtype)
+    return Tensor._wrap(result)
+
+
+def any(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    """True where some element over `dim` (None: all of them) is nonzero."""
+    return _reduce_logic('any', x, dim, keepdim, axis, keepdims)
+
+
+def all(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    """True where every element over `dim` (None: all of them) is nonzero."""
+    return _reduce_logic('all', x, dim, keepdim, axis, keepdims)
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|a - b| <= atol + rtol * |b|, elementwise (inf equals inf of its sign; nan equals nan only with
+    equal_nan=True), in the common dtype of a and b."""
+    a = tensor_arg(a, 'isclose', 'a')
+    rtol = argcheck.number(rtol, 'isclose', 'rtol', min=0)
+    atol = argcheck.number(atol, 'isclose', 'atol', min=0)
+    equal_nan = argcheck.boolean(equal_nan, 'isclose', 'equal_nan')
+    a, b = promotion.operands('isclose', a, b)
+    if type(a.data) is not type(b.data):
+        raise RuntimeError(f"isclose: a is on '{a.device}' but b is on '{b.device}'; move one with .to(device)")
+    try:
+        xp = backend.array_module(a.data)
+        return Tensor._wrap(xp.isclose(a.data, b.data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    except ValueError as error:
+        raise ValueError(f"isclose: shapes {a.shape} and {b.shape} do not broadcast ({error})") from None
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True if isclose holds for every element (a Python bool, as torch.allclose)."""
+    return bool(isclose(a, b, rtol, atol, equal_nan).data.all())

@@ -1,0 +1,138 @@
+"""Ops that move or mask elements without arithmetic: flip, roll, tril, triu, pad.
+
+Each backward moves the gradient back the way the forward moved the values (flip it again,
+roll it back, mask it the same way, cut the padding off), so each is its own textbook line.
+"""
+from .. import argcheck, backend
+from ..autograd import Function
+from ..convert import check_cast, tensor_arg
+from . import args
+
+
+class Flip(Function):
+    """y = x reversed along `dims`         dL/dx = g reversed along `dims`"""
+
+    def forward(self, x, dims):
+        self.dims = dims
+        return backend.array_module(x).flip(x, axis=dims).copy()  # a copy: numpy's flip is a view
+
+    def backward(self, g):
+        return (Flip.apply(g, dims=self.dims),)
+
+
+def flip(x, dims):
+    """x with the order of its elements reversed along each of `dims` (an int or a tuple), as torch.flip."""
+    x = tensor_arg(x, 'flip')
+    dims = _dims(dims, x.shape, 'flip')
+    return Flip.apply(x, dims=dims)
+
+
+class Roll(Function):
+    """y = x rolled by `shifts` along `dims` (elements leaving one end come back at the other)
+        dL/dx = g rolled back by -shifts"""
+
+    def forward(self, x, shifts, dims):
+        self.shifts, self.dims = shifts, dims
+        return backend.array_module(x).roll(x, shifts, axis=dims)
+
+    def backward(self, g):
+        return (Roll.apply(g, shifts=tuple(-s for s in self.shifts), dims=self.dims),)
+
+
+def roll(x, shifts, dims=None):
+    """torch.roll: shift the elements by `shifts` along `dims` (ints or tuples of one length);
+    dims None rolls the flattened tensor and keeps the shape."""
+    x = tensor_arg(x, 'roll')
+    many = isinstance(shifts, (tuple, list))
+    shifts = tuple(argcheck.integer(s, 'roll', 'shifts') for s in (shifts if many else (shifts,)))
+    if dims is None:
+        if len(shifts) != 1:
+            raise ValueError(f"roll: {len(shifts)} shifts need as many dims, got dims=None")
+        return Roll.apply(x.reshape(-1), shifts=shifts, dims=(0,)).reshape(x.shape)
+    dims = tuple(args.axis(d, x.shape, 'roll') for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
+    if len(dims) != len(shifts):
+        raise ValueError(f"roll: shifts {shifts} and dims {dims} must have the same length")
+    return Roll.apply(x, shifts=shifts, dims=dims)
+
+
+class Tril(Function):
+    """y = x where column - row <= diagonal, else 0 (over the last two axes)
+        dL/dx = g masked the same way"""
+    keep = 'tril'
+
+    def forward(self, x, diagonal):
+        self.diagonal = diagonal
+        return getattr(backend.array_module(x), self.keep)(x, diagonal)
+
+    def backward(self, g):
+        return (type(self).apply(g, diagonal=self.diagonal),)
+
+
+class Triu(Tril):
+    """y = x where column - row >= diagonal, else 0      dL/dx = g masked the same way"""
+    keep = 'triu'
+
+
+def tril(x, diagonal=0):
+    """The lower triangle of the last two axes (diagonal > 0: that many diagonals above it too)."""
+    return _triangle(Tril, x, diagonal, 'tril')
+
+
+def triu(x, diagonal=0):
+    """The upper triangle of the last two axes (diagonal > 0: starting that many diagonals above)."""
+    return _triangle(Triu, x, diagonal, 'triu')
+
+
+def _triangle(op, x, diagonal, name):
+    x = tensor_arg(x, name)
+    if x.ndim < 2:
+        raise ValueError(f"{name}: needs a tensor of at least 2 dimensions (a matrix, or a batch of them), "
+                         f"not shape {x.shape}")
+    return op.apply(x, diagonal=argcheck.integer(diagonal, name, 'diagonal'))
+
+
+class Pad(Function):
+    """y = x with `widths` (before, after) added along each axis, filled with `value`; a negative
+    width cuts that many elements off instead
+        dL/dx = g with the widths negated: the padding cut off, zeros where x was cut"""
+
+    def forward(self, x, widths, value):
+        self.widths = widths
+        xp = backend.array_module(x)
+        cut = tuple(slice(max(-before, 0), n - max(-after, 0)) for (before, after), n in zip(widths, x.shape))
+        grow = [(max(before, 0), max(after, 0)) for before, after in widths]
+        return xp.pad(x[cut], grow, mode='constant', constant_values=value)
+
+    def backward(self, g):
+        return (Pad.apply(g, widths=tuple((-before, -after) for before, after in self.widths), value=0),)
+
+
+def pad(x, pad, mode='constant', value=0):
+    """torch.nn.functional.pad, mode 'constant': `pad` lists (before, after) widths starting from
+    the LAST axis: (1, 2) pads the last axis by 1 before and 2 after; (1, 2, 0, 3) also pads the
+    one before it by 0 and 3.  Negative widths cut elements off, as in PyTorch."""
+    x = tensor_arg(x, 'pad')
+    if mode != 'constant':
+        raise ValueError(f"pad: mode={mode!r} is not supported; only 'constant' (fill with value=) is")
+    if x.ndim == 0:
+        raise ValueError("pad: a 0-d tensor has no axis to pad")
+    if not isinstance(pad, (tuple, list)) or len(pad) % 2 or len(pad) > 2 * x.ndim:
+        raise ValueError(f"pad: pad must be a tuple of (before, after) pairs, at most one per axis "
+                         f"({2 * x.ndim} numbers for shape {x.shape}), last axis first, not {pad!r}")
+    widths = [argcheck.integer(w, 'pad', 'each width in pad') for w in pad]
+    pairs = [(widths[i], widths[i + 1]) for i in range(0, len(widths), 2)][::-1]  # first axis first
+    pairs = tuple([(0, 0)] * (x.ndim - len(pairs)) + pairs)
+    for axis, ((before, after), n) in enumerate(zip(pairs, x.shape)):
+        if n + before + after < 0:
+            raise ValueError(f"pad: widths ({before}, {after}) on axis {axis} of size {n} leave a negative size")
+    value = argcheck.real(value, 'pad', 'value')
+    check_cast(backend.module_for(x.device).asarray(value), x.dtype, 'pad')
+    return Pad.apply(x, widths=pairs, value=value)
+
+
+def _dims(dims, shape, op):
+    """Distinct axes, an int or a tuple, as non-negative ints in the order given."""
+    dims = tuple(args.axis(d, shape, op) for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"{op}: dims {dims} names an axis twice")
+    return dims
