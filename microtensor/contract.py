@@ -84,3 +84,83 @@ def describe(value):
         return f"a {type(value).__name__} of {len(value)}"
     return 'None' if value is None else f"a {type(value).__module__.split('.')[0]}.{type(value).__name__}".replace(
         'a builtins.', 'a ')
+
+
+def check_inputs(cls, inputs):
+    """What cls.apply was given: one or more Tensors, all on one device; else an error naming the op."""
+    op = cls.__name__
+    if not inputs:
+        raise TypeError(f"{op}.apply() got no inputs; pass the tensors forward works on, in the order of its "
+                        f"arguments: {op}.apply(x) or {op}.apply(x, y) (settings that are not differentiated go "
+                        "by keyword)")
+    first = inputs[0]
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}.apply: input {i} is {describe(t)}, not a Tensor; make it one with mt.tensor(...) "
+                            f"(a setting that is not differentiated, such as a scale, goes by keyword: "
+                            f"{op}.apply(x, scale=2.0))")
+        if type(t.data) is not type(first.data):
+            raise RuntimeError(f"{op}: inputs are on different devices ({first.device} and {t.device}); "
+                               "move one with .to(device)")
+
+
+# ----------------------------------------------------------------------------
+# the incoming gradient is read-only during backward: the loop may pass one array to several ops
+# (Add sends its g to both of its inputs), so an op that wrote into its g would change its sibling's.
+class IncomingGradients:
+    """Refuses a backward that writes into its incoming gradient, naming the op.
+
+    numpy: g's array is made read-only for the call, so numpy refuses the write where it happens.
+    cupy has no read-only arrays: a checksum of g's bits before the call is compared with one after,
+    on the GPU, and `finish` (at the end of the backward pass) reads every comparison in one transfer."""
+
+    def __init__(self):
+        self.pending = []  # cupy: (op, g's device-side 'unchanged' flag)
+
+    def call(self, fn, g):
+        """fn.backward(g), with g guarded."""
+        array = g.data
+        flags = array.flags
+        if not hasattr(flags, 'writeable'):  # cupy
+            before = _checksum(array)
+            result = fn.backward(g)
+            self.pending.append((fn, _checksum(array) == before))
+            return result
+        if not flags.writeable:  # already read-only (a broadcast view): numpy guards it already
+            return _call_backward(fn, g)
+        flags.writeable = False
+        try:
+            return _call_backward(fn, g)
+        finally:
+            flags.writeable = True
+
+    def finish(self):
+        if not self.pending:
+            return
+        xp = backend.array_module(self.pending[0][1])
+        unchanged = xp.stack([same for _, same in self.pending])
+        if not bool(unchanged.all()):
+            raise wrote_into_g(self.pending[int(unchanged.argmin())][0])
+
+
+def _checksum(array):
+    """The sum of the array's bits as unsigned integers (wrapping): any write that changes g changes it,
+    but for a vanishing few."""
+    return array.view(f'uint{8 * array.itemsize}').sum(dtype='uint64')
+
+
+def _call_backward(fn, g):
+    try:
+        return fn.backward(g)
+    except ValueError as error:
+        if 'read-only' in str(error):
+            raise wrote_into_g(fn) from None
+        raise
+
+
+def wrote_into_g(fn):
+    op = type(fn).__name__
+    return RuntimeError(
+        f"{op}.backward wrote into its incoming gradient g (e.g. g *= 2, or g.data[...] = ...); g may be shared "
+        "with other branches of the graph (Add passes one g to both of its inputs), whose gradients would "
+        f"change too. Compute a new tensor instead: return g * 2, not g after g *= 2")
