@@ -265,48 +265,54 @@ def backward_loop(roots, root_grads, retain_graph=False, wanted=None):
     run_backward runs it to the end; mt.backward_steps can stop after any op.
     """
     grads, owned = {}, set()  # owned: ids of the tensors whose gradient sum the engine made (_accumulate)
-    incoming = IncomingGradients()  # no backward may write into its g
+    incoming = IncomingGradients()  # no backward may write into its g (contract.py)
     for root, g in zip(roots, root_grads):
         _accumulate(grads, root, g, owned)
 
-    for t in topological_order(roots):
-        g = grads.pop(id(t), None)
-        if g is None:
-            continue
-        exclusive = id(t) in owned  # a sum only this loop holds: .grad may keep it without a copy
-        for hook in t._hooks or ():
-            new_g = hook(g)
-            if new_g is not None and new_g is not g:
-                g, exclusive = check_hook_result(hook, g, new_g), False  # the hook's tensor: the hook may keep it
-        fn = t.creator
-        if wanted is not None:
-            if id(t) in wanted:
-                wanted[id(t)] = _own(g, exclusive)
-        elif fn is None or t._retains_grad:
-            t.grad = _own(g, exclusive) if t.grad is None else t.grad + g
-        if fn is None:
-            continue
-
-        _check_versions(fn)
-        input_grads = incoming.call(fn, g)
-
-        sent = []
-        for x, gx in zip(fn.inputs, check_backward_result(fn, input_grads)):
-            if gx is None or not x.requires_grad:
-                sent.append(None)
+    try:
+        for t in topological_order(roots):
+            g = grads.pop(id(t), None)
+            if g is None:
                 continue
-            if gx.shape != x.shape:  # undo broadcasting, in one place for every op
-                gx = gx.sum_to(x.shape)
-            if gx.dtype != x.dtype:  # a float32 x used in a float64 op still gets a float32 gradient
-                gx = gx.to(dtype=x.dtype)
-            if _anomaly_mode:
-                _check_finite(fn, gx)
-            _accumulate(grads, x, gx, owned)
-            sent.append(gx)
-        yield fn, t, g, sent
-        if not retain_graph:
-            fn.release()
-    incoming.finish()
+            exclusive = id(t) in owned  # a sum only this loop holds: .grad may keep it without a copy
+            for hook in t._hooks or ():
+                new_g = hook(g)
+                if new_g is not None and new_g is not g:
+                    g, exclusive = check_hook_result(hook, g, new_g), False  # the hook's tensor: the hook may keep it
+            fn = t.creator
+            if wanted is not None:
+                if id(t) in wanted:
+                    wanted[id(t)] = _own(g, exclusive)
+            elif fn is None or t._retains_grad:
+                t.grad = _own(g, exclusive) if t.grad is None else t.grad + g
+            if fn is None:
+                continue
+
+            _check_versions(fn)
+            incoming.guard(fn, g)  # g is read-only until the next op: it may be another op's g too
+            input_grads = fn.backward(g)
+
+            sent = []
+            for x, gx in zip(fn.inputs, check_backward_result(fn, input_grads)):
+                if gx is None or not x.requires_grad:
+                    sent.append(None)
+                    continue
+                if gx.shape != x.shape:  # undo broadcasting, in one place for every op
+                    gx = gx.sum_to(x.shape)
+                if gx.dtype != x.dtype:  # a float32 x used in a float64 op still gets a float32 gradient
+                    gx = gx.to(dtype=x.dtype)
+                if _anomaly_mode:
+                    _check_finite(fn, gx)
+                _accumulate(grads, x, gx, owned)
+                sent.append(gx)
+            yield fn, t, g, sent
+            if not retain_graph:
+                fn.release()
+    except ValueError as error:  # numpy refused a write into a guarded g: name the op that tried
+        raise incoming.refusal(error)
+    finally:
+        incoming.release()
+    incoming.check()
 
 
 def _own(g, exclusive):

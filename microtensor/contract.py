@@ -108,33 +108,48 @@ def check_inputs(cls, inputs):
 # the incoming gradient is read-only during backward: the loop may pass one array to several ops
 # (Add sends its g to both of its inputs), so an op that wrote into its g would change its sibling's.
 class IncomingGradients:
-    """Refuses a backward that writes into its incoming gradient, naming the op.
+    """Refuses a backward that writes into its incoming gradient, naming the op.  The loop calls
+    guard(fn, g) before fn.backward(g); the guard lasts until the next guard, or `release`.
 
-    numpy: g's array is made read-only for the call, so numpy refuses the write where it happens.
-    cupy has no read-only arrays: a checksum of g's bits before the call is compared with one after,
-    on the GPU, and `finish` (at the end of the backward pass) reads every comparison in one transfer."""
+    numpy: g's array is read-only meanwhile, so numpy refuses the write where it happens, and
+    `refusal` turns numpy's error into one naming the op.  cupy has no read-only arrays: a checksum
+    of g's bits taken by guard is compared with one taken at release, on the GPU, and `check` (at
+    the end of the backward pass) reads every comparison in one transfer."""
 
     def __init__(self):
+        self.fn = None  # the op whose backward runs
+        self.frozen = None  # numpy: the array made read-only
+        self.checking = None  # cupy: (op, g's array, its checksum before the op's backward)
         self.pending = []  # cupy: (op, g's device-side 'unchanged' flag)
 
-    def call(self, fn, g):
-        """fn.backward(g), with g guarded."""
-        array = g.data
-        flags = array.flags
-        if not hasattr(flags, 'writeable'):  # cupy
-            before = _checksum(array)
-            result = fn.backward(g)
-            self.pending.append((fn, _checksum(array) == before))
-            return result
-        if not flags.writeable:  # already read-only (a broadcast view): numpy guards it already
-            return _call_backward(fn, g)
-        flags.writeable = False
-        try:
-            return _call_backward(fn, g)
-        finally:
-            flags.writeable = True
+    def guard(self, fn, g):
+        self.release()
+        self.fn, array = fn, g.data
+        if not hasattr(array.flags, 'writeable'):  # cupy
+            self.checking = (fn, array, _checksum(array))
+        elif array.flags.writeable:  # (an array already read-only, such as a broadcast view, is guarded)
+            array.flags.writeable = False
+            self.frozen = array
 
-    def finish(self):
+    def release(self):
+        if self.frozen is not None:
+            self.frozen.flags.writeable = True
+            self.frozen = None
+        if self.checking is not None:
+            fn, array, before = self.checking
+            self.pending.append((fn, _checksum(array) == before))
+            self.checking = None
+
+    def refusal(self, error):
+        """The error to raise for `error`, raised while the guarded op ran: numpy's refusal to write into
+        a read-only array becomes one naming the op; anything else stays as it is."""
+        if self.fn is not None and 'read-only' in str(error):
+            refused = wrote_into_g(self.fn)
+            refused.__suppress_context__ = True
+            return refused
+        return error
+
+    def check(self):
         if not self.pending:
             return
         xp = backend.array_module(self.pending[0][1])
@@ -147,15 +162,6 @@ def _checksum(array):
     """The sum of the array's bits as unsigned integers (wrapping): any write that changes g changes it,
     but for a vanishing few."""
     return array.view(f'uint{8 * array.itemsize}').sum(dtype='uint64')
-
-
-def _call_backward(fn, g):
-    try:
-        return fn.backward(g)
-    except ValueError as error:
-        if 'read-only' in str(error):
-            raise wrote_into_g(fn) from None
-        raise
 
 
 def wrote_into_g(fn):
