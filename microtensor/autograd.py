@@ -90,16 +90,19 @@ def _run_generator(gen, enabled):
             to_throw = error
 
 
-def no_grad():
+def no_grad(function=None):
     """Ops inside record no graph (in this thread): for evaluation and for parameter updates.
-    `with mt.no_grad():`, or `@mt.no_grad()` on a function or a generator function."""
-    return _GradModeSwitch(False)
+    `with mt.no_grad():`, or `@mt.no_grad()` (or `@mt.no_grad`, as PyTorch allows) on a function
+    or a generator function."""
+    switch = _GradModeSwitch(False)
+    return switch if function is None else switch(function)
 
 
-def enable_grad():
+def enable_grad(function=None):
     """Ops inside record the graph again (in this thread), e.g. within a no_grad block;
     a context manager or a decorator, as no_grad."""
-    return _GradModeSwitch(True)
+    switch = _GradModeSwitch(True)
+    return switch if function is None else switch(function)
 
 
 def is_grad_enabled():

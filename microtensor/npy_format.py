@@ -68,8 +68,8 @@ def read_data(stream, shape, fortran_order, dtype, available, digest=None, chunk
     file holds costs nothing.  Every data byte is fed to `digest` (if given)."""
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes != available:
-        raise ValueError(f"its header declares shape {shape} of {dtype} ({nbytes} bytes), but it holds {available} "
-                         "bytes of data")
+        raise ValueError(f"it holds {available} bytes of data where dtype and shape need {nbytes} (its header "
+                         f"declares shape {shape} of {dtype})")
     array = numpy.empty(shape[::-1] if fortran_order else shape, dtype)
     flat = array.reshape(-1).view(numpy.uint8)
     for start in range(0, nbytes, chunk):

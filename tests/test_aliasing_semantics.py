@@ -186,6 +186,24 @@ def test_a_grad_mode_decorator_on_a_generator_applies_inside_it(switch, library)
     assert stop.value.value == 'done'
 
 
+@pytest.mark.parametrize('switch', sorted(SWITCHES))
+@pytest.mark.parametrize('library', ['microtensor', 'torch'])
+def test_a_grad_mode_decorator_without_parentheses(switch, library):
+    lib = mt if library == 'microtensor' else _torch()
+    inside, name, outer = SWITCHES[switch]
+
+    @getattr(lib, name)
+    def mode():
+        return lib.is_grad_enabled()
+
+    @getattr(lib, name)
+    def modes():
+        yield lib.is_grad_enabled()
+
+    with getattr(lib, outer)():
+        assert mode() is inside and list(modes()) == [inside]
+
+
 def test_an_error_thrown_into_a_no_grad_generator_reaches_its_code():
     caught = []
 

@@ -159,7 +159,7 @@ def test_a_npz_header_is_checked_before_anything_is_allocated(tmp_path, monkeypa
     allocated = []
     real_empty = npy_format.numpy.empty
     monkeypatch.setattr(npy_format.numpy, 'empty', lambda *a, **k: allocated.append(a) or real_empty(*a, **k))
-    with pytest.raises(ValueError, match='4000000000000000000 bytes'):
+    with pytest.raises(ValueError, match='need 4000000000000000000 '):
         npy_format.read_npz(str(path), 'read_npz')
     assert allocated == []
 
