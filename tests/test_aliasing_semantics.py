@@ -355,3 +355,34 @@ def test_function_apply_with_something_that_is_not_a_tensor_names_the_op(given):
         _Double.apply(*BAD_INPUTS[given])
     if given != 'no arguments':
         assert 'not a Tensor' in str(caught.value) and 'mt.tensor' in str(caught.value)
+
+
+class _WithoutReadOnly:
+    """An array without a writeable flag, as cupy's: the guard falls back to comparing checksums."""
+
+    def __init__(self, array):
+        self.array, self.flags, self.itemsize = array, type('Flags', (), {})(), array.itemsize
+
+    def view(self, dtype):
+        return self.array.view(dtype)
+
+
+@pytest.mark.parametrize('dtype', ['float16', 'float32', 'float64'])
+def test_where_arrays_cannot_be_read_only_a_checksum_names_the_op_that_wrote(dtype):
+    from types import SimpleNamespace
+    from microtensor.contract import IncomingGradients
+    first, second, third = (type(name, (), {})() for name in ('Honest', 'Scribbler', 'Later'))
+    arrays = [np.linspace(-1, 1, 6).astype(dtype) for _ in range(3)]
+    incoming = IncomingGradients()
+    for fn, array in zip((first, second, third), arrays):
+        incoming.guard(fn, SimpleNamespace(data=_WithoutReadOnly(array)))
+        if fn is second:
+            array[2] = 7  # what a backward that writes into its g does
+        assert array.flags.writeable  # nothing was made read-only
+    incoming.release()
+    with pytest.raises(RuntimeError, match=r'^Scribbler\.backward wrote into its incoming gradient'):
+        incoming.check()
+    honest = IncomingGradients()
+    honest.guard(first, SimpleNamespace(data=_WithoutReadOnly(arrays[0])))
+    honest.release()
+    honest.check()
