@@ -9,6 +9,9 @@ turns a run this machine cannot do into a usage error that names the options and
         return budget.refuse({'--batch-size': args.batch_size, '--seq-len': args.seq_len, '--steps': args.steps},
                              cost, args.device)
 
+heads() is the other usage error a lesson with --d-model and --n-heads needs: sizes the model
+itself cannot take (6 dimensions do not split into 4 heads).
+
 The estimates are lower bounds (every product counted once, optimistic speeds), so a run
 that fits is never refused; what is refused cannot fit in this machine's memory, or would
 take more than a day even at those speeds.
@@ -80,3 +83,27 @@ def refuse(options, cost, device='cpu'):
                 f"({cost.work:.3g} multiply-adds in {cost.steps:.3g} steps; the limit is {LIMIT_SECONDS // 3600} "
                 "hours); choose smaller values")
     return None
+
+
+def heads(options, n_kv_heads=None, rope=False):
+    """The usage error for a model width and head count the model cannot take; None when it can.
+    options: {'--d-model': d_model, '--n-heads': n_heads} (the lesson's flags, named in the message).
+    The rules are the model's own (transformer/checks.py): n_heads divides d_model, n_kv_heads (if
+    the lesson sets one) divides n_heads; with rope=True each head's d_k is even (RoPE rotates pairs)."""
+    (d_flag, d_model), (h_flag, n_heads) = options.items()
+    if d_model % n_heads:
+        return (f"{h_flag} {n_heads} must divide {d_flag} {d_model}: each head gets d_model / n_heads "
+                f"dimensions (e.g. {h_flag} {_divisor_near(d_model, n_heads)})")
+    if n_kv_heads is not None and n_heads % n_kv_heads:
+        return (f"{h_flag} {n_heads}: the lesson gives the model {n_kv_heads} K/V heads, which must divide the "
+                f"{n_heads} query heads (each K/V head serves as many query heads as the others)")
+    if rope and (d_model // n_heads) % 2:
+        return (f"{d_flag} {d_model} {h_flag} {n_heads}: each head gets d_k = {d_model // n_heads} dimensions, "
+                "and RoPE rotates pairs of them, so d_k must be even")
+    return None
+
+
+def _divisor_near(n, k):
+    """A divisor of n close to k (the closest within 64 of it, the smaller one on a tie; else 1)."""
+    near = [d for d in range(max(1, k - 64), k + 65) if n % d == 0]
+    return min(near, key=lambda d: (abs(d - k), d)) if near else 1

@@ -71,7 +71,13 @@ def main(argv=None):
 
 
 def _budget(args):
-    """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
+    """A usage error, before any work, for sizes the models cannot take (both split d_model into n_heads
+    heads; the variant rotates pairs of each head's d_k and has max(1, n_heads // 2) K/V heads) or
+    this machine cannot afford (demos/budget.py)."""
+    model = budget.heads({'--d-model': args.d_model, '--n-heads': args.n_heads},
+                         n_kv_heads=max(1, args.n_heads // 2), rope=True)
+    if model:
+        return model
     one = budget.transformer(args.batch_size, args.seq_len, args.d_model, args.n_layers, heads=args.n_heads)
     return budget.refuse({'--d-model': args.d_model, '--n-layers': args.n_layers, '--n-heads': args.n_heads,
                           '--seq-len': args.seq_len, '--batch-size': args.batch_size}, 2 * one, args.device)

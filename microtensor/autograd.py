@@ -15,6 +15,8 @@ Each op is a small `Function` subclass with `forward` (on backend arrays) and
 recorded and second derivatives come for free).
 """
 import contextlib
+import functools
+import inspect
 import os
 import sys
 import threading
@@ -35,23 +37,72 @@ class _GradMode(threading.local):
 _grad_mode = _GradMode()
 
 
-@contextlib.contextmanager
-def _set_grad_enabled(enabled):
-    previous, _grad_mode.enabled = _grad_mode.enabled, enabled
-    try:
-        yield
-    finally:
-        _grad_mode.enabled = previous
+class _GradModeSwitch:
+    """with mt.no_grad(): ... sets this thread's grad mode for the block and restores it after.
+    Also a decorator: @mt.no_grad() on a function sets it for each call; on a generator function, for
+    the generator's own code each time it runs (not for the caller's code between two of its
+    yields), as in PyTorch."""
+
+    def __init__(self, enabled):
+        self.enabled = enabled
+        self._previous = []  # a stack: the same switch may be entered again inside its own block
+
+    def __enter__(self):
+        self._previous.append(_grad_mode.enabled)
+        _grad_mode.enabled = self.enabled
+
+    def __exit__(self, *exc_info):
+        _grad_mode.enabled = self._previous.pop()
+
+    def __call__(self, function):
+        enabled = self.enabled
+        if inspect.isgeneratorfunction(function):
+            @functools.wraps(function)
+            def generator(*args, **kwargs):
+                return (yield from _run_generator(function(*args, **kwargs), enabled))
+            return generator
+
+        @functools.wraps(function)
+        def call(*args, **kwargs):
+            with _GradModeSwitch(enabled):
+                return function(*args, **kwargs)
+        return call
 
 
-def no_grad():
-    """Ops inside record no graph (in this thread): for evaluation and for parameter updates."""
-    return _set_grad_enabled(False)
+def _run_generator(gen, enabled):
+    """Drive `gen`, each of its steps under the grad mode `enabled`; what the caller sends or throws
+    in is passed on, and its return value returned."""
+    to_send, to_throw = None, None
+    while True:
+        try:
+            with _GradModeSwitch(enabled):
+                item = gen.send(to_send) if to_throw is None else gen.throw(to_throw)
+        except StopIteration as stop:
+            return stop.value
+        to_send, to_throw = None, None
+        try:
+            to_send = yield item
+        except GeneratorExit:
+            with _GradModeSwitch(enabled):
+                gen.close()
+            raise
+        except BaseException as error:  # thrown in by the caller: gen decides what to do with it
+            to_throw = error
 
 
-def enable_grad():
-    """Ops inside record the graph again (in this thread), e.g. within a no_grad block."""
-    return _set_grad_enabled(True)
+def no_grad(function=None):
+    """Ops inside record no graph (in this thread): for evaluation and for parameter updates.
+    `with mt.no_grad():`, or `@mt.no_grad()` (or `@mt.no_grad`, as PyTorch allows) on a function
+    or a generator function."""
+    switch = _GradModeSwitch(False)
+    return switch if function is None else switch(function)
+
+
+def enable_grad(function=None):
+    """Ops inside record the graph again (in this thread), e.g. within a no_grad block;
+    a context manager or a decorator, as no_grad."""
+    switch = _GradModeSwitch(True)
+    return switch if function is None else switch(function)
 
 
 def is_grad_enabled():
@@ -105,20 +156,14 @@ class Function:
     def apply(cls, *inputs, **params):
         """Run forward on the inputs' arrays; record the op if a gradient will be needed."""
         fn = cls()
-        first = inputs[0]
-        for t in inputs[1:]:
-            if type(t.data) is not type(first.data):
-                raise RuntimeError(
-                    f"{cls.__name__}: inputs are on different devices "
-                    f"({first.device} and {t.device}); move one with .to(device)")
+        check_inputs(cls, inputs)
         try:
             out_data = fn.forward(*[t.data for t in inputs], **params)
         except (ValueError, IndexError, TypeError, OverflowError) as error:  # a bad argument: numpy's or ours
             shapes = ', '.join(str(tuple(t.shape)) for t in inputs)
             raise error_kind(error)(f"{cls.__name__}: cannot apply to inputs of shapes {shapes}: {error}") from None
         out = check_forward_result(cls, Tensor._wrap(out_data))
-        if out.data.base is not None:  # a view (reshape, slice, transpose...): an in-place change of
-            _share_version(out, inputs)  # either tensor changes both, so both count it
+        _share_version(out, inputs)
         # (lists, not generators: this runs for every op, and a generator costs ~1 us more)
         if _grad_mode.enabled and any([t.requires_grad for t in inputs]):
             fn.inputs = inputs
@@ -153,12 +198,15 @@ class Function:
         return f"<{type(self).__name__}>"
 
 
-def _share_version(view, inputs):
-    """Give `view` the in-place counter of the input whose memory it views."""
-    base = view.data.base
+def _share_version(out, inputs):
+    """Give `out` the in-place counter of the input whose memory it is (a forward that returned its
+    input) or views (reshape, slice, transpose...): an in-place change of either changes both, so
+    both count it."""
+    data = out.data
+    base = data.base
     for t in inputs:
-        if t.data is base or t.data.base is base:
-            view._version = t._version
+        if t.data is data or base is not None and (t.data is base or t.data.base is base):
+            out._version = t._version
             return
 
 
@@ -220,56 +268,66 @@ def backward_loop(roots, root_grads, retain_graph=False, wanted=None):
     run_backward runs it to the end; mt.backward_steps can stop after any op.
     """
     grads, owned = {}, set()  # owned: ids of the tensors whose gradient sum the engine made (_accumulate)
+    incoming = IncomingGradients()  # no backward may write into its g (contract.py)
     for root, g in zip(roots, root_grads):
         _accumulate(grads, root, g, owned)
 
-    for t in topological_order(roots):
-        g = grads.pop(id(t), None)
-        if g is None:
-            continue
-        exclusive = id(t) in owned  # a sum only this loop holds: .grad may keep it without a copy
-        for hook in t._hooks or ():
-            new_g = hook(g)
-            if new_g is not None and new_g is not g:
-                g, exclusive = check_hook_result(hook, g, new_g), False  # the hook's tensor: the hook may keep it
-        fn = t.creator
-        if wanted is not None:
-            if id(t) in wanted:
-                wanted[id(t)] = _own(g, exclusive)
-        elif fn is None or t._retains_grad:
-            t.grad = _own(g, exclusive) if t.grad is None else t.grad + g
-        if fn is None:
-            continue
-
-        _check_versions(fn)
-        input_grads = fn.backward(g)
-
-        sent = []
-        for x, gx in zip(fn.inputs, check_backward_result(fn, input_grads)):
-            if gx is None or not x.requires_grad:
-                sent.append(None)
+    try:
+        for t in topological_order(roots):
+            g = grads.pop(id(t), None)
+            if g is None:
                 continue
-            if gx.shape != x.shape:  # undo broadcasting, in one place for every op
-                gx = gx.sum_to(x.shape)
-            if gx.dtype != x.dtype:  # a float32 x used in a float64 op still gets a float32 gradient
-                gx = gx.to(dtype=x.dtype)
-            if _anomaly_mode:
-                _check_finite(fn, gx)
-            _accumulate(grads, x, gx, owned)
-            sent.append(gx)
-        yield fn, t, g, sent
-        if not retain_graph:
-            fn.release()
+            exclusive = id(t) in owned  # a sum only this loop holds: .grad may keep it without a copy
+            for hook in t._hooks or ():
+                new_g = hook(g)
+                if new_g is not None and new_g is not g:
+                    g, exclusive = check_hook_result(hook, g, new_g), False  # the hook's tensor: the hook may keep it
+            fn = t.creator
+            if wanted is not None:
+                if id(t) in wanted:
+                    wanted[id(t)] = _own(g, exclusive)
+            elif fn is None or t._retains_grad:
+                t.grad = _own(g, exclusive) if t.grad is None else t.grad + g
+            if fn is None:
+                continue
+
+            _check_versions(fn)
+            incoming.guard(fn, g)  # g is read-only until the next op: it may be another op's g too
+            input_grads = fn.backward(g)
+
+            sent = []
+            for x, gx in zip(fn.inputs, check_backward_result(fn, input_grads)):
+                if gx is None or not x.requires_grad:
+                    sent.append(None)
+                    continue
+                if gx.shape != x.shape:  # undo broadcasting, in one place for every op
+                    gx = gx.sum_to(x.shape)
+                if gx.dtype != x.dtype:  # a float32 x used in a float64 op still gets a float32 gradient
+                    gx = gx.to(dtype=x.dtype)
+                if _anomaly_mode:
+                    _check_finite(fn, gx)
+                _accumulate(grads, x, gx, owned)
+                sent.append(gx)
+            yield fn, t, g, sent
+            if not retain_graph:
+                fn.release()
+    except ValueError as error:  # numpy refused a write into a guarded g: name the op that tried
+        raise incoming.refusal(error)
+    finally:
+        incoming.release()
+    incoming.check()
 
 
 def _own(g, exclusive):
     """The gradient a tensor keeps in .grad (or mt.grad returns): its own writable array, as in PyTorch.
     g itself when nothing else holds it (a sum the engine made); else a copy, so that no two leaves
-    share a .grad, and the grad= a user passed, the gradient Add passed to both of its inputs or a
-    read-only broadcast view never become one.
-    A gradient that is itself in a graph (create_graph=True) is kept as it is, graph and all."""
-    if exclusive or g.requires_grad:
+    share a .grad, and the grad= a user passed, the gradient Add passed to both of its inputs, a
+    read-only broadcast view, or a tensor a custom backward returned (one of its inputs, its g)
+    never become one.  With create_graph=True the copy is itself in the graph (as PyTorch clones)."""
+    if exclusive:
         return g
+    if g.requires_grad and _grad_mode.enabled:
+        return _ew.Cast.apply(g, dtype=g.dtype)
     return Tensor._wrap(g.data.copy())
 
 
@@ -384,5 +442,7 @@ def take_output(fn, tensor):
 
 
 from .tensor import Tensor  # noqa: E402  (tensor.py imports this module first)
-from .contract import check_backward_result, check_forward_result, check_hook_result  # noqa: E402
+from .contract import (IncomingGradients, check_backward_result, check_forward_result,  # noqa: E402
+                       check_hook_result, check_inputs)
 from .convert import param_array  # noqa: E402
+from .ops import elementwise as _ew  # noqa: E402

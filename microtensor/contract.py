@@ -84,3 +84,89 @@ def describe(value):
         return f"a {type(value).__name__} of {len(value)}"
     return 'None' if value is None else f"a {type(value).__module__.split('.')[0]}.{type(value).__name__}".replace(
         'a builtins.', 'a ')
+
+
+def check_inputs(cls, inputs):
+    """What cls.apply was given: one or more Tensors, all on one device; else an error naming the op."""
+    op = cls.__name__
+    if not inputs:
+        raise TypeError(f"{op}.apply() got no inputs; pass the tensors forward works on, in the order of its "
+                        f"arguments: {op}.apply(x) or {op}.apply(x, y) (settings that are not differentiated go "
+                        "by keyword)")
+    first = inputs[0]
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}.apply: input {i} is {describe(t)}, not a Tensor; make it one with mt.tensor(...) "
+                            f"(a setting that is not differentiated, such as a scale, goes by keyword: "
+                            f"{op}.apply(x, scale=2.0))")
+        if type(t.data) is not type(first.data):
+            raise RuntimeError(f"{op}: inputs are on different devices ({first.device} and {t.device}); "
+                               "move one with .to(device)")
+
+
+# ----------------------------------------------------------------------------
+# the incoming gradient is read-only during backward: the loop may pass one array to several ops
+# (Add sends its g to both of its inputs), so an op that wrote into its g would change its sibling's.
+class IncomingGradients:
+    """Refuses a backward that writes into its incoming gradient, naming the op.  The loop calls
+    guard(fn, g) before fn.backward(g); the guard lasts until the next guard, or `release`.
+
+    numpy: g's array is read-only meanwhile, so numpy refuses the write where it happens, and
+    `refusal` turns numpy's error into one naming the op.  cupy has no read-only arrays: a checksum
+    of g's bits taken by guard is compared with one taken at release, on the GPU, and `check` (at
+    the end of the backward pass) reads every comparison in one transfer."""
+
+    def __init__(self):
+        self.fn = None  # the op whose backward runs
+        self.frozen = None  # numpy: the array made read-only
+        self.checking = None  # cupy: (op, g's array, its checksum before the op's backward)
+        self.pending = []  # cupy: (op, g's device-side 'unchanged' flag)
+
+    def guard(self, fn, g):
+        self.release()
+        self.fn, array = fn, g.data
+        if not hasattr(array.flags, 'writeable'):  # cupy
+            self.checking = (fn, array, _checksum(array))
+        elif array.flags.writeable:  # (an array already read-only, such as a broadcast view, is guarded)
+            array.flags.writeable = False
+            self.frozen = array
+
+    def release(self):
+        if self.frozen is not None:
+            self.frozen.flags.writeable = True
+            self.frozen = None
+        if self.checking is not None:
+            fn, array, before = self.checking
+            self.pending.append((fn, _checksum(array) == before))
+            self.checking = None
+
+    def refusal(self, error):
+        """The error to raise for `error`, raised while the guarded op ran: numpy's refusal to write into
+        a read-only array becomes one naming the op; anything else stays as it is."""
+        if self.fn is not None and 'read-only' in str(error):
+            refused = wrote_into_g(self.fn)
+            refused.__suppress_context__ = True
+            return refused
+        return error
+
+    def check(self):
+        if not self.pending:
+            return
+        xp = backend.array_module(self.pending[0][1])
+        unchanged = xp.stack([same for _, same in self.pending])
+        if not bool(unchanged.all()):
+            raise wrote_into_g(self.pending[int(unchanged.argmin())][0])
+
+
+def _checksum(array):
+    """The sum of the array's bits as unsigned integers (wrapping): any write that changes g changes it,
+    but for a vanishing few."""
+    return array.view(f'uint{8 * array.itemsize}').sum(dtype='uint64')
+
+
+def wrote_into_g(fn):
+    op = type(fn).__name__
+    return RuntimeError(
+        f"{op}.backward wrote into its incoming gradient g (e.g. g *= 2, or g.data[...] = ...); g may be shared "
+        "with other branches of the graph (Add passes one g to both of its inputs), whose gradients would "
+        f"change too. Compute a new tensor instead: return g * 2, not g after g *= 2")

@@ -334,7 +334,11 @@ class Tensor:
         before.creator, before.requires_grad = self.creator, self.requires_grad
         before._version[0] = self._version[0]
         before._hooks, self._hooks = self._hooks, None  # hooks see the gradient of the value they were set on
-        out = compute(before)
+        try:
+            out = compute(before)
+        except BaseException:  # a failed op changes nothing: self keeps its hooks
+            self._hooks = before._hooks
+            raise
         self._version[0] += 1
         autograd.take_output(out.creator, self)
         return self
@@ -411,13 +415,23 @@ class Tensor:
         return self._modify_in_place('zero_', lambda: self.data.fill(0))
 
     def copy_(self, other):
-        """Write `other` (broadcast to self's shape) into self's memory."""
+        """Write `other` (broadcast to self's shape, cast to self's dtype) into self's memory.
+
+        As in PyTorch it is differentiable: with the graph recorded and a source that requires grad (or
+        self a non-leaf that does), it is self[...] = other (the op SetItem), so buf.copy_(x * 3) sends
+        x its gradient and buf's old value gets none."""
         source = param_array(other, self, 'copy_', 'source')
         if not backend.broadcasts_to(source.shape, self.shape):
             raise ValueError(f"copy_: a source of shape {source.shape} does not broadcast to the tensor's shape "
                              f"{self.shape}")
         check_cast(source, self.dtype, 'copy_')
-        return self._modify_in_place('copy_', lambda: backend_call('copy_', self.data.__setitem__, Ellipsis, source))
+        graph = autograd.is_grad_enabled() and (self.requires_grad or isinstance(other, Tensor) and other.requires_grad)
+        if not graph or self.is_leaf and self.requires_grad or not backend.float_dtype(self.dtype):
+            write = self.data.__setitem__
+            return self._modify_in_place('copy_', lambda: backend_call('copy_', write, Ellipsis, source))
+        value = (other if isinstance(other, Tensor) else Tensor._wrap(source)).to(dtype=self.dtype)
+        return self._record_in_place('copy_', self.data,
+                                     lambda before: _shape.SetItem.apply(before, value, index=Ellipsis))
 
     # ------------------------------------------------------------------ arithmetic
     def __add__(self, other):

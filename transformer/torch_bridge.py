@@ -35,11 +35,13 @@ Checkpoints, never through pickle:
                                                    layout; numpy.load(path) reads it)
     load_torch_state_dict(model, 'net.npz')        such a file into a microtensor model (no torch needed)
 """
+import os
 from itertools import zip_longest
 
 import microtensor as mt
 from microtensor import nn
 from microtensor.atomic_write import write_atomically
+from microtensor.npy_format import read_npz
 
 from .attention import MultiHeadAttention
 from .embedding import TokenEmbedding
@@ -322,9 +324,9 @@ def save_torch_state_dict(net, path):
 
 def load_torch_state_dict(model, path):
     """Load a .npz written by save_torch_state_dict (PyTorch's names) into the microtensor `model`.
-    numpy.load(allow_pickle=False): a file that would need pickle is refused.  Returns model."""
-    import numpy
-    with numpy.load(path, allow_pickle=False) as archive:
-        state = {name: archive[name] for name in archive.files}
+    Never unpickles; any other file (a single .npy, a pickle, text, a header that declares more than
+    the file holds) is a ValueError saying what it is.  Returns model."""
+    state = read_npz(os.fspath(path), 'load_torch_state_dict',
+                     hint='save_torch_state_dict(net, path) writes the file it reads')
     model.load_state_dict(state_for_microtensor(model, state, f"load_torch_state_dict({path!r})"))
     return model

@@ -31,7 +31,8 @@ import warnings
 from .. import argcheck, autograd
 from ..atomic_write import write_atomically
 from ..autograd import no_grad
-from .modules import in_module, leaf_module, module_of, scope_of
+from ..tensor import Tensor
+from .modules import in_module, leaf_module, module_of, scope_label, scope_of
 from .steps import norm
 from .trace import tensor_names
 
@@ -46,8 +47,11 @@ LEAF_STYLE = {  # a leaf that requires grad (a parameter), one that does not (a 
 HIGHWAY = {'color': '#e69138', 'penwidth': '3', 'label': '+1', 'fontcolor': '#e69138', 'fontname': 'Helvetica'}
 
 
+MAX_NODES = 1000  # Graphviz's layout takes seconds at a few hundred nodes and minutes at thousands
+
+
 def draw_graph(tensor, params=None, path=None, title=None, grads=True, rankdir='BT', max_depth=None,
-               module=None):
+               module=None, max_nodes=MAX_NODES):
     """The graph that computed `tensor`, as a graphviz.Digraph; also written to `path` if given.
 
     params: a Module, or a dict {name: tensor}, naming the parameters (else tensor.name).
@@ -57,12 +61,21 @@ def draw_graph(tensor, params=None, path=None, title=None, grads=True, rankdir='
     max_depth: draw only ops at most this many ops away from `tensor` (0: its own op).
     module: draw only the ops of this module, named as trace tables print it ('decoder.layers.1',
         'decoder.layers.1.ffn residual', '(model)', '(no module)'; see mt.record_modules).
+    max_nodes: a picture of more nodes (ops and their inputs) is refused at once, before Graphviz,
+        whose layout of thousands of nodes takes minutes: draw a part (module=, max_depth=), or
+        raise it.  mt.BackpropViewer shows big graphs by module.
     """
     graphviz = _import_graphviz()
     if rankdir not in RANKDIRS:
         raise ValueError(f"draw_graph: rankdir must be one of {RANKDIRS}, not {rankdir!r}")
     max_depth = argcheck.integer(max_depth, 'draw_graph', 'max_depth (0 draws only the last op)', min=0,
                                  allow_none=True)
+    max_nodes = argcheck.integer(max_nodes, 'draw_graph', 'max_nodes', min=1)
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"draw_graph: tensor must be a Tensor (the output whose graph to draw), "
+                        f"not {argcheck.describe(tensor)}")
+    if tensor.creator is None:
+        raise no_graph('draw_graph', tensor)
     names = tensor_names(params)
     made, depth = _walk(tensor)
     kept = [t for t in made if (max_depth is None or depth[id(t)] <= max_depth)
@@ -71,6 +84,7 @@ def draw_graph(tensor, params=None, path=None, title=None, grads=True, rankdir='
         scopes = sorted({str(scope_of(t.creator)) for t in made})
         raise ValueError(f"draw_graph: no op to draw with module={module!r}, max_depth={max_depth}; "
                          f"the graph's ops are in {scopes}")
+    _check_size(kept, max_nodes, module, max_depth)
     arriving = _arriving_grads(tensor) if grads and tensor.requires_grad and tensor.size == 1 else {}
     nodes, edges = _nodes_and_edges(tensor, kept, names, arriving)
     dot = graphviz.Digraph(name='microtensor', graph_attr={'rankdir': rankdir, 'label': title or '',
@@ -86,6 +100,41 @@ def draw_graph(tensor, params=None, path=None, title=None, grads=True, rankdir='
                       f"rendered (Jupyter shows no picture; its text is in .source). To see it, {INSTALL_DOT}",
                       stacklevel=2)
     return dot
+
+
+def no_graph(who, tensor):
+    """The error for a tensor with no op behind it: nothing required grad (PyTorch: "element 0 of tensors
+    does not require grad and does not have a grad_fn"), or it is a leaf."""
+    if not tensor.requires_grad:
+        return ValueError(
+            f"{who}: nothing required grad, so no graph was recorded: this tensor of shape {tuple(tensor.shape)} "
+            "does not require grad and has no op behind it (was it computed under no_grad(), or only from "
+            "tensors without requires_grad=True?); make the inputs with requires_grad=True, e.g. "
+            "mt.tensor(..., requires_grad=True), or use a model's parameters")
+    return ValueError(f"{who}: nothing to show: this tensor of shape {tuple(tensor.shape)} was not made by an op "
+                      "(it is a leaf: a parameter, or an input made with requires_grad=True), so it has no graph")
+
+
+def _check_size(kept, max_nodes, module, max_depth):
+    """Refuse, before any layout, a picture of more than max_nodes nodes: each op, and each input of
+    theirs that no kept op made (a leaf, or a stub for a cut-off op)."""
+    kept_ids = {id(t) for t in kept}
+    inputs = {id(x) for t in kept for x in t.creator.inputs if id(x) not in kept_ids}
+    count = len(kept) + len(inputs)
+    if count > max_nodes:
+        modules = collections.Counter(_part(scope_of(t.creator)) for t in kept)
+        biggest = ', '.join(f"{name!r} ({n} ops)" for name, n in modules.most_common(4))
+        raise ValueError(
+            f"draw_graph: the picture would have {count} nodes ({len(kept)} ops with module={module!r}, "
+            f"max_depth={max_depth}), more than max_nodes={max_nodes}: Graphviz could take minutes to lay it out. "
+            f"Draw a part, module='...' (the ops are in {biggest}) or max_depth=20, or raise max_nodes; "
+            "mt.BackpropViewer shows a big graph by module")
+
+
+def _part(scope):
+    """The module= that draws the part of the graph an op at `scope` is in: its first three levels
+    ('decoder.layers.3'), or what trace tables print for the model and for no module."""
+    return scope_label(scope if not scope else '.'.join(scope.split('.')[:3]))
 
 
 def _walk(root):

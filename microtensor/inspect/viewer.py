@@ -46,7 +46,7 @@ from .. import argcheck, backend
 from ..atomic_write import write_atomically
 from ..tensor import Tensor
 from . import layout
-from .graph import constant_value
+from .graph import constant_value, no_graph
 from .modules import leaf_module, module_of, scope_of
 from .steps import backward_steps, norm
 from .trace import tensor_names
@@ -97,8 +97,7 @@ class BackpropViewer:
             raise TypeError(f"BackpropViewer: tensor must be a Tensor (the loss whose backward pass to show), "
                             f"not {argcheck.describe(tensor)}")
         if tensor.creator is None:  # refused before the pass, which would fill the leaf's .grad
-            raise ValueError(f"BackpropViewer: nothing to show: this tensor of shape {tuple(tensor.shape)} was not "
-                             "made by an op (it is a leaf), so its backward pass has no steps")
+            raise no_graph('BackpropViewer', tensor)
         if layout not in ('auto', 'dot', 'layered'):
             raise ValueError(f"BackpropViewer: layout must be 'auto', 'dot' or 'layered', not {layout!r}")
         self.layout = layout

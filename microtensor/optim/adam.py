@@ -19,9 +19,9 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
 
-    def _check_hyperparameters(self, group):
-        group = super()._check_hyperparameters(group)
-        name, betas = type(self).__name__, group['betas']
+    def _check_hyperparameters(self, group, where=None):
+        group = super()._check_hyperparameters(group, where)
+        name, betas = where or type(self).__name__, group['betas']
         if not isinstance(betas, (tuple, list)) or len(betas) != 2:
             raise TypeError(f"{name}: betas must be two numbers in [0, 1), not {argcheck.describe(betas)}")
         group['betas'] = tuple(argcheck.number(b, name, f'betas[{i}]', min=0, max=1, max_open=True)

@@ -67,13 +67,30 @@ class Optimizer:
         if not backend.float_dtype(p.dtype):
             raise TypeError(f"{where} has dtype {p.dtype}; only floating-point tensors can be trained")
 
-    def _check_hyperparameters(self, group):
+    def _check_hyperparameters(self, group, where=None):
         """`group` with its hyper-parameters checked and made plain Python numbers; returned.
-        Each optimizer checks its own; every one has a learning rate."""
-        group['lr'] = argcheck.number(group['lr'], type(self).__name__, 'lr', min=0)
+        Each optimizer checks its own; every one has a learning rate.  Errors begin with `where`
+        (by default the optimizer's name)."""
+        where = where or type(self).__name__
+        group['lr'] = argcheck.number(group['lr'], where, 'lr', min=0)
         if 'initial_lr' in group:  # the base lr a schedule scales (optim/schedules.py)
-            group['initial_lr'] = argcheck.number(group['initial_lr'], type(self).__name__, 'initial_lr', min=0)
+            group['initial_lr'] = argcheck.number(group['initial_lr'], where, 'initial_lr', min=0)
         return group
+
+    def _checked_groups_for_step(self):
+        """Every group's hyper-parameters, checked before any parameter moves: param_groups is a
+        plain list of dicts that anyone may edit (opt.param_groups[1]['lr'] = ...), so a value that
+        is not a number is named here, with its group and key, not deep inside an update."""
+        name = type(self).__name__
+        checked = []
+        for i, group in enumerate(self.param_groups):
+            where = f"{name}.step: param_groups[{i}]"
+            missing = sorted(set(self.defaults) - set(group))
+            if missing:
+                raise ValueError(f"{where} has no {missing[0]!r} (it was deleted?); set it again, e.g. "
+                               f"opt.param_groups[{i}][{missing[0]!r}] = {self.defaults[missing[0]]!r}")
+            checked.append(self._check_hyperparameters(dict(group), where))
+        return checked
 
     # ------------------------------------------------------------------ the learning rate
     @property
@@ -91,6 +108,8 @@ class Optimizer:
     # ------------------------------------------------------------------ one step
     def step(self):
         """Update every parameter that has a gradient."""
+        for group, checked in zip(self.param_groups, self._checked_groups_for_step()):
+            group.update(checked)
         for group in self.param_groups:
             for p in group['params']:
                 if p.grad is None:

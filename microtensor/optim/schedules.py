@@ -90,9 +90,12 @@ class LRScheduler:
         self._set_lrs()
 
     def _set_lrs(self):
-        lrs = [argcheck.number(self.lr_at(self.last_step, group['initial_lr'], i), type(self).__name__,
+        name = type(self).__name__
+        bases = [argcheck.number(group.get('initial_lr'), f"{name}: param_groups[{i}]", 'initial_lr', min=0)
+                 for i, group in enumerate(self.optimizer.param_groups)]  # a base lr edited by hand, named
+        lrs = [argcheck.number(self.lr_at(self.last_step, base, i), name,
                                f"the lr of group {i} at step {self.last_step}", min=0)
-               for i, group in enumerate(self.optimizer.param_groups)]  # every one checked before any is set
+               for i, base in enumerate(bases)]  # every one checked before any is set
         for group, lr in zip(self.optimizer.param_groups, lrs):
             group['lr'] = lr
 

@@ -17,13 +17,14 @@ class SGD(Optimizer):
     def __init__(self, params, lr=0.01, momentum=0.0, weight_decay=0.0, nesterov=False):
         super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov))
 
-    def _check_hyperparameters(self, group):
-        group = super()._check_hyperparameters(group)
-        group['momentum'] = argcheck.number(group['momentum'], 'SGD', 'momentum', min=0, max=1, max_open=True)
-        group['weight_decay'] = argcheck.number(group['weight_decay'], 'SGD', 'weight_decay', min=0)
-        group['nesterov'] = argcheck.boolean(group['nesterov'], 'SGD', 'nesterov')
+    def _check_hyperparameters(self, group, where=None):
+        group = super()._check_hyperparameters(group, where)
+        where = where or 'SGD'
+        group['momentum'] = argcheck.number(group['momentum'], where, 'momentum', min=0, max=1, max_open=True)
+        group['weight_decay'] = argcheck.number(group['weight_decay'], where, 'weight_decay', min=0)
+        group['nesterov'] = argcheck.boolean(group['nesterov'], where, 'nesterov')
         if group['nesterov'] and group['momentum'] <= 0:
-            raise ValueError("SGD: nesterov=True needs a momentum > 0")
+            raise ValueError(f"{where}: nesterov=True needs a momentum > 0")
         return group
 
     def update(self, p, g, state, group):
