@@ -18,19 +18,16 @@ def blocks(path):
 @pytest.mark.parametrize('guide', GUIDES)
 def test_the_chinese_guide_has_the_english_blocks(guide):
     zh = os.path.join('docs', f'{guide}.zh.md')
-    if not os.path.exists(os.path.join(ROOT, zh)):
-        pytest.skip(f"{zh} is not written yet")
     english, chinese = blocks(os.path.join('docs', f'{guide}.md')), blocks(zh)
     assert len(chinese) == len(english), f"{zh} has {len(chinese)} fenced blocks, the English {len(english)}"
     for i, (a, b) in enumerate(zip(english, chinese)):
-        assert a == b, f"block {i + 1} of {zh} differs from the English guide's:\n{b}"
+        assert a == b, (f"block {i + 1} of {zh} differs from the English guide's (python docs/sync_translations.py "
+                        f"copies the English blocks):\n{b}")
 
 
 @pytest.mark.parametrize('guide', GUIDES)
 def test_the_editions_link_to_each_other(guide):
     zh = os.path.join(ROOT, 'docs', f'{guide}.zh.md')
-    if not os.path.exists(zh):
-        pytest.skip(f"docs/{guide}.zh.md is not written yet")
     with open(os.path.join(ROOT, 'docs', f'{guide}.md'), encoding='utf-8') as f:
         assert f'({guide}.zh.md)' in ''.join(f.readlines()[:5])
     with open(zh, encoding='utf-8') as f:
