@@ -45,7 +45,7 @@ def vit_scores(seed=0, device='cpu'):
         attention(X[None])
     shape = attention.last_weights.shape
     return {'device': attention.last_weights.device, 'patches': X.shape, 'checked': checked, 'weights': shape,
-            'per_head': shape[-1] * shape[-2], 'per_layer': attention.last_weights.size}
+            'per_head': shape[-1] * shape[-2], 'per_layer': attention.last_weights.numel()}
 
 
 # ---------------------------------------------------------------------------- 2. n^2
@@ -58,7 +58,7 @@ def scores_by_length(lengths=(128, 256, 512, 1024), d_model=64, seed=0, device='
         with mt.no_grad():
             attention(mt.randn(1, n, d_model).to(device))
         A = attention.last_weights
-        out[n] = (A.size, A.size * A.data.itemsize)
+        out[n] = (A.numel(), A.numel() * A.data.itemsize)
     return out
 
 

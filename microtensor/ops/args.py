@@ -7,7 +7,7 @@ reads reshape(-2) as reshape(-1)).  The checks run once per call, never per elem
 Integers are Python ints and numpy integers; bools are not (axis=True is a mistake, not
 axis 1).  Scalar arguments (numbers, flags) go through microtensor/argcheck.py.
 """
-from ..argcheck import fail, integer
+from ..argcheck import ShapeError, boolean, fail, integer
 
 
 def axis(value, shape, op=None, new=False):
@@ -23,9 +23,12 @@ def axis(value, shape, op=None, new=False):
 
 def axes(value, shape, op=None):
     """A reduction's `axis`: None (every axis), one axis, or a tuple/list of distinct axes;
-    returned as a sorted tuple of non-negative ints."""
+    returned as a sorted tuple of non-negative ints.  A 0-d tensor takes dim 0 or -1 (and
+    reduces nothing), as in PyTorch."""
     if value is None:
         return tuple(range(len(shape)))
+    if not shape and value in (0, -1) and type(value) is not bool:  # as PyTorch: a 0-d tensor reduces over dim 0
+        return ()
     if isinstance(value, (tuple, list)):
         result = [axis(a, shape, op) for a in value]
         if len(set(result)) != len(result):
@@ -60,5 +63,27 @@ def new_shape(value, op):
             return tuple(parts)
     shape = tuple(integer(n, op, 'each size in the new shape') for n in parts)
     if shape and (min(shape) < -1 or shape.count(-1) > 1):
-        fail(ValueError, op, f"shape {shape}: each size must be >= 0, or one of them -1 (inferred)")
+        fail(ShapeError, op, f"shape {shape}: each size must be >= 0, or one of them -1 (inferred)")
     return shape
+
+
+def dim_keepdim(op, dim, keepdim, axis=None, keepdims=None):
+    """A reduction's (dim, keepdim), spelt as PyTorch (dim, keepdim) or as numpy (axis, keepdims).
+
+    dim=() is refused: numpy reads axis=() as "reduce nothing", PyTorch reads dim=() as
+    "reduce every dimension", and a silent choice would surprise one of the two habits."""
+    if axis is not None:
+        if dim is not None:
+            fail(TypeError, op, f"got dim={dim!r} and axis={axis!r}; axis is numpy's name for dim: pass one of them")
+        dim = axis
+    if keepdims is not None:
+        keepdims = boolean(keepdims, op, 'keepdims')
+        if keepdim is not False and boolean(keepdim, op, 'keepdim') != keepdims:
+            fail(TypeError, op, f"got keepdim={keepdim!r} and keepdims={keepdims!r}; keepdims is numpy's name for "
+                                "keepdim: pass one of them")
+        keepdim = keepdims
+    if isinstance(dim, (tuple, list)) and not dim:
+        fail(ValueError, op, f"dim={dim!r} is ambiguous: numpy reads an empty axis tuple as 'reduce nothing', "
+                             "PyTorch as 'reduce every dimension'; pass dim=None to reduce every dimension, or "
+                             "leave the tensor as it is to reduce nothing")
+    return dim, boolean(keepdim, op, 'keepdim')

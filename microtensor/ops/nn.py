@@ -82,7 +82,7 @@ class NLLLoss(Function):
     def backward(self, g):
         logp = self.inputs[0]
         xp = backend.array_module(logp.data)
-        weights = xp.zeros((logp.size // logp.shape[-1], logp.shape[-1]), dtype=logp.dtype)
+        weights = xp.zeros((logp.numel() // logp.shape[-1], logp.shape[-1]), dtype=logp.dtype)
         weights[self.rows, self.cols] = -1.0 / max(self.count, 1)
         return (g * Tensor._wrap(weights.reshape(logp.shape)),)
 
