@@ -12,6 +12,7 @@ import operator
 import warnings
 
 from . import argcheck, backend
+from .argcheck import ShapeError
 
 DEFAULT_FLOAT = backend.dtype('float32')
 REPR_MAX_VALUES = 100  # a bigger tensor's repr is one line: shape, dtype, device, |x|, creator
@@ -418,7 +419,7 @@ class Tensor:
         """Write `other` (broadcast to self's shape) into self's memory."""
         source = param_array(other, self, 'copy_', 'source')
         if not backend.broadcasts_to(source.shape, self.shape):
-            raise ValueError(f"copy_: a source of shape {source.shape} does not broadcast to the tensor's shape "
+            raise ShapeError(f"copy_: a source of shape {source.shape} does not broadcast to the tensor's shape "
                              f"{self.shape}")
         check_cast(source, self.dtype, 'copy_')
         return self._modify_in_place('copy_', lambda: backend_call('copy_', self.data.__setitem__, Ellipsis, source))

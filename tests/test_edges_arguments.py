@@ -160,9 +160,52 @@ def _cross_entropy_ref(a, t, ignore_index=None):
 
 
 def _split_ref(a, sections, axis=0):
+    """PyTorch's split: an int is the size of each chunk, a list the sizes of the pieces."""
+    size = a.shape[axis]
     if isinstance(sections, (list, tuple)):
-        return np.split(a, sections, axis=axis)
-    return np.split(a, sections, axis=axis) if sections > 0 and a.shape[axis] % sections == 0 else 1 / 0
+        if sum(sections) != size or min(sections, default=0) < 0:
+            raise ValueError('the sizes do not add up to the axis')
+        return np.split(a, np.cumsum(sections)[:-1].tolist(), axis=axis)
+    if sections <= 0 and size:
+        raise ValueError('no chunk size')
+    return np.split(a, list(range(sections, size, sections)), axis=axis) if size else [a]
+
+
+def _reduced(a, axis):
+    """numpy's axis for PyTorch's dim: a 0-d tensor takes dim 0 or -1 (and reduces nothing); () is refused."""
+    if isinstance(axis, (tuple, list)) and not axis:
+        raise ValueError('dim=() means one thing in numpy and another in PyTorch')
+    whole = isinstance(axis, (int, np.integer)) and not isinstance(axis, (bool, np.bool_)) and int(axis) in (0, -1)
+    return None if a.ndim == 0 and whole else _ax(axis)
+
+
+def _arg_ref(a, axis, f):
+    """argmax / argmin as PyTorch: a 0-d tensor's index is 0; an empty tensor along a non-empty dim gives no index."""
+    if a.ndim == 0 and (axis is None or _reduced(a, axis) is None):
+        return np.int64(0)
+    if axis is not None and a.size == 0 and a.shape[axis] != 0:
+        return np.zeros(np.delete(np.array(a.shape), axis), dtype=np.int64)
+    return f(a, axis)
+
+
+def _squeeze_ref(a, axis):
+    """PyTorch's squeeze: of the named dims, only those of size 1 go; another size is left as it is."""
+    if axis is None:
+        return np.squeeze(a)
+    if a.ndim == 0:
+        return a.copy() if _reduced(a, axis) is None else 1 / 0
+    ones = tuple(i for i in (axis if isinstance(axis, (tuple, list)) else (axis,)) if a.shape[i] == 1)
+    return np.squeeze(a, ones)
+
+
+def _keep(keepdims):
+    """keepdims=None is numpy's keepdims not given (the engine's default, False): numpy itself refuses None."""
+    return False if keepdims is None else _flag(keepdims)
+
+
+def _values(out):
+    """max(dim) / min(dim) return (values, indices): the values."""
+    return out.values if isinstance(out, tuple) else out
 
 
 def _layer_norm_ref(a, gamma, eps):
@@ -251,13 +294,17 @@ SPECS = [
          rtol=1e-5),
     # reductions
     *[Spec(n, lambda x, axis, keepdims, n=n: getattr(x, n)(axis=axis, keepdims=keepdims), (AXES, FLAGS),
-           lambda a, axis, keepdims, n=n: getattr(np, n)(a, axis=_ax(axis), keepdims=_flag(keepdims)))
-      for n in ['sum', 'mean', 'max', 'min']],
+           lambda a, axis, keepdims, f=f: f(a, axis=_reduced(a, axis), keepdims=_keep(keepdims)),
+           aliases=(n.removeprefix('a'),))  # amax's op is Max
+      for n, f in [('sum', np.sum), ('mean', np.mean), ('amax', np.max), ('amin', np.min)]],
+    *[Spec(n, lambda x, axis, keepdims, n=n: _values(getattr(x, n)(dim=axis, keepdim=keepdims)), (AXES, FLAGS),
+           lambda a, axis, keepdims, n=n: getattr(np, n)(a, axis=_reduced(a, axis), keepdims=_keep(keepdims)),
+           aliases=('arg' + n,)) for n in ['max', 'min']],
     Spec('var', lambda x, axis, ddof: x.var(axis=axis, ddof=ddof), (AXES, [0, 1, 2, 0.5, -1, None, 'a', np.int64(1)]),
-         lambda a, axis, ddof: np.var(a, axis=_ax(axis), ddof=ddof)),
-    *[Spec(f"mt.{n}", lambda x, axis, n=n: getattr(mt, n)(x, axis), (AXES,), lambda a, axis, n=n: getattr(np, n)(a, _ax(axis)),
-           aliases=(n,)) for n in ['sum', 'max']],
-    *[Spec(n, lambda x, axis, n=n: getattr(x, n)(axis), (AXES,), lambda a, axis, n=n: getattr(np, n)(a, axis))
+         lambda a, axis, ddof: np.var(a, axis=_reduced(a, axis), ddof=1 if ddof is None else ddof)),
+    *[Spec(f"mt.{n}", lambda x, axis, n=n: _values(getattr(mt, n)(x, axis)), (AXES,),
+           lambda a, axis, n=n: getattr(np, n)(a, _reduced(a, axis)), aliases=(n, 'arg' + n)) for n in ['sum', 'max']],
+    *[Spec(n, lambda x, axis, n=n: getattr(x, n)(axis), (AXES,), lambda a, axis, n=n: _arg_ref(a, axis, getattr(np, n)))
       for n in ['argmax', 'argmin']],
     Spec('sum_to', lambda x, s: x.sum_to(s), (SHAPES,), lambda a, s: _sum_to_ref(a, s)),
     # shapes
@@ -270,12 +317,13 @@ SPECS = [
          aliases=('reshape',)),
     Spec('transpose', lambda x, axes: x.transpose(*axes) if isinstance(axes, tuple) else x.transpose(axes),
          ([(), (0,), (1, 0), (0, 1, 2), (2, 0, 1), (0, 0), (0, 5), ('a',), (1.0, 0), (np.int64(1), 0), None, 0],),
-         lambda a, axes: np.transpose(a, axes or None) if axes != 0 else np.transpose(a, (0,))),
+         lambda a, axes: np.swapaxes(a, *axes) if isinstance(axes, tuple) and len(axes) == 2  # two dims: a swap
+         else np.transpose(a, axes or None) if axes != 0 else np.transpose(a, (0,))),
     Spec('swapaxes', lambda x, a1, a2: x.swapaxes(a1, a2), (AXES, AXES), lambda a, a1, a2: np.swapaxes(a, a1, a2)),
     Spec('expand_dims', lambda x, axis: x.expand_dims(axis), (AXES,), lambda a, axis: np.expand_dims(a, axis)),
     Spec('unsqueeze', lambda x, axis: x.unsqueeze(axis), (AXES,), lambda a, axis: np.expand_dims(a, axis),
          aliases=('expand_dims',)),
-    Spec('squeeze', lambda x, axis: x.squeeze(axis), (AXES,), lambda a, axis: np.squeeze(a, _ax(axis))),
+    Spec('squeeze', lambda x, axis: x.squeeze(axis), (AXES,), lambda a, axis: _squeeze_ref(a, axis)),
     Spec('broadcast_to', lambda x, s: x.broadcast_to(s), (SHAPES,), lambda a, s: np.broadcast_to(a, s)),
     Spec('flatten', lambda x: x.flatten(), (), lambda a: a.reshape(-1), aliases=('reshape',)),
     Spec('getitem', lambda x, i: x[i], (INDICES,), lambda a, i: a[_np_index(i)]),

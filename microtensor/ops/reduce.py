@@ -8,6 +8,7 @@ import math
 from collections import namedtuple
 
 from .. import argcheck, backend
+from ..argcheck import ShapeError
 from ..autograd import Function
 from ..tensor import Tensor
 from . import args
@@ -107,9 +108,9 @@ def correction_of(op, unbiased, correction, ddof):
     if unbiased is not None:
         given['unbiased'] = 1 if argcheck.boolean(unbiased, op, 'unbiased') else 0
     if correction is not None:
-        given['correction'] = argcheck.number(correction, op, 'correction', min=0)
+        given['correction'] = argcheck.number(correction, op, 'correction')
     if ddof is not None:
-        given['ddof'] = argcheck.number(ddof, op, 'ddof', min=0)
+        given['ddof'] = argcheck.number(ddof, op, 'ddof')
     if len(set(given.values())) > 1:
         names = ' and '.join(f"{name}={asked[name]!r}" for name in given)
         argcheck.fail(ValueError, op, f"{names} ask for different divisors (unbiased=True is correction=1, n - 1; "
@@ -222,7 +223,7 @@ def sum_to(x, shape):
     """x summed down to `shape`: a shape that broadcasts to x's (what broadcasting made x from)."""
     shape = args.sizes(shape, 'sum_to')
     if len(shape) > x.ndim or any(n != 1 and n != m for n, m in zip(shape[::-1], x.shape[::-1])):
-        raise ValueError(f"sum_to: shape {shape} does not broadcast to the tensor's shape {x.shape}")
+        raise ShapeError(f"sum_to: shape {shape} does not broadcast to the tensor's shape {x.shape}")
     return (FusedSumTo if fused_switch.enabled else SumTo).apply(x, shape=shape)
 
 

@@ -162,10 +162,7 @@ def broadcast_to(x, shape):
     shape = args.sizes(shape, 'broadcast_to')
     if shape == x.shape:
         return x
-    if not backend.broadcasts_to(x.shape, shape):
-        raise ShapeError(f"broadcast_to: a tensor of shape {x.shape} does not broadcast to {shape} (each dim must "
-                         "equal the target's or be 1, aligned from the right)")
-    return BroadcastTo.apply(x, shape=shape)
+    return BroadcastTo.apply(x, shape=shape)  # (a shape that does not fit: numpy's error, as a ShapeError)
 
 
 def expand(x, *sizes):
@@ -311,7 +308,7 @@ def stack(tensors, axis=0):
     tensors = tensor_list('stack', tensors)
     shapes = {t.shape for t in tensors}
     if len(shapes) > 1:
-        raise ValueError(f"stack: all tensors must have the same shape, got {[t.shape for t in tensors]}")
+        raise ShapeError(f"stack: all tensors must have the same shape, got {[t.shape for t in tensors]}")
     axis = args.axis(axis, tensors[0].shape, 'stack', new=True)
     return Concatenate.apply(*[Reshape.apply(t, shape=t.shape[:axis] + (1,) + t.shape[axis:]) for t in tensors],
                              axis=axis)
