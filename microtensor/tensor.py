@@ -354,6 +354,8 @@ class Tensor:
         if not _index.is_basic(index):
             index = _index.normalize(index, self, 'setitem')
         value = as_tensor(value, self, 'setitem')
+        if value.ndim and not _index.is_basic(index):
+            _index.check_mixed_write(index, self, value)
         if type(value.data) is not type(self.data):
             raise RuntimeError(f"setitem: the value is on '{value.device}' but the tensor is on '{self.device}'; "
                                f"move it with .to('{self.device}') first")
@@ -737,9 +739,13 @@ class Tensor:
         return _shape.broadcast_to(self, shape)
 
     def __getitem__(self, index):
-        """t[index]: numpy indexing (ints, slices, None, integer and boolean tensors)."""
+        """t[index]: ints, slices, None, ..., integer and boolean tensors, as PyTorch reads them: where
+        ints mix with index tensors (x[1, :, ids]), the ints pick first (numpy's shape differs)."""
         if not _index.is_basic(index):  # arrays, lists, masks: checked, and private copies (ops/index.py)
             index = _index.normalize(index, self, 'GetItem')
+            steps = _index.split_ints(index)
+            if steps is not None:
+                return _shape.GetItem.apply(_shape.GetItem.apply(self, index=steps[0]), index=steps[1])
         return _shape.GetItem.apply(self, index=index)
 
     # ------------------------------------------------------------------ selection and nn
