@@ -642,10 +642,18 @@ class Tensor:
         dim, keepdim = _args.dim_keepdim('amin', dim, keepdim, axis, keepdims)
         return _reduce.Min.apply(self, axis=dim, keepdims=keepdim)
 
-    def norm(self, ord=None, axis=None, keepdims=False):
-        """numpy.linalg.norm: by default sqrt(sum(x**2)) over all elements; differentiable
-        (vector ords None, 2, 1, inf, -inf, 0, p; matrix ords None, 'fro', 1, -1, inf, -inf)."""
-        return _reduce.norm(self, ord, axis, keepdims)
+    def norm(self, p='fro', dim=None, keepdim=False, *, ord=None, axis=None, keepdims=None):
+        """PyTorch's x.norm(p, dim): the vector p-norm of the elements over dim (None: all of them, of
+        any shape), by default sqrt(sum(x**2)); p may be 2 ('fro'), 1, inf, -inf, 0 or any number.
+        With ord= (numpy's and torch.linalg.norm's name) it is numpy.linalg.norm instead: for two
+        dims (or a matrix) ord 1, -1, inf, -inf are matrix norms (the largest column or row sum)."""
+        dim, keepdim = _args.dim_keepdim('norm', dim, keepdim, axis, keepdims)
+        if ord is not None:
+            if p != 'fro':
+                raise TypeError(f"norm: got p={p!r} and ord={ord!r}: p is PyTorch's vector norm, ord numpy's "
+                                "(and torch.linalg.norm's) vector or matrix norm; pass one of them")
+            return _reduce.norm(self, ord, dim, keepdim)
+        return _reduce.vector_norm(self, p, dim, keepdim)
 
     def sum_to(self, shape):
         """Sum down to a shape x was broadcast from (how backward undoes broadcasting)."""

@@ -117,6 +117,23 @@ def test_std_of_equal_values_has_a_zero_gradient_as_torch():
     same_backward(lambda t: t.std(), lambda t: t.std(), mt.tensor([2.0, 2.0, 2.0]))
 
 
+# ---------------------------------------------------------------------------- norm
+@given(data=st.data(), keepdim=st.booleans())
+def test_norm_is_torchs_vector_norm_over_the_dims(data, keepdim):
+    x = data.draw(distinct_tensors(offset=0.25, gap=0.5))  # distinct magnitudes, none near 0
+    p = data.draw(st.sampled_from([2, 1, 3, 0.5, float('inf'), -float('inf'), 'fro']))
+    dim = data.draw(st.one_of(st.none(), st.lists(st.integers(0, max(x.ndim - 1, 0)), min_size=1, unique=True)
+                              .map(tuple))) if x.ndim else None
+    torch_p = 2 if p == 'fro' and dim is not None and len(dim) > 2 else p  # (torch's 'fro' takes at most 2 dims)
+    same_backward(lambda t: t.norm(p, dim, keepdim), lambda t: t.norm(torch_p, dim, keepdim), x)
+
+
+def test_ord_is_torch_linalg_norms_meaning():
+    x = np.array([[1.0, -2.0], [3.0, 4.0]])
+    for ord in [1, -1, float('inf'), 'fro']:
+        same(mt.tensor(x).norm(ord=ord), torch.linalg.norm(torch.tensor(x), ord=ord))
+
+
 # ---------------------------------------------------------------------------- 0-d tensors
 @pytest.mark.parametrize('name', ['sum', 'mean', 'amax', 'amin', 'argmax', 'argmin', 'max', 'min', 'squeeze',
                                   'unsqueeze'])

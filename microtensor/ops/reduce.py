@@ -297,6 +297,19 @@ class Norm(Function):
 MATRIX_ORDERS = (None, 'fro', 1, -1, math.inf, -math.inf)
 
 
+def vector_norm(x, p='fro', dim=None, keepdim=False):
+    """PyTorch's x.norm(p, dim, keepdim): (sum |x_i|^p)^(1/p) over the elements of dim (None: all),
+    whatever their shape ('fro' is 2; inf, -inf, 0 as in Norm).  numpy's x.norm(1) of a matrix
+    would be its largest column sum: that is norm(x, ord=1), numpy.linalg.norm's meaning."""
+    if not backend.float_dtype(x.dtype):
+        raise TypeError(f"norm: needs a floating-point tensor, not {x.dtype} (use x.float().norm())")
+    if isinstance(p, str) and p != 'fro':
+        raise ValueError(f"norm: p={p!r} is not supported: use 'fro' or a number (2, 1, inf, -inf, 0, ...); "
+                         "the nuclear norm ('nuc') needs singular values, which microtensor does not compute")
+    p = 2.0 if p in ('fro', None) else argcheck.number(p, 'norm', 'p', allow_inf=True)
+    return Norm.apply(x, p=p, axes=args.axes(dim, x.shape, 'norm'), keepdims=keepdim)
+
+
 def norm(x, ord=None, axis=None, keepdims=False):
     """numpy.linalg.norm(x, ord, axis, keepdims), differentiable.
 
