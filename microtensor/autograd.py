@@ -21,7 +21,6 @@ import threading
 import weakref
 
 from . import backend
-from .argcheck import ShapeError
 
 _anomaly_mode = False
 
@@ -394,6 +393,7 @@ def take_output(fn, tensor):
     tensor.creator, tensor.requires_grad = fn, True
 
 
+from .argcheck import ShapeError  # noqa: E402
 from .tensor import Tensor  # noqa: E402  (tensor.py imports this module first)
 from .contract import check_backward_result, check_forward_result, check_hook_result  # noqa: E402
 from .convert import param_array  # noqa: E402

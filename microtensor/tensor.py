@@ -42,9 +42,10 @@ class Tensor:
     The loop lives in microtensor/autograd.py (backward_loop); each op's forward and
     backward sit side by side in microtensor/ops/ (e.g. Tanh in ops/elementwise.py).
 
-    Operators and methods follow numpy's names and broadcasting (x @ W, x.sum(axis=0)),
-    with PyTorch's autograd habits (backward, retain_grad, register_hook, detach), its
-    dtype promotion (int64 * 0.5 is float32: microtensor/promotion.py) and its in-place
+    Operators and methods mean what PyTorch's mean (x.max(1) is (values, indices), x.var()
+    divides by n - 1, x.transpose(0, 1) swaps); numpy's spellings axis= and keepdims= are
+    accepted beside dim= and keepdim=.  Broadcasting is numpy's (PyTorch's is the same), with
+    PyTorch's autograd habits (backward, retain_grad, register_hook, detach), its dtype promotion (int64 * 0.5 is float32: microtensor/promotion.py) and its in-place
     arithmetic (with mt.no_grad(): p -= lr * p.grad writes into p's memory).
     """
     __slots__ = ('data', '_grad', 'requires_grad', 'creator', 'name',

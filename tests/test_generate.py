@@ -64,7 +64,7 @@ def test_gpt_greedy_is_deterministic_and_equals_argmax_of_full_recomputation():
     assert out.shape == (2, 9) and out.tolist() == generate(model, prompt(), 6, greedy=True).tolist()
     ids = prompt().numpy()
     for _ in range(6):  # no cache: the whole sequence again at each step
-        next_ids = model(mt.tensor(ids)).numpy()[:, -1].argmax(dim=-1)
+        next_ids = model(mt.tensor(ids)).numpy()[:, -1].argmax(axis=-1)
         ids = np.concatenate([ids, next_ids[:, None]], axis=1)
     assert out.tolist() == ids.tolist()
 
@@ -76,7 +76,7 @@ def test_encoder_decoder_greedy_equals_argmax_of_full_recomputation():
     out = generate(model, src, 5, greedy=True)
     tgt = np.ones((2, 1), dtype=np.int64)
     for _ in range(5):
-        next_ids = model(src, mt.tensor(tgt)).numpy()[:, -1].argmax(dim=-1)
+        next_ids = model(src, mt.tensor(tgt)).numpy()[:, -1].argmax(axis=-1)
         tgt = np.concatenate([tgt, next_ids[:, None]], axis=1)
     assert out.tolist() == tgt[:, 1:].tolist()
     assert generate(model, src[0], 5, greedy=True).tolist() == out.tolist()[0]  # a 1-D prompt
