@@ -15,7 +15,7 @@ from .backend import manual_seed, set_default_device
 from .fused import fused, is_fused, set_fused  # mt.fused() is the switch (the package: import microtensor.fused.<module>)
 from .creation import (arange, as_tensor, eye, from_numpy, full, ones, ones_like, rand, randint, randn,
                        tensor, zeros, zeros_like)
-from .functional import (abs, add, amax, amin, argmax, argmin, broadcast_to, chunk, clip, clone, concatenate, cos,
+from .functional import (abs, add, amax, amin, argmax, argmin, broadcast_to, cat, chunk, clip, clone, concatenate, cos,
                          cross_entropy, div, dropout, erf, exp, expand_dims, flatten, gelu, layer_norm, linear, log,
                          log_softmax, masked_fill, masked_softmax, matmul, max, maximum, mean, min, minimum, mul, neg,
                          numel, permute, pow, relu, reshape, sigmoid, sin, softmax, split, sqrt, squeeze, stack, std,

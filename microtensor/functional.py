@@ -37,6 +37,7 @@ maximum = _binary(elementwise.Maximum)
 minimum = _binary(elementwise.Minimum)
 matmul, linear, masked_softmax = linalg.matmul, linalg.linear, attention.masked_softmax
 concatenate, stack, split = shape.concatenate, shape.stack, shape.split
+cat = concatenate  # PyTorch's name
 where, masked_fill = select.where, select.masked_fill
 softmax, log_softmax, cross_entropy, gelu = nn.softmax, nn.log_softmax, nn.cross_entropy, nn.gelu
 layer_norm, dropout = nn.layer_norm, nn.dropout

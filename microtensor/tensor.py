@@ -590,6 +590,10 @@ class Tensor:
         """|x|, elementwise."""
         return _ew.Abs.apply(self)
 
+    def clamp(self, min=None, max=None):
+        """x limited to [min, max] (PyTorch's name of clip)."""
+        return self.clip(min, max)
+
     def clip(self, min=None, max=None):
         """x limited to [min, max], elementwise (None: no bound on that side)."""
         low = None if min is None else argcheck.real(min, 'clip', 'min')
@@ -701,6 +705,17 @@ class Tensor:
         """The transpose: dimensions reversed."""
         return _shape.transpose(self)
 
+    def t(self):
+        """A matrix transposed (a vector or a 0-d tensor as it is), as PyTorch's t()."""
+        if self.ndim > 2:
+            raise ShapeError(f"t: takes a tensor of at most 2 dimensions, not shape {self.shape}; use transpose(d0, d1) "
+                             "or permute")
+        return _shape.transpose(self)
+
+    def dim(self):
+        """The number of dimensions (PyTorch's name of ndim)."""
+        return self.data.ndim
+
     @property
     def mT(self):
         """The last two dimensions swapped: each matrix of a batch transposed."""
@@ -762,13 +777,13 @@ class Tensor:
         """A copy with value where mask is True."""
         return _select.masked_fill(self, mask, value)
 
-    def softmax(self, axis=-1):
-        """exp(x) / sum(exp(x)) along axis: each row becomes a probability distribution."""
-        return _nn.softmax(self, axis)
+    def softmax(self, dim=-1, *, axis=-1):
+        """exp(x) / sum(exp(x)) along dim (the last by default): each row becomes a probability distribution."""
+        return _nn.softmax(self, dim, axis=axis)
 
-    def log_softmax(self, axis=-1):
-        """log(softmax(x)) along axis, computed stably."""
-        return _nn.log_softmax(self, axis)
+    def log_softmax(self, dim=-1, *, axis=-1):
+        """log(softmax(x)) along dim (the last by default), computed stably."""
+        return _nn.log_softmax(self, dim, axis=axis)
 
 
 def binary(fn, a, b, op):

@@ -151,3 +151,16 @@ def test_a_write_through_a_mixed_index_takes_a_number_and_refuses_an_ambiguous_v
         x[1, :, [0, 3]] = mt.ones(3, 2)
     x[:, [0, 1], 2] = mt.ones(2, 2)  # the ints and the array are adjacent: both libraries agree
     assert x.numpy()[:, :2, 2].tolist() == [[1, 1], [1, 1]]
+
+
+def test_one_dim_is_spelled_dim_or_axis_and_none_is_refused():
+    x = mt.tensor(np.arange(6.0).reshape(2, 3))
+    assert x.softmax(dim=0).shape == x.softmax(axis=0).shape == (2, 3)
+    assert mt.cat([x, x], dim=1).shape == mt.concatenate([x, x], axis=1).shape == (2, 6)
+    assert mt.stack([x, x], dim=-1).shape == (2, 3, 2) and x.t().shape == (3, 2) and x.dim() == 2
+    with pytest.raises(TypeError, match="concatenate: dim=None: numpy's axis=None means the flattened tensor"):
+        mt.concatenate([x, x], axis=None)
+    with pytest.raises(TypeError, match="softmax: got dim=0 and axis=1"):
+        x.softmax(dim=0, axis=1)
+    with pytest.raises(mt.ShapeError, match=r"t: takes a tensor of at most 2 dimensions"):
+        mt.zeros(2, 3, 4).t()

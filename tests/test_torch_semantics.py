@@ -286,3 +286,17 @@ def test_a_shape_mismatch_is_caught_by_torchs_runtime_error_and_numpys_value_err
     for kind in (RuntimeError, ValueError, mt.ShapeError):
         with pytest.raises(kind):
             call(mt)
+
+
+# ---------------------------------------------------------------------------- PyTorch's names beside numpy's
+@given(data=st.data())
+def test_pytorchs_spellings_give_torchs_values(data):
+    x = data.draw(tensors(data.draw(hnp.array_shapes(min_dims=2, max_dims=3, min_side=1, max_side=3))))
+    dim = a_dim(data, x.ndim)
+    same_backward(lambda t: t.softmax(dim=dim), lambda t: t.softmax(dim=dim), x)
+    same_backward(lambda t: mt.log_softmax(t, dim), lambda t: torch.log_softmax(t, dim), x)
+    same_backward(lambda t: mt.cat([t, t * 2], dim=dim), lambda t: torch.cat([t, t * 2], dim=dim), x)
+    same_backward(lambda t: mt.stack([t, t * 2], dim=dim), lambda t: torch.stack([t, t * 2], dim=dim), x)
+    same_backward(lambda t: t[0].t(), lambda t: t[0].t(), x)
+    same_backward(lambda t: t.clamp(min=-0.5, max=1.0), lambda t: t.clamp(min=-0.5, max=1.0), x)
+    assert x.dim() == torch.zeros(x.shape).dim()

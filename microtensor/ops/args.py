@@ -67,6 +67,19 @@ def new_shape(value, op):
     return shape
 
 
+def one_dim(op, dim, axis, default):
+    """The one dim an op works along, spelt dim= (PyTorch) or axis= (numpy), both `default` unless given.
+    None is refused: numpy reads axis=None as "the flattened tensor", which PyTorch's dim never means."""
+    if not (type(axis) is int and axis == default):
+        if not (type(dim) is int and dim == default) and dim is not axis:
+            fail(TypeError, op, f"got dim={dim!r} and axis={axis!r}; axis is numpy's name for dim: pass one of them")
+        dim = axis
+    if dim is None:
+        fail(TypeError, op, "dim=None: numpy's axis=None means the flattened tensor, PyTorch's dim is one dim; "
+                            "flatten it yourself (t.reshape(-1)) and pass dim=0")
+    return dim
+
+
 def dim_keepdim(op, dim, keepdim, axis=None, keepdims=None):
     """A reduction's (dim, keepdim), spelt as PyTorch (dim, keepdim) or as numpy (axis, keepdims).
 

@@ -43,12 +43,12 @@ class Transpose(Function):
         return (g.permute(*inverse),)
 
 
-def permute(x, *dims):
+def permute(x, *dims, op='permute'):
     """x.permute(2, 0, 1) or x.permute((2, 0, 1)): dimension i of the result is dimension dims[i] of x."""
     dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
-    normalized = tuple(args.axis(a, x.shape, 'permute') for a in dims)
+    normalized = tuple(args.axis(a, x.shape, op) for a in dims)
     if sorted(normalized) != list(range(x.ndim)):
-        raise ShapeError(f"permute: dims {dims} are not a permutation of the {x.ndim} dimensions of a tensor of "
+        raise ShapeError(f"{op}: dims {dims} are not a permutation of the {x.ndim} dimensions of a tensor of "
                          f"shape {x.shape} (each of 0 to {x.ndim - 1} once, or its negative)")
     return Transpose.apply(x, axes=normalized)
 
@@ -65,7 +65,7 @@ def transpose(x, *dims):
     if len(dims) == 1 and not isinstance(dims[0], (tuple, list)):
         raise TypeError(f"transpose: takes two dims to swap (PyTorch's transpose(dim0, dim1)), got only {dims[0]!r}; "
                         "for a permutation use permute")
-    return permute(x, *dims)
+    return permute(x, *dims, op='transpose')
 
 
 def swapaxes(x, axis1, axis2, op='swapaxes'):
@@ -297,14 +297,17 @@ def tensor_list(op, tensors):
     return tensors
 
 
-def concatenate(tensors, axis=0):
+def concatenate(tensors, dim=0, *, axis=0):
+    """Join tensors along dim (PyTorch's name; numpy's axis= too), the first by default: mt.cat."""
+    axis = args.one_dim('concatenate', dim, axis, 0)
     tensors = tensor_list('concatenate', tensors)
     axis = args.axis(axis, tensors[0].shape, 'concatenate')
     return Concatenate.apply(*tensors, axis=axis)
 
 
-def stack(tensors, axis=0):
-    """Join tensors of one shape along a new axis."""
+def stack(tensors, dim=0, *, axis=0):
+    """Join tensors of one shape along a new dim (PyTorch's name; numpy's axis= too), the first by default."""
+    axis = args.one_dim('stack', dim, axis, 0)
     tensors = tensor_list('stack', tensors)
     shapes = {t.shape for t in tensors}
     if len(shapes) > 1:
@@ -314,14 +317,13 @@ def stack(tensors, axis=0):
                              axis=axis)
 
 
-def split(x, split_size_or_sections, dim=0, *, axis=None):
+def split(x, split_size_or_sections, dim=0, *, axis=0):
     """PyTorch's split: chunks of split_size_or_sections along dim (an int: the last may be smaller),
     or pieces of the listed sizes (they must add up to the dim's size).  A tuple of slices.
 
     numpy's split reads an int as a number of sections and a list as cut positions: for n
     pieces use chunk(x, n)."""
-    dim, _ = args.dim_keepdim('split', dim if axis is None else None, False, axis)
-    dim = args.axis(dim, tensor_arg(x, 'split').shape, 'split')
+    dim = args.axis(args.one_dim('split', dim, axis, 0), tensor_arg(x, 'split').shape, 'split')
     size = x.shape[dim]
     if isinstance(split_size_or_sections, (list, tuple)):
         sizes = [argcheck.integer(n, 'split', 'each size in split_size_or_sections', min=0)
