@@ -106,6 +106,7 @@ CASES = [
     Case('amax', lambda x: x.amax(dim=(0, 2)), ((2, 3, 4),)),
     Case('max all', lambda x: x.max(), ((3, 4),)),
     Case('min', lambda x: x.min(dim=0, keepdim=True).values, ((3, 4),)),
+    Case('amin', lambda x: x.amin(dim=-1, keepdim=True), ((3, 4),)),
     Case('sum_to', lambda x: x.sum_to((1, 4)), ((3, 4),)),
     Case('norm', lambda x: x.norm(axis=-1), ((2, 3, 4),)),
     Case('norm inf, p=3', lambda x: x.norm(float('inf'), axis=0) + x.norm(3, axis=0), ((3, 4),)),

@@ -122,8 +122,9 @@ def correction_of(op, unbiased, correction, ddof):
 def variance(x, op, dim, unbiased, keepdim, correction, ddof, axis, keepdims):
     """x.var(...) and x.std(...): PyTorch's divisor n - 1 unless told otherwise (numpy divides by n)."""
     if isinstance(dim, bool):  # x.var(False): PyTorch's var(unbiased) form
-        dim, unbiased = None, dim if unbiased is None else argcheck.fail(
-            TypeError, op, "unbiased given twice (as the first argument and by name)")
+        if unbiased is not None:
+            argcheck.fail(TypeError, op, "unbiased given twice (as the first argument and by name)")
+        dim, unbiased = None, dim
     dim, keepdim = args.dim_keepdim(op, dim, keepdim, axis, keepdims)
     correction = correction_of(op, unbiased, correction, ddof)
     return (Var if op == 'var' else Std).apply(x, axis=dim, keepdims=keepdim, correction=correction)
