@@ -164,3 +164,11 @@ def test_one_dim_is_spelled_dim_or_axis_and_none_is_refused():
         x.softmax(dim=0, axis=1)
     with pytest.raises(mt.ShapeError, match=r"t: takes a tensor of at most 2 dimensions"):
         mt.zeros(2, 3, 4).t()
+
+
+def test_an_in_place_operator_given_the_tuple_of_max_refuses():
+    x = mt.zeros(2, 3)
+    for op in ['__isub__', '__iadd__', '__imul__', '__itruediv__']:
+        with pytest.raises(TypeError, match="holding tensors"):
+            getattr(x, op)(x.max(1))
+    assert x.tolist() == [[0, 0, 0], [0, 0, 0]]  # nothing was written
