@@ -28,7 +28,7 @@ def patches(image, p=PATCH):
     """(C, H, W) -> (H/p * W/p, p * p * C): patch (i, j) is row i * (W/p) + j, its pixels row by row, colours last."""
     C, H, W = image.shape
     grid = image.reshape(C, H // p, p, W // p, p)                       # (C, i, y, j, x)
-    return grid.transpose(1, 3, 2, 4, 0).reshape((H // p) * (W // p), p * p * C)
+    return grid.permute(1, 3, 2, 4, 0).reshape((H // p) * (W // p), p * p * C)
 
 
 def vit_scores(seed=0, device='cpu'):
@@ -39,7 +39,7 @@ def vit_scores(seed=0, device='cpu'):
     X = patches(image)
     side = IMAGE // PATCH
     checked = max((X[i * side + j] - image[:, i * PATCH:(i + 1) * PATCH, j * PATCH:(j + 1) * PATCH]
-                   .transpose(1, 2, 0).reshape(-1)).abs().max().item() for i in range(side) for j in range(side))
+                   .permute(1, 2, 0).reshape(-1)).abs().max().item() for i in range(side) for j in range(side))
     attention = MultiHeadAttention(768, 12).to(device)
     with mt.no_grad():
         attention(X[None])
