@@ -6,7 +6,13 @@ an internal traceback from deep inside numpy (or, worse, a silent wrong answer: 
 reads reshape(-2) as reshape(-1)).  The checks run once per call, never per element.
 Integers are Python ints and numpy integers; bools are not (axis=True is a mistake, not
 axis 1).  Scalar arguments (numbers, flags) go through microtensor/argcheck.py.
+
+Dims are spelt as PyTorch spells them (dim=, keepdim=) or as numpy does (axis=, keepdims=):
+dim_keepdim and one_dim take either, refuse both at once, and refuse what the two libraries
+read differently (an empty dim tuple; dim=None where PyTorch takes one dim).
 """
+import numbers
+
 from ..argcheck import ShapeError, boolean, fail, integer
 
 
@@ -27,14 +33,20 @@ def axes(value, shape, op=None):
     reduces nothing), as in PyTorch."""
     if value is None:
         return tuple(range(len(shape)))
-    if not shape and value in (0, -1) and type(value) is not bool:  # as PyTorch: a 0-d tensor reduces over dim 0
-        return ()
+    if not shape and _whole(value[0] if isinstance(value, (tuple, list)) and len(value) == 1 else value):
+        return ()  # as PyTorch: a 0-d tensor reduces over dim 0 (or -1), which is the tensor itself
     if isinstance(value, (tuple, list)):
         result = [axis(a, shape, op) for a in value]
         if len(set(result)) != len(result):
             fail(ValueError, op, f"axis {tuple(value)} names an axis twice")
         return tuple(sorted(result))
     return (axis(value, shape, op),)
+
+
+def _whole(value):
+    """Is value dim 0 or -1 (an integer, not a bool)?"""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and type(value).__name__ != 'bool_' \
+        and value in (0, -1)
 
 
 def sizes(value, op, what='shape'):
