@@ -19,7 +19,7 @@ from .functional import (abs, add, amax, amin, argmax, argmin, broadcast_to, cat
                          cross_entropy, div, dropout, erf, exp, expand_dims, flatten, gelu, layer_norm, linear, log,
                          log_softmax, masked_fill, masked_softmax, matmul, max, maximum, mean, min, minimum, mul, neg,
                          numel, permute, pow, relu, reshape, sigmoid, sin, softmax, split, sqrt, squeeze, stack, std,
-                         sub, sum, swapaxes, tanh, transpose, var, where)
+                         sub, sum, swapaxes, tanh, transpose, unflatten, unsqueeze, var, where)
 from .argcheck import ShapeError
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .serialization import CheckpointError, load, save
