@@ -101,7 +101,8 @@ def squeeze(x, dim=None):
 def flatten(x, start_dim=0, end_dim=-1):
     """Dims start_dim to end_dim (inclusive) merged into one, as a reshape; a 0-d tensor becomes shape (1,)."""
     if x.ndim == 0:
-        args.axes(start_dim, x.shape, 'flatten'), args.axes(end_dim, x.shape, 'flatten')  # only 0 or -1
+        for d in (start_dim, end_dim):
+            args.axes(d, x.shape, 'flatten')  # only dim 0 or -1, as PyTorch
         return Reshape.apply(x, shape=(1,))
     start, end = args.axis(start_dim, x.shape, 'flatten'), args.axis(end_dim, x.shape, 'flatten')
     if start > end:
