@@ -88,7 +88,7 @@ def hard_vs_soft(T=4, d_k=8, seed=0, eps=1e-4, device='cpu'):
         return (S / temperature).softmax(axis=-1)
 
     def hard(S):  # one-hot of each row's argmax: a comparison, so no gradient flows back to S
-        return (S == S.max(axis=-1, keepdims=True)).astype('float64')
+        return (S == S.amax(dim=-1, keepdim=True)).astype('float64')
 
     def autograd(weights_of):
         S = mt.tensor(S0, device=device, requires_grad=True)
@@ -127,7 +127,7 @@ def small_numbers(samples=20000, seed=0, device='cpu'):
     stds = []
     for d_k, printed_std in article.DOT_PRODUCT_STD.items():
         q, k = mt.randn(samples, d_k).to(device), mt.randn(samples, d_k).to(device)
-        measured = (q * k).sum(axis=-1).var().sqrt().item()
+        measured = (q * k).sum(axis=-1).var(correction=0).sqrt().item()
         stds.append((d_k, printed_std, math.sqrt(d_k), measured, 2 * math.sqrt(d_k)))
 
     x, printed_argmax = article.ARGMAX_EXAMPLE

@@ -68,7 +68,7 @@ def measure(ns, d=64, n_heads=4, repeats=3, timing=True, device='cpu', seed=0):
         with mt.no_grad():
             attention(x)
         scores = attention.last_scores
-        row = {'n': n, 'score_bytes': scores.size * scores.dtype.itemsize, 'device': scores.device,
+        row = {'n': n, 'score_bytes': scores.numel() * scores.dtype.itemsize, 'device': scores.device,
                'attention_depth': graph_depth(attention(x)), 'rnn_depth': graph_depth(rnn(x)[0]),
                'attention_madds': 4 * n * d * d + 2 * n * n * d, 'rnn_madds': 2 * n * d * d}
         if timing:

@@ -51,7 +51,7 @@ def reverse_maps(steps=150, length=6, n_test=64, seed=0, device='cpu'):
     return {'maps': maps,
             'anti_diagonal': [sum(head[t][L - 1 - t] for t in range(L)) / L for head in maps],
             'argmax': [[max(range(L), key=lambda s: head[t][s]) for t in range(L)] for head in maps],
-            'token_accuracy': (logits.argmax(axis=-1) == tgt).astype('float32').mean().item(), 'device': logits.device}
+            'token_accuracy': (logits.argmax(dim=-1) == tgt).astype('float32').mean().item(), 'device': logits.device}
 
 
 # ---------------------------------------------------------------------------- 2. the char GPT

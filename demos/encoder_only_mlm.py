@@ -41,7 +41,7 @@ def corruption_shares(ids, inputs, labels):
     n = chosen.sum().item()
     masked = ((inputs == MASK) & chosen).sum().item()
     kept = ((inputs == ids) & chosen).sum().item()
-    return {'chosen': n / ids.size, 'mask': masked / n, 'random': (n - masked - kept) / n, 'kept': kept / n}
+    return {'chosen': n / ids.numel(), 'mask': masked / n, 'random': (n - masked - kept) / n, 'kept': kept / n}
 
 
 def recoverable(ids, inputs, labels):

@@ -102,9 +102,9 @@ def key_value_reading(model, answers):
     ffn = model.ffn
     with mt.no_grad():
         hidden = ACTIVATIONS[ffn.activation](ffn.W_1(model.keys))                # (N, d_ff)
-        top = hidden.argmax(axis=-1)                                             # (N,)
+        top = hidden.argmax(dim=-1)                                             # (N,)
         writes = ffn.W_2.weight[top] @ model.objects.T                           # (N, N): unit's value vs objects
-    return (writes.argmax(axis=-1) == answers).astype('float64').mean().item()
+    return (writes.argmax(dim=-1) == answers).astype('float64').mean().item()
 
 
 FULL = dict(facts=1024, steps=600)  # --full

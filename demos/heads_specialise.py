@@ -99,7 +99,7 @@ def train_neighbours(n_heads, steps=300, n=8, B=32, seed=0, device='cpu'):
     ids = why_separate_qk.copy_batch(10 ** 6, 256, n, 10, seed, device)
     with mt.no_grad():
         previous, following = model(ids)
-    hits = [(logits[:, 1:-1].argmax(axis=-1) == target).astype('float32').mean().item()
+    hits = [(logits[:, 1:-1].argmax(dim=-1) == target).astype('float32').mean().item()
             for logits, target in ((previous, ids[:, :-2]), (following, ids[:, 2:]))]
     A = model.attention.last_weights.mean(axis=0)                    # (h, n, n)
     inner = range(1, n - 1)

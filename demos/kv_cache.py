@@ -48,11 +48,11 @@ BF16 = 2  # bytes per cached number as served
 
 def cache_numbers(caches):
     """Numbers held by a list of KVCaches (MLA's too: its c and k_R sit in the K and V slots)."""
-    return sum(c.K.size + c.V.size for c in caches)
+    return sum(c.K.numel() + c.V.numel() for c in caches)
 
 
 def cache_bytes(caches):
-    return sum(t.size * t.dtype.itemsize for c in caches for t in (c.K, c.V))
+    return sum(t.numel() * t.dtype.itemsize for c in caches for t in (c.K, c.V))
 
 
 # ---------------------------------------------------------------------------- small: a whole GPT
@@ -75,7 +75,7 @@ def generate_with_cache(model, prompt, n):
     with mt.no_grad():
         logits, ids = model(prompt, cache=cache), prompt
         for i in range(n):
-            next_id = logits[:, -1].argmax(axis=-1).reshape(-1, 1)
+            next_id = logits[:, -1].argmax(dim=-1).reshape(-1, 1)
             ids = mt.concatenate([ids, next_id], axis=1)
             if i < n - 1:                                       # the last token is never fed back
                 logits = model(next_id, cache=cache)

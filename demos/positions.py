@@ -142,7 +142,7 @@ def accuracy_by_position(model, T, n=64, seed=1, device='cpu'):
     ids, targets = recency_batch(random.Random(seed), n, T, device=device)
     try:
         with mt.no_grad():
-            predicted = model(ids).argmax(axis=-1)
+            predicted = model(ids).argmax(dim=-1)
     except ValueError:  # LearnedPositionalEmbedding: no row for positions >= max_len
         return None, None
     scored = targets >= 0

@@ -90,9 +90,9 @@ def stream_variances(norm_place, n_layers, d_model=32, n_heads=4, B=8, n=16, see
     mt.manual_seed(seed)
     encoder = xavier_init(Encoder(n_layers, d_model, n_heads, norm=norm_place)).to(device)
     stream, received = [], []
-    handles = [layer.register_forward_hook(lambda m, args, out: stream.append(args[0].var().item()))
+    handles = [layer.register_forward_hook(lambda m, args, out: stream.append(args[0].var(correction=0).item()))
                for layer in encoder.layers]
-    handles += [layer.self_attn.register_forward_hook(lambda m, args, out: received.append(args[0].var().item()))
+    handles += [layer.self_attn.register_forward_hook(lambda m, args, out: received.append(args[0].var(correction=0).item()))
                 for layer in encoder.layers]
     with mt.no_grad():
         encoder(mt.randn(B, n, d_model).to(device))

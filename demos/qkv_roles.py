@@ -75,7 +75,7 @@ def diagonal_share(n=8, d=64, samples=200, seed=0, device='cpu'):
     A = attention.last_weights                                            # (samples, n, n)
     eye = mt.eye(n, dtype='float64', device=device)
     on_diagonal = (A * eye).sum(axis=-1)                                  # (samples, n)
-    is_max = (A.argmax(axis=-1) == mt.arange(n, device=device)).astype('float64')
+    is_max = (A.argmax(dim=-1) == mt.arange(n, device=device)).astype('float64')
     return is_max.mean().item(), on_diagonal.mean().item()
 
 
@@ -188,11 +188,11 @@ def mla_queries(d_model=64, n_heads=4, d_c=16, d_cq=24, n=5, seed=0, device='cpu
     for q in (None, d_cq):
         mt.manual_seed(seed)
         mla = MultiHeadLatentAttention(d_model, n_heads, d_c, d_cq=q).to(device)
-        counted = sum(W.weight.size for W in (mla.W_DQ, mla.W_UQ, mla.W_QR) if W is not None)
+        counted = sum(W.weight.numel() for W in (mla.W_DQ, mla.W_UQ, mla.W_QR) if W is not None)
         cache = KVCache()
         with mt.no_grad():
             mla(mt.randn(1, n, d_model).to(device), mask=causal_mask(n, device=device), cache=cache)
-        per_token = (cache.K.size + cache.V.size) // n
+        per_token = (cache.K.numel() + cache.V.numel()) // n
         out[q] = (counted, query_parameters(d_model, n_heads, mla.d_head, mla.d_rope, q), per_token)
     return out
 

@@ -48,7 +48,7 @@ def dot_products(d_k=128, rows=200, n=512, bound=30.0, seed=0, device='cpu'):
         s = (mt.randn(m, n, d_k).to(device) * mt.randn(m, n, d_k).to(device)).sum(axis=-1)   # (m, n)
         squares += (s * s).sum().item()
         beyond += (s.abs() > bound).sum().item()
-        row_max += s.abs().max(axis=-1).sum().item()
+        row_max += s.abs().amax(dim=-1).sum().item()
     return {'std': math.sqrt(squares / (rows * n)), 'beyond': beyond / (rows * n), 'row_max': row_max / rows}
 
 
@@ -92,7 +92,7 @@ def trained_scores(steps=200, seed=0, device='cpu'):
     scaled test scores in [-5, 5], 'largest': max |score|, 'spread': mean of each row's max - min, 'back'}."""
     result = qkv_roles.copy_previous(True, steps, seed=seed, device=device)
     S = result['scores']
-    spread = (S.max(axis=-1) - S.min(axis=-1)).mean().item()
+    spread = (S.amax(dim=-1) - S.amin(dim=-1)).mean().item()
     return {'device': S.device, 'within': (S.abs() <= 5).astype('float64').mean().item(),
             'largest': S.abs().max().item(),
             'spread': spread, 'back': result['back'], 'accuracy': result['accuracy']}

@@ -56,7 +56,7 @@ def score_statistics(d_ks=D_KS, B=32, n=16, seed=0, device='cpu'):
             q, k, v = (mt.randn(B, n, d_k).to(device) for _ in range(3))
             with mt.no_grad():
                 _, weights, scores = attend(q, k, v, scale=scale_of(d_k))
-            rows.append((name, d_k, scores.var().item(), weights.max(axis=-1).mean().item()))
+            rows.append((name, d_k, scores.var(correction=0).item(), weights.amax(dim=-1).mean().item()))
     return rows
 
 

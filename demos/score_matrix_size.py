@@ -28,7 +28,7 @@ def patches(image, p=PATCH):
     """(C, H, W) -> (H/p * W/p, p * p * C): patch (i, j) is row i * (W/p) + j, its pixels row by row, colours last."""
     C, H, W = image.shape
     grid = image.reshape(C, H // p, p, W // p, p)                       # (C, i, y, j, x)
-    return grid.transpose(1, 3, 2, 4, 0).reshape((H // p) * (W // p), p * p * C)
+    return grid.permute(1, 3, 2, 4, 0).reshape((H // p) * (W // p), p * p * C)
 
 
 def vit_scores(seed=0, device='cpu'):
@@ -39,13 +39,13 @@ def vit_scores(seed=0, device='cpu'):
     X = patches(image)
     side = IMAGE // PATCH
     checked = max((X[i * side + j] - image[:, i * PATCH:(i + 1) * PATCH, j * PATCH:(j + 1) * PATCH]
-                   .transpose(1, 2, 0).reshape(-1)).abs().max().item() for i in range(side) for j in range(side))
+                   .permute(1, 2, 0).reshape(-1)).abs().max().item() for i in range(side) for j in range(side))
     attention = MultiHeadAttention(768, 12).to(device)
     with mt.no_grad():
         attention(X[None])
     shape = attention.last_weights.shape
     return {'device': attention.last_weights.device, 'patches': X.shape, 'checked': checked, 'weights': shape,
-            'per_head': shape[-1] * shape[-2], 'per_layer': attention.last_weights.size}
+            'per_head': shape[-1] * shape[-2], 'per_layer': attention.last_weights.numel()}
 
 
 # ---------------------------------------------------------------------------- 2. n^2
@@ -58,7 +58,7 @@ def scores_by_length(lengths=(128, 256, 512, 1024), d_model=64, seed=0, device='
         with mt.no_grad():
             attention(mt.randn(1, n, d_model).to(device))
         A = attention.last_weights
-        out[n] = (A.size, A.size * A.data.itemsize)
+        out[n] = (A.numel(), A.numel() * A.data.itemsize)
     return out
 
 

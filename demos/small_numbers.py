@@ -71,7 +71,7 @@ def batchnorm_statistics(batch_sizes=(32, 2), n=10, d_model=8, n_batches=200, se
             with mt.no_grad():
                 bn(x)
             means.append(bn.running_mean[0].item())
-        out[B] = (x.size // d_model, statistics.pstdev(means))
+        out[B] = (x.numel() // d_model, statistics.pstdev(means))
     return out
 
 

@@ -44,7 +44,7 @@ def copy_previous(model, steps, lesson, n=8, B=32, vocab=10, seed=0, device='cpu
 
 def accuracy(logits, targets):
     """Fraction of positions whose largest logit is the target."""
-    return (logits.argmax(axis=-1) == targets).astype('float32').mean().item()
+    return (logits.argmax(dim=-1) == targets).astype('float32').mean().item()
 
 
 def tail_mean(losses, n=20):

@@ -143,7 +143,7 @@ def check_weights(parameters, step):
     """Raise Diverged unless every weight is finite (one number comes to the host)."""
     with mt.no_grad():
         finite = mt.stack([(p.abs() < math.inf).sum() for p in parameters]).sum().item()
-    if finite != sum(p.size for p in parameters):
+    if finite != sum(p.numel() for p in parameters):
         raise Diverged(f"train_gpt: a weight became nan or inf in step {step} (its loss was still finite), so "
                        f"training stopped before writing the checkpoint. Try {', or '.join(TRIES)}.")
 

@@ -38,7 +38,7 @@ def run(steps=300, lr=0.5, hidden=8, seed=0, device='cpu', verbose=True):
                 p.data -= lr * p.grad.data
         if verbose and (step % 50 == 1 or step == steps):
             print(f"step {step:4d}  loss {losses[-1]:.4f}")
-    predictions = ((X @ W1 + b1).tanh() @ W2 + b2).argmax(axis=-1)
+    predictions = ((X @ W1 + b1).tanh() @ W2 + b2).argmax(dim=-1)
     if verbose:
         print(table(['steps', 'mean loss'], window_means(losses, 5)))
         print("predictions", predictions.tolist(), "targets", y.tolist())

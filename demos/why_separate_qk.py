@@ -105,7 +105,7 @@ def train_copy_previous(steps=200, vocab=10, n=8, d_model=32, n_heads=1, B=32, l
         losses.append(check_loss(loss.item(), step + 1, lesson))
     ids = copy_batch(10 ** 6, 256, n, vocab, seed, device)               # a test batch never trained on
     with mt.no_grad():
-        predicted = model(ids)[:, 1:].argmax(axis=-1)
+        predicted = model(ids)[:, 1:].argmax(dim=-1)
         A = model.attention.last_weights.mean(axis=(0, 1))              # (n, n), over batch and heads
     t = list(range(1, n - 1))
     return {'model': model, 'losses': losses,

@@ -15,11 +15,12 @@ from .backend import manual_seed, set_default_device
 from .fused import fused, is_fused, set_fused  # mt.fused() is the switch (the package: import microtensor.fused.<module>)
 from .creation import (arange, as_tensor, eye, from_numpy, full, ones, ones_like, rand, randint, randn,
                        tensor, zeros, zeros_like)
-from .functional import (abs, add, broadcast_to, clip, concatenate, cos, cross_entropy, div, dropout,
-                         erf, exp, expand_dims, gelu, layer_norm, linear, log, log_softmax, masked_fill,
-                         masked_softmax, matmul, max, maximum, mean, min, minimum, mul, neg, pow, relu, reshape,
-                         sigmoid, sin, softmax, split, sqrt, squeeze, stack, sub, sum, swapaxes, tanh,
-                         transpose, var, where)
+from .functional import (abs, add, amax, amin, argmax, argmin, broadcast_to, cat, chunk, clip, clone, concatenate, cos,
+                         cross_entropy, div, dropout, erf, exp, expand_dims, flatten, gelu, layer_norm, linear, log,
+                         log_softmax, masked_fill, masked_softmax, matmul, max, maximum, mean, min, minimum, mul, neg,
+                         numel, permute, pow, relu, reshape, sigmoid, sin, softmax, split, sqrt, squeeze, stack, std,
+                         sub, sum, swapaxes, tanh, transpose, unflatten, unsqueeze, var, where)
+from .argcheck import ShapeError
 from .functional import (bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift,
                          bitwise_xor, floor_divide, remainder)
 from .ops.einsum import einsum

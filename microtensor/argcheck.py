@@ -24,6 +24,13 @@ import operator
 import os
 
 
+class ShapeError(RuntimeError, ValueError):
+    """Shapes that do not fit together (broadcasting, matmul, reshape, cat, ...).
+
+    PyTorch raises RuntimeError for these and numpy ValueError: this class is both, so
+    `except RuntimeError` (a PyTorch habit) and `except ValueError` (a numpy habit) both catch it."""
+
+
 def fail(error, where, message):
     """Raise error("where: message") (just the message when where is None)."""
     raise error(f"{where}: {message}" if where else message) from None

@@ -411,7 +411,7 @@ def _initial_grad(y, g, op='backward'):
         raise RuntimeError(f"{op}: this tensor does not require grad and has no graph "
                            "(was it computed under no_grad(), or from tensors without requires_grad=True?)")
     if g is None:
-        if y.size != 1:
+        if y.numel() != 1:
             raise RuntimeError(f"{op}: the output has shape {y.shape}, not a scalar; "
                                "pass grad= (a tensor of the same shape) or reduce it first (e.g. .sum())")
         return Tensor._wrap(backend.array_module(y.data).ones_like(y.data))
@@ -428,9 +428,19 @@ def _initial_grad(y, g, op='backward'):
     return g
 
 
+# how numpy and cupy word a ValueError about shapes that do not fit together
+SHAPE_MISMATCH = ('could not be broadcast', 'could not broadcast', 'non-broadcastable', 'cannot reshape',
+                  'must match exactly', 'must have the same shape', 'mismatch in its core dimension',
+                  'shape mismatch', 'shapes not aligned')
+
+
 def error_kind(error):
-    """IndexError, ValueError or TypeError: the plain class of a backend's error (numpy's AxisError
-    is both an IndexError and a ValueError; some of its TypeErrors cannot be built from a message)."""
+    """ShapeError, IndexError, ValueError or TypeError: the plain class of a backend's error (numpy's
+    AxisError is both an IndexError and a ValueError; some of its TypeErrors cannot be built from a
+    message).  A ValueError about shapes is a ShapeError, as our own shape checks raise."""
+    if isinstance(error, ShapeError) or isinstance(error, ValueError) and not isinstance(error, IndexError) \
+            and any(words in str(error) for words in SHAPE_MISMATCH):
+        return ShapeError
     return next((kind for kind in (IndexError, ValueError, TypeError) if isinstance(error, kind)), ValueError)
 
 
@@ -441,6 +451,7 @@ def take_output(fn, tensor):
     tensor.creator, tensor.requires_grad = fn, True
 
 
+from .argcheck import ShapeError  # noqa: E402
 from .tensor import Tensor  # noqa: E402  (tensor.py imports this module first)
 from .contract import (IncomingGradients, check_backward_result, check_forward_result,  # noqa: E402
                        check_hook_result, check_inputs)

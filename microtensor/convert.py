@@ -44,6 +44,10 @@ def as_tensor(value, like, op='op', dtype=None):
         backend.check_on_device(value, like.device, op, 'operand')
         array = value.copy()
     elif isinstance(value, (numbers.Number, list, tuple)):
+        if isinstance(value, (list, tuple)) and holds_tensor(value):
+            raise TypeError(f"{op}: an operand is a {type(value).__name__} holding tensors ({argcheck.short(value)}), "
+                            "not a tensor: max(dim) and min(dim) return (values, indices), so take .values (or "
+                            "unpack it); to join tensors use mt.stack or mt.concatenate")
         try:
             array = xp.asarray(value)
         except (ValueError, TypeError, OverflowError) as error:
@@ -56,6 +60,11 @@ def as_tensor(value, like, op='op', dtype=None):
         raise TypeError(f"{op}: expected a Tensor, a number or an array of numbers, got "
                         f"{type(value).__name__} ({argcheck.short(value)})")
     return Tensor._wrap(array if dtype is None else array.astype(dtype, copy=False))
+
+
+def holds_tensor(value):
+    """Does a (nested) list or tuple hold a Tensor?  numpy would turn it into an array of their values."""
+    return any(isinstance(v, Tensor) or isinstance(v, (list, tuple)) and holds_tensor(v) for v in value)
 
 
 def tensor_arg(x, op, what='x'):

@@ -1,4 +1,4 @@
-"""Function forms of the Tensor methods: mt.exp(x), mt.sum(x, axis), mt.maximum(a, b), ...
+"""Function forms of the Tensor methods: mt.exp(x), mt.sum(x, dim), mt.maximum(a, b), ...
 
 Each one names the op in microtensor/ops/ that does the work; linear, softmax, log_softmax,
 masked_softmax, cross_entropy, gelu and layer_norm run the fused layer's op instead when it
@@ -67,6 +67,7 @@ maximum = _binary(elementwise.Maximum)
 minimum = _binary(elementwise.Minimum)
 matmul, linear, masked_softmax = linalg.matmul, linalg.linear, attention.masked_softmax
 concatenate, stack, split = shape.concatenate, shape.stack, shape.split
+cat = concatenate  # PyTorch's name
 where, masked_fill = select.where, select.masked_fill
 softmax, log_softmax, cross_entropy, gelu = nn.softmax, nn.log_softmax, nn.cross_entropy, nn.gelu
 layer_norm, dropout = nn.layer_norm, nn.dropout
@@ -85,14 +86,27 @@ def abs(x): return tensor_arg(x, 'abs').abs()
 def bitwise_not(x): return ~tensor_arg(x, 'bitwise_not')
 def erf(x): return elementwise.Erf.apply(floating(tensor_arg(x, 'erf')))
 def clip(x, min=None, max=None): return tensor_arg(x, 'clip').clip(min, max)
-def sum(x, axis=None, keepdims=False): return tensor_arg(x, 'sum').sum(axis, keepdims)
-def mean(x, axis=None, keepdims=False): return tensor_arg(x, 'mean').mean(axis, keepdims)
-def var(x, axis=None, keepdims=False, ddof=0): return tensor_arg(x, 'var').var(axis, keepdims, ddof)
-def max(x, axis=None, keepdims=False): return tensor_arg(x, 'max').max(axis, keepdims)
-def min(x, axis=None, keepdims=False): return tensor_arg(x, 'min').min(axis, keepdims)
+# (reductions take PyTorch's dim= and keepdim=, or numpy's axis= and keepdims= by name)
+def sum(x, dim=None, keepdim=False, **names): return tensor_arg(x, 'sum').sum(dim, keepdim, **names)
+def mean(x, dim=None, keepdim=False, **names): return tensor_arg(x, 'mean').mean(dim, keepdim, **names)
+def var(x, dim=None, unbiased=None, keepdim=False, **names): return tensor_arg(x, 'var').var(dim, unbiased, keepdim, **names)
+def std(x, dim=None, unbiased=None, keepdim=False, **names): return tensor_arg(x, 'std').std(dim, unbiased, keepdim, **names)
+def max(x, dim=None, keepdim=False, **names): return tensor_arg(x, 'max').max(dim, keepdim, **names)
+def min(x, dim=None, keepdim=False, **names): return tensor_arg(x, 'min').min(dim, keepdim, **names)
+def amax(x, dim=None, keepdim=False, **names): return tensor_arg(x, 'amax').amax(dim, keepdim, **names)
+def amin(x, dim=None, keepdim=False, **names): return tensor_arg(x, 'amin').amin(dim, keepdim, **names)
+def argmax(x, dim=None, keepdim=False, **names): return tensor_arg(x, 'argmax').argmax(dim, keepdim, **names)
+def argmin(x, dim=None, keepdim=False, **names): return tensor_arg(x, 'argmin').argmin(dim, keepdim, **names)
+def numel(x): return tensor_arg(x, 'numel').numel()
 def reshape(x, *shape): return tensor_arg(x, 'reshape').reshape(*shape)
-def transpose(x, *axes): return tensor_arg(x, 'transpose').transpose(*axes)
+def transpose(x, *dims): return tensor_arg(x, 'transpose').transpose(*dims)
+def permute(x, *dims): return tensor_arg(x, 'permute').permute(*dims)
 def swapaxes(x, axis1, axis2): return tensor_arg(x, 'swapaxes').swapaxes(axis1, axis2)
 def expand_dims(x, axis): return tensor_arg(x, 'expand_dims').expand_dims(axis)
-def squeeze(x, axis=None): return tensor_arg(x, 'squeeze').squeeze(axis)
+def unsqueeze(x, dim): return tensor_arg(x, 'unsqueeze').unsqueeze(dim)
+def squeeze(x, dim=None): return tensor_arg(x, 'squeeze').squeeze(dim)
+def flatten(x, start_dim=0, end_dim=-1): return tensor_arg(x, 'flatten').flatten(start_dim, end_dim)
+def unflatten(x, dim, sizes): return tensor_arg(x, 'unflatten').unflatten(dim, sizes)
+def chunk(x, chunks, dim=0): return tensor_arg(x, 'chunk').chunk(chunks, dim)
+def clone(x): return tensor_arg(x, 'clone').clone()
 def broadcast_to(x, shape): return tensor_arg(x, 'broadcast_to').broadcast_to(shape)

@@ -12,6 +12,7 @@ import operator
 import warnings
 
 from . import argcheck, backend
+from .argcheck import ShapeError
 
 DEFAULT_FLOAT = backend.dtype('float32')
 REPR_MAX_VALUES = 100  # a bigger tensor's repr is one line: shape, dtype, device, |x|, creator
@@ -43,9 +44,10 @@ class Tensor:
     The loop lives in microtensor/autograd.py (backward_loop); each op's forward and
     backward sit side by side in microtensor/ops/ (e.g. Tanh in ops/elementwise.py).
 
-    Operators and methods follow numpy's names and broadcasting (x @ W, x.sum(axis=0)),
-    with PyTorch's autograd habits (backward, retain_grad, register_hook, detach), its
-    dtype promotion (int64 * 0.5 is float32: microtensor/promotion.py) and its in-place
+    Operators and methods mean what PyTorch's mean (x.max(1) is (values, indices), x.var()
+    divides by n - 1, x.transpose(0, 1) swaps); numpy's spellings axis= and keepdims= are
+    accepted beside dim= and keepdim=.  Broadcasting is numpy's (PyTorch's is the same), with
+    PyTorch's autograd habits (backward, retain_grad, register_hook, detach), its dtype promotion (int64 * 0.5 is float32: microtensor/promotion.py) and its in-place
     arithmetic (with mt.no_grad(): p -= lr * p.grad writes into p's memory).
     """
     __slots__ = ('data', '_grad', 'requires_grad', 'creator', 'name',
@@ -98,8 +100,14 @@ class Tensor:
         """The number of dimensions, len(shape)."""
         return self.data.ndim
 
-    @property
-    def size(self):
+    def size(self, dim=None):
+        """The shape, as PyTorch's x.size(): a tuple; x.size(dim) is one dimension's size (an int).
+        (numpy's x.size, the number of elements, is x.numel() here.)"""
+        if dim is None:
+            return self.data.shape
+        return self.data.shape[_args.axis(dim, self.shape, 'size')]
+
+    def numel(self):
         """The number of elements, the product of shape."""
         return self.data.size
 
@@ -133,7 +141,7 @@ class Tensor:
 
     def __repr__(self):
         """tensor([...values...]) up to REPR_MAX_VALUES elements; bigger: shape, dtype, device and |x|."""
-        big = self.size > REPR_MAX_VALUES
+        big = self.data.size > REPR_MAX_VALUES
         extras = [f"name={self.name!r}"] if self.name else []
         if big:
             from .inspect.steps import norm  # (inspect imports this module)
@@ -265,7 +273,7 @@ class Tensor:
         return int(self._number('int()'))
 
     def _number(self, caller):
-        if self.size != 1:
+        if self.data.size != 1:
             raise ValueError(f"{caller}: only a one-element tensor can become a Python number, not one "
                              f"of shape {self.shape}; reduce it first (e.g. .sum(), .norm()) or index one element")
         return self.data.reshape(()).item()
@@ -353,6 +361,8 @@ class Tensor:
         if not _index.is_basic(index):
             index = _index.normalize(index, self, 'setitem')
         value = as_tensor(value, self, 'setitem')
+        if value.ndim and not _index.is_basic(index):
+            _index.check_mixed_write(index, self, value)
         if type(value.data) is not type(self.data):
             raise RuntimeError(f"setitem: the value is on '{value.device}' but the tensor is on '{self.device}'; "
                                f"move it with .to('{self.device}') first")
@@ -422,7 +432,7 @@ class Tensor:
         x its gradient and buf's old value gets none."""
         source = param_array(other, self, 'copy_', 'source')
         if not backend.broadcasts_to(source.shape, self.shape):
-            raise ValueError(f"copy_: a source of shape {source.shape} does not broadcast to the tensor's shape "
+            raise ShapeError(f"copy_: a source of shape {source.shape} does not broadcast to the tensor's shape "
                              f"{self.shape}")
         check_cast(source, self.dtype, 'copy_')
         graph = autograd.is_grad_enabled() and (self.requires_grad or isinstance(other, Tensor) and other.requires_grad)
@@ -480,7 +490,7 @@ class Tensor:
 
     def __matmul__(self, other):
         """self @ other: matrix product, batched over leading dimensions."""
-        return _linalg.matmul(self, other)
+        return _linalg.matmul(self, as_tensor(other, self, 'matmul'))
 
     def __rmatmul__(self, other):
         """other @ self."""
@@ -489,6 +499,8 @@ class Tensor:
     # comparisons and logic give boolean tensors and no gradient
     def _no_grad_op(self, other, op, fn):
         """fn(self.data, other's array) as a new tensor, outside the graph; errors name `op`."""
+        if isinstance(other, (list, tuple)) and holds_tensor(other):
+            as_tensor(other, self, op)  # refuses (x == x.max(1) would compare with the values and the indices)
         try:
             other = as_tensor(other, self, op)
         except TypeError:
@@ -528,7 +540,7 @@ class Tensor:
 
     def __bool__(self):
         """bool(t) of a one-element tensor (use .any() or .all() for more)."""
-        if self.size != 1:
+        if self.data.size != 1:
             raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any() or .all()")
         return bool(self.data)
 
@@ -574,6 +586,10 @@ class Tensor:
         """|x|, elementwise."""
         return _ew.Abs.apply(self)
 
+    def clamp(self, min=None, max=None):
+        """x limited to [min, max] (PyTorch's name of clip)."""
+        return self.clip(min, max)
+
     def clip(self, min=None, max=None):
         """x limited to [min, max], elementwise (None: no bound on that side)."""
         low = None if min is None else argcheck.real(min, 'clip', 'min')
@@ -584,49 +600,75 @@ class Tensor:
         return _ew.Clip.apply(x, low=low, high=high)
 
     # ------------------------------------------------------------------ reductions
-    def sum(self, axis=None, keepdims=False):
-        """The sum over axis (None: all elements), as numpy."""
-        return _reduce.Sum.apply(self, axis=axis, keepdims=keepdims)
+    # (PyTorch's dim= and keepdim=; numpy's axis= and keepdims= are accepted as their other names)
+    def sum(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The sum over dim (None: all elements)."""
+        dim, keepdim = _args.dim_keepdim('sum', dim, keepdim, axis, keepdims)
+        return _reduce.Sum.apply(self, axis=dim, keepdims=keepdim)
 
-    def mean(self, axis=None, keepdims=False):
-        """The mean over axis (None: all elements), as numpy."""
-        return _reduce.mean(self, axis, keepdims)
+    def mean(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The mean over dim (None: all elements)."""
+        dim, keepdim = _args.dim_keepdim('mean', dim, keepdim, axis, keepdims)
+        return _reduce.mean(self, dim, keepdim)
 
-    def var(self, axis=None, keepdims=False, ddof=0):
-        """The variance over axis (ddof=0: divide by n, as numpy); of integers, in float32."""
-        return _reduce.Var.apply(floating(self), axis=axis, keepdims=keepdims, ddof=ddof)
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None, ddof=None, axis=None, keepdims=None):
+        """The variance over dim, dividing by n - 1 as PyTorch (correction=1; correction=0, unbiased=False
+        or numpy's ddof=0 divide by n); of integers, in float32."""
+        return _reduce.variance(floating(self), 'var', dim, unbiased, keepdim, correction, ddof, axis, keepdims)
 
-    def max(self, axis=None, keepdims=False):
-        """The maximum over axis; ties share the gradient."""
-        return _reduce.Max.apply(self, axis=axis, keepdims=keepdims)
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None, ddof=None, axis=None, keepdims=None):
+        """The standard deviation over dim: sqrt(var), with var's correction (n - 1 unless told otherwise)."""
+        return _reduce.variance(floating(self), 'std', dim, unbiased, keepdim, correction, ddof, axis, keepdims)
 
-    def min(self, axis=None, keepdims=False):
-        """The minimum over axis; ties share the gradient."""
-        return _reduce.Min.apply(self, axis=axis, keepdims=keepdims)
+    def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """As PyTorch: x.max() is the largest element (ties share the gradient); x.max(dim) is the named
+        tuple (values, indices), its gradient going to the index only; x.max(other) is mt.maximum."""
+        if isinstance(dim, Tensor):
+            return binary(_ew.Maximum, self, dim, 'maximum')
+        return _reduce.extreme(self, 'max', dim, keepdim, axis, keepdims)
 
-    def norm(self, ord=None, axis=None, keepdims=False):
-        """numpy.linalg.norm: by default sqrt(sum(x**2)) over all elements; differentiable
-        (vector ords None, 2, 1, inf, -inf, 0, p; matrix ords None, 'fro', 1, -1, inf, -inf)."""
-        return _reduce.norm(self, ord, axis, keepdims)
+    def min(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """As PyTorch: x.min() is the smallest element; x.min(dim) is the named tuple (values, indices)."""
+        if isinstance(dim, Tensor):
+            return binary(_ew.Minimum, self, dim, 'minimum')
+        return _reduce.extreme(self, 'min', dim, keepdim, axis, keepdims)
+
+    def amax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The maximum over dim (one or several; None: all), values only; ties share the gradient evenly."""
+        dim, keepdim = _args.dim_keepdim('amax', dim, keepdim, axis, keepdims)
+        return _reduce.Max.apply(self, axis=dim, keepdims=keepdim)
+
+    def amin(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The minimum over dim (one or several; None: all), values only; ties share the gradient evenly."""
+        dim, keepdim = _args.dim_keepdim('amin', dim, keepdim, axis, keepdims)
+        return _reduce.Min.apply(self, axis=dim, keepdims=keepdim)
+
+    def norm(self, p='fro', dim=None, keepdim=False, *, ord=None, axis=None, keepdims=None):
+        """PyTorch's x.norm(p, dim): the vector p-norm of the elements over dim (None: all of them, of
+        any shape), by default sqrt(sum(x**2)); p may be 2 ('fro'), 1, inf, -inf, 0 or any number.
+        With ord= (numpy's and torch.linalg.norm's name) it is numpy.linalg.norm instead: for two
+        dims (or a matrix) ord 1, -1, inf, -inf are matrix norms (the largest column or row sum)."""
+        dim, keepdim = _args.dim_keepdim('norm', dim, keepdim, axis, keepdims)
+        if ord is not None:
+            if p != 'fro':
+                raise TypeError(f"norm: got p={p!r} and ord={ord!r}: p is PyTorch's vector norm, ord numpy's "
+                                "(and torch.linalg.norm's) vector or matrix norm; pass one of them")
+            return _reduce.norm(self, ord, dim, keepdim)
+        return _reduce.vector_norm(self, p, dim, keepdim)
 
     def sum_to(self, shape):
         """Sum down to a shape x was broadcast from (how backward undoes broadcasting)."""
         return _reduce.sum_to(self, shape)
 
-    def argmax(self, axis=None):
-        """The index of the maximum over axis (an integer tensor, no gradient)."""
-        return self._arg_reduce('argmax', axis)
+    def argmax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The index of the maximum over dim, or in the flattened tensor (an int64 tensor, no gradient)."""
+        dim, keepdim = _args.dim_keepdim('argmax', dim, keepdim, axis, keepdims)
+        return _reduce.arg_extreme(self, 'argmax', dim, keepdim)
 
-    def argmin(self, axis=None):
-        """The index of the minimum over axis (an integer tensor, no gradient)."""
-        return self._arg_reduce('argmin', axis)
-
-    def _arg_reduce(self, op, axis):
-        """The index of the largest (argmax) or smallest (argmin) entry, over `axis` or the flattened tensor."""
-        axis = None if axis is None else _args.axis(axis, self.shape, op)
-        if self.size == 0:
-            raise ValueError(f"{op}: a tensor of shape {self.shape} has no entry to pick")
-        return Tensor._wrap(getattr(self.data, op)(axis=axis))
+    def argmin(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The index of the minimum over dim, or in the flattened tensor (an int64 tensor, no gradient)."""
+        dim, keepdim = _args.dim_keepdim('argmin', dim, keepdim, axis, keepdims)
+        return _reduce.arg_extreme(self, 'argmin', dim, keepdim)
 
     # ------------------------------------------------------------------ shapes
     def reshape(self, *shape):
@@ -637,43 +679,93 @@ class Tensor:
         """The same as reshape (the PyTorch name)."""
         return _shape.reshape(self, *shape)
 
-    def flatten(self):
-        """The elements as one dimension."""
-        return _shape.reshape(self, -1)
+    def flatten(self, start_dim=0, end_dim=-1):
+        """Dims start_dim to end_dim merged into one (by default all of them: a 1-D tensor)."""
+        return _shape.flatten(self, start_dim, end_dim)
 
-    def transpose(self, *axes):
-        """Dimensions permuted by axes (none given: reversed), as numpy."""
-        return _shape.transpose(self, *axes)
+    def unflatten(self, dim, sizes):
+        """Dim `dim` split into `sizes` (one may be -1): x.unflatten(-1, (n_heads, d_head))."""
+        return _shape.unflatten(self, dim, sizes)
+
+    def transpose(self, *dims):
+        """PyTorch's transpose(dim0, dim1): two dims swapped.  Extensions that cannot be mistaken for a
+        swap: no dims reverses them all (as x.T), and a tuple (or 3+ dims) permutes, as permute."""
+        return _shape.transpose(self, *dims)
+
+    def permute(self, *dims):
+        """Dims reordered: x.permute(2, 0, 1) (or a tuple); dim i of the result is dim dims[i] of x."""
+        return _shape.permute(self, *dims)
 
     @property
     def T(self):
         """The transpose: dimensions reversed."""
         return _shape.transpose(self)
 
+    def t(self):
+        """A matrix transposed (a vector or a 0-d tensor as it is), as PyTorch's t()."""
+        if self.ndim > 2:
+            raise ShapeError(f"t: takes a tensor of at most 2 dimensions, not shape {self.shape}; use transpose(d0, d1) "
+                             "or permute")
+        return _shape.transpose(self)
+
+    def dim(self):
+        """The number of dimensions (PyTorch's name of ndim)."""
+        return self.data.ndim
+
+    @property
+    def mT(self):
+        """The last two dimensions swapped: each matrix of a batch transposed."""
+        return _shape.matrix_transpose(self)
+
     def swapaxes(self, axis1, axis2):
-        """Exchange two dimensions."""
+        """Exchange two dimensions (numpy's name of transpose(dim0, dim1))."""
         return _shape.swapaxes(self, axis1, axis2)
 
     def expand_dims(self, axis):
         """Insert a dimension of size 1 at axis."""
         return _shape.expand_dims(self, axis)
 
-    def unsqueeze(self, axis):
-        """Insert a dimension of size 1 at axis (the PyTorch name of expand_dims)."""
-        return _shape.expand_dims(self, axis)
+    def unsqueeze(self, dim):
+        """Insert a dimension of size 1 at dim (the PyTorch name of expand_dims)."""
+        return _shape.expand_dims(self, dim)
 
-    def squeeze(self, axis=None):
-        """Remove dimensions of size 1 (all of them, or the given axis)."""
-        return _shape.squeeze(self, axis)
+    def squeeze(self, dim=None):
+        """Remove dimensions of size 1: all of them, or those of `dim` (one or a tuple) that have size 1
+        (a named dim of another size stays, as in PyTorch)."""
+        return _shape.squeeze(self, dim)
+
+    def expand(self, *sizes):
+        """Repeat dims of size 1 to sizes (-1 keeps a dim), as PyTorch; new dims may lead."""
+        return _shape.expand(self, *sizes)
+
+    def clone(self):
+        """A copy in new memory, still in the graph (its gradient flows back to self)."""
+        return _shape.Clone.apply(self)
+
+    def contiguous(self):
+        """self when its memory is C-ordered, else a C-ordered copy in the graph."""
+        return _shape.contiguous(self)
+
+    def split(self, split_size_or_sections, dim=0):
+        """Chunks of split_size_or_sections along dim (an int), or pieces of the listed sizes; a tuple."""
+        return _shape.split(self, split_size_or_sections, dim)
+
+    def chunk(self, chunks, dim=0):
+        """`chunks` pieces along dim, each of ceil(size / chunks) (the last smaller; maybe fewer pieces)."""
+        return _shape.chunk(self, chunks, dim)
 
     def broadcast_to(self, shape):
         """Repeat along dimensions of size 1 to shape, as numpy (backward sums them back)."""
         return _shape.broadcast_to(self, shape)
 
     def __getitem__(self, index):
-        """t[index]: numpy indexing (ints, slices, None, integer and boolean tensors)."""
+        """t[index]: ints, slices, None, ..., integer and boolean tensors, as PyTorch reads them: where
+        ints mix with index tensors (x[1, :, ids]), the ints pick first (numpy's shape differs)."""
         if not _index.is_basic(index):  # arrays, lists, masks: checked, and private copies (ops/index.py)
             index = _index.normalize(index, self, 'GetItem')
+            steps = _index.split_ints(index)
+            if steps is not None:
+                return _shape.GetItem.apply(_shape.GetItem.apply(self, index=steps[0]), index=steps[1])
         return _shape.GetItem.apply(self, index=index)
 
     # ------------------------------------------------------------------ selection and nn
@@ -681,13 +773,13 @@ class Tensor:
         """A copy with value where mask is True."""
         return _select.masked_fill(self, mask, value)
 
-    def softmax(self, axis=-1):
-        """exp(x) / sum(exp(x)) along axis: each row becomes a probability distribution."""
-        return _nn.softmax(self, axis)
+    def softmax(self, dim=-1, *, axis=-1):
+        """exp(x) / sum(exp(x)) along dim (the last by default): each row becomes a probability distribution."""
+        return _nn.softmax(self, dim, axis=axis)
 
-    def log_softmax(self, axis=-1):
-        """log(softmax(x)) along axis, computed stably."""
-        return _nn.log_softmax(self, axis)
+    def log_softmax(self, dim=-1, *, axis=-1):
+        """log(softmax(x)) along dim (the last by default), computed stably."""
+        return _nn.log_softmax(self, dim, axis=axis)
 
     # ------------------------------------------------------------------ PyTorch's calls
     # dtype shorthands (float() and double() are above, with the other copies)
@@ -899,6 +991,8 @@ def binary(fn, a, b, op):
     x, other = (a, b) if isinstance(a, Tensor) else (b, a)
     if (type(other) is float or type(other) is int) and x.data.dtype.kind == 'f':
         return fn.apply(as_tensor(a, x, op), as_tensor(b, x, op))
+    if isinstance(other, (list, tuple)) and holds_tensor(other):
+        as_tensor(other, x, op)  # refuses, naming what to do instead
     if fn is _ew.Sub or fn is _ew.Pow:
         promotion.check_booleans(op, a, b, subtract=fn is _ew.Sub)
     a, b = promotion.operands(op, a, b)
@@ -921,7 +1015,7 @@ class _HookHandle:
 # The ops import Tensor from this module, so they are imported after it is defined.
 from . import autograd  # noqa: E402
 from .convert import (ONE_HOLDER, as_tensor, backend_call, check_cast, check_dtype,  # noqa: E402
-                      counter_holders, new_array, param_array, share_counter)
+                      counter_holders, holds_tensor, new_array, param_array, share_counter)
 from . import promotion  # noqa: E402
 from .promotion import floating  # noqa: E402
 from .ops import args as _args  # noqa: E402

@@ -96,7 +96,7 @@ def test_gpt_with_mla_generates_the_same_with_and_without_the_cache():
     ids = prompt
     with mt.no_grad():
         for _ in range(6):  # full recomputation: the whole sequence every step, no cache
-            ids = mt.concatenate([ids, model(ids)[:, -1].argmax(axis=-1).reshape(1, 1)], axis=1)
+            ids = mt.concatenate([ids, model(ids)[:, -1].argmax(dim=-1).reshape(1, 1)], axis=1)
     assert cached == ids.tolist()
 
 

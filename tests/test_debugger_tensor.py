@@ -44,8 +44,8 @@ def test_matrix_norms_match_numpy_and_gradcheck(device, ord, data, keepdims):
     axis = tuple(data.draw(st.permutations(range(x.ndim)))[:2]) if x.ndim == 3 else None
     assume(sums_apart(x.numpy(), ord, axis))
     expected = np.linalg.norm(x.numpy(), ord, axis=axis, keepdims=keepdims)
-    assert_forward(x.norm(ord, axis=axis, keepdims=keepdims), expected)
-    assert mt.gradcheck(lambda t: t.norm(ord, axis=axis, keepdims=keepdims), [x])
+    assert_forward(x.norm(ord=ord, axis=axis, keepdims=keepdims), expected)  # ord=: numpy's (torch.linalg's) norms
+    assert mt.gradcheck(lambda t: t.norm(ord=ord, axis=axis, keepdims=keepdims), [x])
 
 
 def sums_apart(a, ord, axis):
@@ -81,7 +81,7 @@ def test_gradient_at_zero_is_zero_not_nan(ord):
 @pytest.mark.parametrize('ord', MATRIX_ORDS, ids=str)
 def test_matrix_gradient_at_zero_is_zero(ord):
     x = mt.zeros(3, 2, requires_grad=True)
-    x.norm(ord).backward()
+    x.norm(ord=ord).backward()
     assert (x.grad.numpy() == 0).all()
 
 
@@ -92,18 +92,36 @@ def test_ties_share_the_gradient_as_max_does():
 
 
 @pytest.mark.parametrize('call, error, match', [
-    (lambda x: x.norm(2, axis=(0, 1)), ValueError, 'singular values'),
+    (lambda x: x.norm(ord=2, axis=(0, 1)), ValueError, 'singular values'),
     (lambda x: x.norm('nuc'), ValueError, 'singular values'),
-    (lambda x: x.norm('nuc', axis=0), ValueError, 'not a vector norm'),
-    (lambda x: x.reshape(1, 2, 3).norm(1), ValueError, 'axis='),
-    (lambda x: x.norm(axis=(0, 0)), ValueError, 'two different axes'),
-    (lambda x: x.norm(axis=(0, 1, 1)), ValueError, 'two different axes'),
+    (lambda x: x.norm(ord='nuc', axis=0), ValueError, 'not a vector norm'),
+    (lambda x: x.reshape(1, 2, 3).norm(ord=1), ValueError, 'axis='),
+    (lambda x: x.norm(ord=1, axis=(0, 0)), ValueError, 'two different axes'),
+    (lambda x: x.norm(ord=1, axis=(0, 1, 1)), ValueError, 'two different axes'),
+    (lambda x: x.norm(axis=(0, 0)), ValueError, 'names an axis twice'),
+    (lambda x: x.norm(1, ord=1), TypeError, "p is PyTorch's vector norm, ord numpy's"),
     (lambda x: x.norm(axis=2), IndexError, r'axis 2 .* shape \(2, 3\)'),
     (lambda x: x.argmax(axis=0).norm(), TypeError, 'floating-point'),
 ])
 def test_unsupported_norms_say_what_to_do(call, error, match):
     with pytest.raises(error, match=match):
         call(mt.randn(2, 3, requires_grad=True))
+
+
+@given(data=st.data(), keepdim=st.booleans())
+def test_p_norms_are_vector_norms_over_the_dims_as_pytorch(data, keepdim):
+    """x.norm(p, dim): (sum |x|^p)^(1/p) over the elements of dim, whatever their shape (numpy's
+    norm(x, 1) of a matrix is its largest column sum instead: that is x.norm(ord=1))."""
+    x = data.draw(distinct_tensors(offset=0.25, gap=0.5))
+    p = data.draw(st.sampled_from([2, 1, 3, INF, -INF, 'fro']))
+    dim = data.draw(st.sampled_from([None] + [tuple(range(x.ndim))[k:] for k in range(x.ndim)]))
+    flat = np.moveaxis(x.numpy(), dim or (), range(-len(dim or ()), 0)).reshape(
+        x.shape[:x.ndim - len(dim)] + (-1,)) if dim else x.numpy().reshape(-1)
+    expected = np.linalg.norm(flat, None if p == 'fro' else p, axis=-1)
+    if keepdim:
+        expected = np.reshape(expected, [1 if dim is None or i in dim else n for i, n in enumerate(x.shape)])
+    assert_forward(x.norm(p, dim, keepdim), expected)
+    assert mt.gradcheck(lambda t: t.norm(p, dim, keepdim), [x])
 
 
 # ---------------------------------------------------------------------------- numbers and repr

@@ -160,9 +160,53 @@ def _cross_entropy_ref(a, t, ignore_index=None):
 
 
 def _split_ref(a, sections, axis=0):
+    """PyTorch's split: an int is the size of each chunk, a list the sizes of the pieces."""
+    size = a.shape[axis]
     if isinstance(sections, (list, tuple)):
-        return np.split(a, sections, axis=axis)
-    return np.split(a, sections, axis=axis) if sections > 0 and a.shape[axis] % sections == 0 else 1 / 0
+        if sum(sections) != size or min(sections, default=0) < 0:
+            raise ValueError('the sizes do not add up to the axis')
+        return np.split(a, np.cumsum(sections)[:-1].tolist(), axis=axis)
+    if sections <= 0 and size:
+        raise ValueError('no chunk size')
+    return np.split(a, list(range(sections, size, sections)), axis=axis) if size else [a]
+
+
+def _reduced(a, axis):
+    """numpy's axis for PyTorch's dim: a 0-d tensor takes dim 0 or -1 (and reduces nothing); () is refused."""
+    if isinstance(axis, (tuple, list)) and not axis:
+        raise ValueError('dim=() means one thing in numpy and another in PyTorch')
+    one = axis[0] if isinstance(axis, (tuple, list)) and len(axis) == 1 else axis  # (0,) too
+    whole = isinstance(one, (int, np.integer)) and not isinstance(one, (bool, np.bool_)) and int(one) in (0, -1)
+    return None if a.ndim == 0 and whole else _ax(axis)
+
+
+def _arg_ref(a, axis, f):
+    """argmax / argmin as PyTorch: a 0-d tensor's index is 0; an empty tensor along a non-empty dim gives no index."""
+    if a.ndim == 0 and (axis is None or _reduced(a, axis) is None):
+        return np.int64(0)
+    if axis is not None and a.size == 0 and a.shape[axis] != 0:
+        return np.zeros(np.delete(np.array(a.shape), axis), dtype=np.int64)
+    return f(a, axis)
+
+
+def _squeeze_ref(a, axis):
+    """PyTorch's squeeze: of the named dims, only those of size 1 go; another size is left as it is."""
+    if axis is None:
+        return np.squeeze(a)
+    if a.ndim == 0:
+        return a.copy() if _reduced(a, axis) is None else 1 / 0
+    ones = tuple(i for i in (axis if isinstance(axis, (tuple, list)) else (axis,)) if a.shape[i] == 1)
+    return np.squeeze(a, ones)
+
+
+def _keep(keepdims):
+    """keepdims=None is numpy's keepdims not given (the engine's default, False): numpy itself refuses None."""
+    return False if keepdims is None else _flag(keepdims)
+
+
+def _values(out):
+    """max(dim) / min(dim) return (values, indices): the values."""
+    return out.values if isinstance(out, tuple) else out
 
 
 def _layer_norm_ref(a, gamma, eps):
@@ -171,6 +215,36 @@ def _layer_norm_ref(a, gamma, eps):
         raise ValueError('bad')
     c = a - a.mean(-1, keepdims=True)
     return c / np.sqrt((c * c).mean(-1, keepdims=True) + eps) * gamma + gamma
+
+
+def _expand_ref(a, sizes):
+    """PyTorch's expand: -1 keeps a dim, new dims lead (never -1), a dim of size 1 takes any size."""
+    sizes = tuple(sizes) if isinstance(sizes, (tuple, list)) else (sizes,)
+    if any(isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) for n in sizes):
+        raise TypeError('sizes are integers')
+    lead = len(sizes) - a.ndim
+    if lead < 0 or -1 in sizes[:lead]:
+        raise ValueError('a size for each dim, new ones not -1')
+    return np.broadcast_to(a, sizes[:lead] + tuple(n if s == -1 else s for s, n in zip(sizes[lead:], a.shape)))
+
+
+def _flatten_ref(a, start, end):
+    """PyTorch's flatten(start_dim, end_dim): those dims merged; a 0-d tensor becomes shape (1,)."""
+    if a.ndim == 0:
+        return a.reshape(1) if _reduced(a, start) is None and _reduced(a, end) is None else 1 / 0
+    start, end = (int(np.lib.array_utils.normalize_axis_index(d, a.ndim)) for d in (start, end))
+    if start > end:
+        raise ValueError('start after end')
+    return a.reshape(a.shape[:start] + (-1,) + a.shape[end + 1:]) if a.size else \
+        a.reshape(a.shape[:start] + (int(np.prod(a.shape[start:end + 1])),) + a.shape[end + 1:])
+
+
+def _chunk_ref(a, chunks, axis):
+    if isinstance(chunks, (bool, np.bool_)) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
+        raise ValueError('chunks >= 1')
+    size = a.shape[axis]
+    step = -(-size // chunks)
+    return np.split(a, list(range(step, size, step)), axis=axis) if size else [a] * chunks
 
 
 def _sum_to_ref(a, shape):
@@ -251,13 +325,20 @@ SPECS = [
          rtol=1e-5),
     # reductions
     *[Spec(n, lambda x, axis, keepdims, n=n: getattr(x, n)(axis=axis, keepdims=keepdims), (AXES, FLAGS),
-           lambda a, axis, keepdims, n=n: getattr(np, n)(a, axis=_ax(axis), keepdims=_flag(keepdims)))
-      for n in ['sum', 'mean', 'max', 'min']],
+           lambda a, axis, keepdims, f=f: f(a, axis=_reduced(a, axis), keepdims=_keep(keepdims)),
+           aliases=(n.removeprefix('a'),))  # amax's op is Max
+      for n, f in [('sum', np.sum), ('mean', np.mean), ('amax', np.max), ('amin', np.min)]],
+    *[Spec(n, lambda x, axis, keepdims, n=n: _values(getattr(x, n)(dim=axis, keepdim=keepdims)), (AXES, FLAGS),
+           lambda a, axis, keepdims, n=n: getattr(np, n)(a, axis=_reduced(a, axis), keepdims=_keep(keepdims)),
+           aliases=('arg' + n,)) for n in ['max', 'min']],
+    Spec('std', lambda x, axis, correction: x.std(dim=axis, correction=correction),
+         (AXES, [0, 1, 2, 0.5, -1, None, 'a', np.int64(1)]),
+         lambda a, axis, c: np.std(a, axis=_reduced(a, axis), ddof=1 if c is None else c)),
     Spec('var', lambda x, axis, ddof: x.var(axis=axis, ddof=ddof), (AXES, [0, 1, 2, 0.5, -1, None, 'a', np.int64(1)]),
-         lambda a, axis, ddof: np.var(a, axis=_ax(axis), ddof=ddof)),
-    *[Spec(f"mt.{n}", lambda x, axis, n=n: getattr(mt, n)(x, axis), (AXES,), lambda a, axis, n=n: getattr(np, n)(a, _ax(axis)),
-           aliases=(n,)) for n in ['sum', 'max']],
-    *[Spec(n, lambda x, axis, n=n: getattr(x, n)(axis), (AXES,), lambda a, axis, n=n: getattr(np, n)(a, axis))
+         lambda a, axis, ddof: np.var(a, axis=_reduced(a, axis), ddof=1 if ddof is None else ddof)),
+    *[Spec(f"mt.{n}", lambda x, axis, n=n: _values(getattr(mt, n)(x, axis)), (AXES,),
+           lambda a, axis, n=n: getattr(np, n)(a, _reduced(a, axis)), aliases=(n, 'arg' + n)) for n in ['sum', 'max']],
+    *[Spec(n, lambda x, axis, n=n: getattr(x, n)(axis), (AXES,), lambda a, axis, n=n: _arg_ref(a, axis, getattr(np, n)))
       for n in ['argmax', 'argmin']],
     Spec('sum_to', lambda x, s: x.sum_to(s), (SHAPES,), lambda a, s: _sum_to_ref(a, s)),
     # shapes
@@ -270,13 +351,28 @@ SPECS = [
          aliases=('reshape',)),
     Spec('transpose', lambda x, axes: x.transpose(*axes) if isinstance(axes, tuple) else x.transpose(axes),
          ([(), (0,), (1, 0), (0, 1, 2), (2, 0, 1), (0, 0), (0, 5), ('a',), (1.0, 0), (np.int64(1), 0), None, 0],),
-         lambda a, axes: np.transpose(a, axes or None) if axes != 0 else np.transpose(a, (0,))),
+         lambda a, axes: np.swapaxes(a, *axes) if isinstance(axes, tuple) and len(axes) == 2  # two dims: a swap
+         else np.transpose(a, axes or None) if axes != 0 else np.transpose(a, (0,))),
     Spec('swapaxes', lambda x, a1, a2: x.swapaxes(a1, a2), (AXES, AXES), lambda a, a1, a2: np.swapaxes(a, a1, a2)),
     Spec('expand_dims', lambda x, axis: x.expand_dims(axis), (AXES,), lambda a, axis: np.expand_dims(a, axis)),
     Spec('unsqueeze', lambda x, axis: x.unsqueeze(axis), (AXES,), lambda a, axis: np.expand_dims(a, axis),
          aliases=('expand_dims',)),
-    Spec('squeeze', lambda x, axis: x.squeeze(axis), (AXES,), lambda a, axis: np.squeeze(a, _ax(axis))),
+    Spec('squeeze', lambda x, axis: x.squeeze(axis), (AXES,), lambda a, axis: _squeeze_ref(a, axis)),
     Spec('broadcast_to', lambda x, s: x.broadcast_to(s), (SHAPES,), lambda a, s: np.broadcast_to(a, s)),
+    Spec('permute', lambda x, axes: x.permute(*axes) if isinstance(axes, tuple) else x.permute(axes),
+         ([(), (0,), (1, 0), (0, 1, 2), (2, 0, 1), (0, 0), (0, 5), ('a',), (1.0, 0), (np.int64(1), 0), None, 0],),
+         lambda a, axes: np.transpose(a, axes if isinstance(axes, tuple) else (axes,))),
+    Spec('expand', lambda x, s: x.expand(s), (SHAPES + [(2, -1, 3), (-1, 2, 3), (4, -1)],), _expand_ref),
+    Spec('expand', lambda x, s: x.expand(*s) if isinstance(s, tuple) else x.expand(s), (SHAPES,), _expand_ref),
+    Spec('flatten', lambda x, start, end: x.flatten(start, end), (AXES, AXES), _flatten_ref),
+    Spec('unflatten', lambda x, axis, s: x.unflatten(axis, s), (AXES, SHAPES),
+         lambda a, axis, s: 1 / 0 if a.ndim == 0 or isinstance(axis, (bool, np.bool_)) or s in ((), None) else
+         np.reshape(a, a.shape[:np.lib.array_utils.normalize_axis_index(axis, a.ndim)] + tuple(np.atleast_1d(s)) +
+                    a.shape[np.lib.array_utils.normalize_axis_index(axis, a.ndim) + 1:])),
+    Spec('chunk', lambda x, n, axis: x.chunk(n, axis), (SIZES, AXES), _chunk_ref,
+         compare=lambda out, exp: [np.testing.assert_array_equal(o.numpy(), e) for o, e in zip(out, exp, strict=True)]),
+    Spec('clone', lambda x: x.clone(), (), lambda a: a.copy()),
+    Spec('contiguous', lambda x: x.contiguous(), (), lambda a: a.copy()),
     Spec('flatten', lambda x: x.flatten(), (), lambda a: a.reshape(-1), aliases=('reshape',)),
     Spec('getitem', lambda x, i: x[i], (INDICES,), lambda a, i: a[_np_index(i)]),
     Spec('setitem', lambda x, i, v: (x.__setitem__(i, v), x)[1], (INDICES, NUMBERS[:5] + OBJECTS + OPERANDS[-9:]),

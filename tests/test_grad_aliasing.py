@@ -44,7 +44,7 @@ def _check_own(tensors, others):
 def test_backward_with_grad_gives_each_leaf_its_own_writable_gradient(name, given_as):
     x, w = _leaves()
     y = GRAPHS[name](x, w)
-    g = mt.tensor(np.arange(1.0, 1.0 + y.size).reshape(y.shape), dtype=y.dtype)
+    g = mt.tensor(np.arange(1.0, 1.0 + y.numel()).reshape(y.shape), dtype=y.dtype)
     given = {'tensor': g, 'array': g.numpy().copy(), 'list': g.tolist()}[given_as]
     y.backward(given)
     leaves = [t for t in (x, w) if t.grad is not None]

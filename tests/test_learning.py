@@ -37,7 +37,7 @@ def steps_to_fit(data, make_optimizer, max_steps):
         logits = model(X)
         loss = mt.cross_entropy(logits, y)
         first_loss = loss.item() if first_loss is None else first_loss
-        if (logits.argmax(axis=-1).numpy() == data[1]).all():
+        if (logits.argmax(dim=-1).numpy() == data[1]).all():
             assert loss.item() < first_loss or step == 0
             return step
         opt.zero_grad()
@@ -62,7 +62,7 @@ def test_readme_training_example_runs_as_printed(tmp_path):
     train, resume = blocks
     assert len([line for line in train.splitlines() if line.strip() and not line.startswith(('import', 'from'))]) <= 10
     seeded = "import microtensor as mt; mt.manual_seed(0)\n"  # the example works for any seed; CI runs one
-    script = seeded + train + resume + "print('resumed', model(X).argmax(axis=-1).tolist(), ckpt['step'])\n"
+    script = seeded + train + resume + "print('resumed', model(X).argmax(dim=-1).tolist(), ckpt['step'])\n"
     result = subprocess.run([sys.executable, '-c', script], cwd=tmp_path, capture_output=True, text=True,
                             env={**os.environ, 'PYTHONPATH': ROOT}, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -1,5 +1,6 @@
-"""Shape ops (reshape, transpose, .T, swapaxes, expand_dims, squeeze, broadcast_to,
-indexing, concatenate, stack, split): forward equals numpy, backward passes a gradient check."""
+"""Shape ops (reshape, permute, transpose, .T, swapaxes, expand_dims, squeeze, broadcast_to,
+indexing, concatenate, stack, split): forward equals numpy, backward passes a gradient check.
+(expand, flatten, unflatten, clone, contiguous and chunk: test_shape_ops.py.)"""
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
@@ -20,7 +21,7 @@ def check(op, reference, x):
 @given(data=st.data())
 def test_reshape(device, data):
     x = data.draw(tensors(device=device))
-    target = data.draw(st.sampled_from([(-1,), x.shape[::-1], (1,) + x.shape, (x.size, 1), (-1, 1)]))
+    target = data.draw(st.sampled_from([(-1,), x.shape[::-1], (1,) + x.shape, (x.numel(), 1), (-1, 1)]))
     check(lambda t: t.reshape(target), lambda a: a.reshape(target), x)
     check(lambda t: t.reshape(*target), lambda a: a.reshape(target), x)
     check(lambda t: t.flatten(), lambda a: a.reshape(-1), x)
@@ -31,8 +32,8 @@ def test_reshape(device, data):
 def test_transpose(device, data):
     x = data.draw(tensors(device=device))
     axes = tuple(data.draw(st.permutations(range(x.ndim))))
-    check(lambda t: t.transpose(*axes), lambda a: a.transpose(axes), x)
-    check(lambda t: mt.transpose(t, axes), lambda a: a.transpose(axes), x)
+    check(lambda t: t.permute(*axes), lambda a: a.transpose(axes), x)
+    check(lambda t: mt.transpose(t, axes), lambda a: a.transpose(axes), x)  # a tuple: a permutation, as numpy
     check(lambda t: t.T, lambda a: a.T, x)
     negative = tuple(a - x.ndim for a in axes)
     check(lambda t: t.transpose(negative), lambda a: a.transpose(negative), x)
@@ -45,6 +46,7 @@ def test_swapaxes(device, data):
     axis = st.integers(-x.ndim, x.ndim - 1)
     a1, a2 = data.draw(axis), data.draw(axis)
     check(lambda t: t.swapaxes(a1, a2), lambda a: a.swapaxes(a1, a2), x)
+    check(lambda t: t.transpose(a1, a2), lambda a: a.swapaxes(a1, a2), x)  # two dims: PyTorch's swap
 
 
 @devices
@@ -156,10 +158,13 @@ def test_split(device, data):
     x = data.draw(tensors(data.draw(nonscalar_shapes), device=device))
     axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
     size = x.shape[axis]
-    sections = data.draw(st.one_of(st.sampled_from([n for n in range(1, size + 1) if size % n == 0]),
-                                   st.lists(st.integers(0, size), max_size=3).map(sorted)))
+    sections = data.draw(st.one_of(st.integers(1, size + 1), st.lists(st.integers(0, size), max_size=3).map(sorted)))
+    if isinstance(sections, int):  # chunks of that size, the last maybe smaller (PyTorch's split)
+        cuts = list(range(sections, size, sections))
+    else:  # a list of sizes adding up to the axis: here the gaps between sorted cuts
+        cuts, sections = sections, [b - a for a, b in zip([0] + sections, sections + [size])]
     outs = mt.split(x, sections, axis)
-    expected = np.split(x.numpy(), sections, axis)
+    expected = np.split(x.numpy(), cuts, axis)
     assert len(outs) == len(expected)
     for out, e in zip(outs, expected):
         assert_forward(out, e)
@@ -168,7 +173,7 @@ def test_split(device, data):
 
 def test_split_parts_that_are_unused_get_zero_gradient():
     x = mt.tensor(np.arange(6.0), requires_grad=True)
-    a, b, c = mt.split(x, 3)
+    a, b, c = mt.split(x, 2)
     (b * 2).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [0, 0, 2, 2, 0, 0])
 

@@ -89,9 +89,9 @@ def token_ids(ids, where, vocab_size, device, ndims=None, name='ids'):
         except (TypeError, ValueError) as error:
             raise TypeError(f"{where}: {name} must be integer token ids (a Tensor or nested lists of ints), "
                             f"not {argcheck.describe(ids)} ({error})") from None
-    if ndims is not None and (ids.ndim not in ndims or ids.size == 0):
+    if ndims is not None and (ids.ndim not in ndims or ids.numel() == 0):
         shapes = ' or '.join({1: '(T,)', 2: '(B, T)'}[n] for n in ndims)
-        hint = "; for one sequence use ids.reshape(1, -1)" if ids.ndim == 1 and ids.size else ''
+        hint = "; for one sequence use ids.reshape(1, -1)" if ids.ndim == 1 and ids.numel() else ''
         raise ValueError(f"{where}: {name} must have shape {shapes} with B, T >= 1, got {ids.shape}{hint}")
     if ids.dtype.kind not in 'iu':
         raise TypeError(f"{where}: {name} must be integer token ids, not {ids.dtype} "
@@ -99,7 +99,7 @@ def token_ids(ids, where, vocab_size, device, ndims=None, name='ids'):
     if ids.device != device:
         raise RuntimeError(f"{where}: ids are on {ids.device} but the table is on {device}; "
                            "move one with .to(device)")
-    if ids.size and ((ids < 0) | (ids >= vocab_size)).any():  # one reduction on the device, one host sync
+    if ids.numel() and ((ids < 0) | (ids >= vocab_size)).any():  # one reduction on the device, one host sync
         low, high = ids.min().item(), ids.max().item()
         raise IndexError(f"{where}: token ids must be in [0, {vocab_size}), got values from {low} to {high} "
                          "(is vocab_size too small?)")

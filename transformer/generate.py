@@ -99,14 +99,14 @@ def _sample(logits, temperature, top_k, greedy, where):
     _check_logits(where, logits)
     B = logits.shape[0]
     if greedy or temperature == 0:
-        return logits.argmax(axis=-1).reshape(B, 1)
+        return logits.argmax(dim=-1).reshape(B, 1)
     if top_k is not None and top_k < logits.shape[-1]:
         logits = _keep_top_k(logits, top_k)  # the k largest of logits / T are those of logits
     u = mt.rand(*logits.shape, dtype=logits.dtype, device=logits.device).clip(min=1e-30)
     gumbel = (-(-u.log()).log()).to(dtype=mt.float64)
     logits = logits.to(dtype=mt.float64)  # so that logits / T and T * g stay finite for any finite T > 0
     scores = logits / temperature + gumbel if temperature >= 1 else logits + gumbel * temperature
-    return scores.argmax(axis=-1).reshape(B, 1)
+    return scores.argmax(dim=-1).reshape(B, 1)
 
 
 def top_k_filter(logits, k):
@@ -119,8 +119,8 @@ def top_k_filter(logits, k):
 def _keep_top_k(logits, k):
     rest = logits
     for _ in range(k - 1):  # remove the current maximum k - 1 times; what is left has the k-th largest on top
-        rest = rest.masked_fill(rest == rest.max(axis=-1, keepdims=True), float('-inf'))
-    return logits.masked_fill(logits < rest.max(axis=-1, keepdims=True), float('-inf'))
+        rest = rest.masked_fill(rest == rest.amax(dim=-1, keepdim=True), float('-inf'))
+    return logits.masked_fill(logits < rest.amax(dim=-1, keepdim=True), float('-inf'))
 
 
 def _check_sampling(where, temperature, top_k, greedy):
@@ -134,7 +134,7 @@ def _check_logits(where, logits):
     if not isinstance(logits, mt.Tensor) or logits.ndim != 2 or logits.dtype.kind != 'f' or 0 in logits.shape:
         raise ValueError(f"{where}: logits must be a floating-point Tensor of shape (B, V), "
                          f"not {argcheck.describe(logits) if not isinstance(logits, mt.Tensor) else logits}")
-    if not (logits.max(axis=-1) > -math.inf).all():  # one reduction, one host sync: a NaN makes its row's max NaN
+    if not (logits.amax(dim=-1) > -math.inf).all():  # one reduction, one host sync: a NaN makes its row's max NaN
         if (logits != logits).any():
             raise ValueError(f"{where}: the logits contain NaN, so there is no distribution to sample from; "
                              "the model's weights or inputs are probably NaN (did training diverge?)")

@@ -75,5 +75,5 @@ def masked_accuracy(logits, labels):
     n = chosen.sum().item()
     if n == 0:
         raise ValueError("masked_accuracy: no position was chosen (every label is IGNORE)")
-    hits = (logits.argmax(axis=-1) == labels) & chosen
+    hits = (logits.argmax(dim=-1) == labels) & chosen
     return hits.sum().item() / n

@@ -76,11 +76,11 @@ class BatchNorm1d(nn.Module):
             mean, var = self.running_mean, self.running_var
         else:
             axes = tuple(range(x.ndim - 1))
-            n = x.size // self.num_features
+            n = x.numel() // self.num_features
             if n < 2:
                 raise ValueError(f"BatchNorm1d: training needs more than one value per feature to estimate its "
                                  f"variance, got x of shape {x.shape}; use a larger batch or call .eval()")
-            mean, var = x.mean(axis=axes), x.var(axis=axes)
+            mean, var = x.mean(dim=axes), x.var(dim=axes, correction=0)  # biased, as PyTorch normalises
             with mt.no_grad():
                 m = self.momentum
                 self.running_mean.copy_(self.running_mean * (1 - m) + mean.detach() * m)

@@ -233,7 +233,7 @@ class RelativePositionBias(nn.Module):
         return per_offset[j - i - first]
 
     def forward(self, T_q, T_k, offset=0):
-        return self.weight[self.buckets(T_q, T_k, offset)].transpose(2, 0, 1)   # (T_q, T_k, h) -> (h, T_q, T_k)
+        return self.weight[self.buckets(T_q, T_k, offset)].permute(2, 0, 1)     # (T_q, T_k, h) -> (h, T_q, T_k)
 
     def extra_repr(self):
         return (f"n_heads={self.n_heads}, num_buckets={self.num_buckets}, max_distance={self.max_distance}, "

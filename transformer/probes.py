@@ -129,8 +129,8 @@ def saturation_stats(scores=None, weights=None):
         raise ValueError("saturation_stats: give the scores (softmax input), the weights (its output), or both")
     with mt.no_grad():
         p = weights if weights is not None else scores.softmax(axis=-1)
-        score_var = None if scores is None else scores.var().item()
-        max_p = p.max(axis=-1).mean().item()
+        score_var = None if scores is None else scores.var(correction=0).item()
+        max_p = p.amax(dim=-1).mean().item()
         mean_p1p = (p * (1 - p)).mean().item()
         plogp = p * p.clip(min=1e-30).log()  # p log p -> 0 as p -> 0
         entropy = -plogp.sum(axis=-1).mean().item()

@@ -193,7 +193,7 @@ EXERCISES = {e.name: e for e in [
                 lambda self, g: (g.broadcast_to(self.inputs[0].shape),)),
         Mistake("every summed element gets g itself: dividing by the count is mean's gradient, not sum's",
                 lambda self, g: (g.reshape(self.kept_shape).broadcast_to(self.inputs[0].shape)
-                                 * (math.prod(self.kept_shape) / self.inputs[0].size),)),
+                                 * (math.prod(self.kept_shape) / self.inputs[0].numel()),)),
         Mistake("the gradient has x's shape, not y's: every element of x that was summed gets g",
                 lambda self, g: (g,)),
     ]),

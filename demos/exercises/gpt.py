@@ -69,7 +69,7 @@ def first_gradients(impls=None, seed=0, size=SIZE):
     with substituted(impls) if impls else contextlib.nullcontext():
         ids = mt.tensor(batch_at(data, 0, size['batch_size'], size['context'], seed))
         next_token_loss(model(ids), ids).backward()
-    return np.concatenate([np.zeros(p.size) if p.grad is None else p.grad.numpy().ravel()
+    return np.concatenate([np.zeros(p.numel()) if p.grad is None else p.grad.numpy().ravel()
                            for p in model.parameters()])
 
 

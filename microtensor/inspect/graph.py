@@ -85,7 +85,7 @@ def draw_graph(tensor, params=None, path=None, title=None, grads=True, rankdir='
         raise ValueError(f"draw_graph: no op to draw with module={module!r}, max_depth={max_depth}; "
                          f"the graph's ops are in {scopes}")
     _check_size(kept, max_nodes, module, max_depth)
-    arriving = _arriving_grads(tensor) if grads and tensor.requires_grad and tensor.size == 1 else {}
+    arriving = _arriving_grads(tensor) if grads and tensor.requires_grad and tensor.numel() == 1 else {}
     nodes, edges = _nodes_and_edges(tensor, kept, names, arriving)
     dot = graphviz.Digraph(name='microtensor', graph_attr={'rankdir': rankdir, 'label': title or '',
                                                            'fontname': 'Helvetica'},
@@ -223,7 +223,7 @@ def _op_label(fn, t, names, arriving):
 
 def constant_value(x, name):
     """A scalar constant's value, '0.5' (it says more than its shape); None for other leaves."""
-    return f"{x.item():.4g}" if name is None and x.size == 1 and not x.requires_grad else None
+    return f"{x.item():.4g}" if name is None and x.numel() == 1 and not x.requires_grad else None
 
 
 def _leaf_label(x, names, arriving):

@@ -40,7 +40,7 @@ def fans(tensor):
     _check_tensor(tensor)
     if tensor.ndim == 0:
         raise ValueError("nn.init: a 0-d tensor has no fan-in or fan-out")
-    if tensor.size == 0:
+    if tensor.numel() == 0:
         raise ValueError(f"nn.init: a tensor of shape {tensor.shape} has no elements, so no fan-in or fan-out")
     if tensor.ndim == 1:
         return tensor.shape[0], tensor.shape[0]

@@ -149,7 +149,7 @@ class Module:
 
     def num_parameters(self, trainable_only=False):
         """The number of parameter elements (only the trainable ones with trainable_only=True)."""
-        return sum(p.size for p in self.parameters() if p.requires_grad or not trainable_only)
+        return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable_only)
 
     # ------------------------------------------------------------------ training state
     def zero_grad(self):

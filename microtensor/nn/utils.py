@@ -43,7 +43,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
         raise RuntimeError(f"clip_grad_norm_: gradients are on several devices {sorted(devices)}; "
                            "move the model to one device first")
     xp = backend.array_module(grads[0].grad.data)
-    arrays = [p.grad.data.astype('float64') for p in grads if p.grad.size]
+    arrays = [p.grad.data.astype('float64') for p in grads if p.grad.numel()]
     # ||g||_p = m * ||g / m||_p with m = max |g|: no |g|**p overflows (or underflows to 0) for a large p
     m = float(xp.stack([xp.abs(g).max() for g in arrays]).max()) if arrays else 0.0
     if norm_type == math.inf or not 0 < m < math.inf:

@@ -98,10 +98,10 @@ def one_hot(ids, num_classes=-1):
     num_classes = argcheck.integer(num_classes, 'one_hot', 'num_classes', min=-1)
     xp = backend.array_module(ids.data)
     if num_classes == -1:
-        if not ids.size:
+        if not ids.numel():
             raise ValueError("one_hot: cannot infer num_classes from an empty tensor of ids; pass num_classes=")
         num_classes = int(ids.data.max()) + 1
-    if ids.size and bool(((ids.data < 0) | (ids.data >= num_classes)).any()):
+    if ids.numel() and bool(((ids.data < 0) | (ids.data >= num_classes)).any()):
         raise IndexError(f"one_hot: ids must lie in [0, {num_classes}), got {int(ids.data.min())} to "
                          f"{int(ids.data.max())}")
     return Tensor._wrap((ids.data[..., None] == xp.arange(num_classes)).astype('int64'))

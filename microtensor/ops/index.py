@@ -132,3 +132,50 @@ def _arrays_in_range(arrays, shape, op):
             bad = a[(a < -n) | (a >= n)]
             if bad.size:
                 _in_range(int(bad.reshape(-1)[0]), axis, shape, op)
+
+
+def _is_int(p):
+    """An int, or a 0-d integer array (PyTorch reads a 0-d integer tensor index as an int)."""
+    return isinstance(p, int) and not isinstance(p, bool) or backend.is_array(p) and p.ndim == 0 and p.dtype.kind in 'iu'
+
+
+def split_ints(index):
+    """PyTorch's reading of an index that mixes ints with index arrays, x[1, :, ids]: the ints pick
+    first (as x[1]), then the arrays index what is left.  numpy instead counts the ints among the
+    index arrays, and when a slice separates them moves the arrays' dimensions to the front
+    (x[1, :, [0, 1]] of shape (2, 3, 4) is (2, 3) in numpy, (3, 2) in PyTorch).
+
+    Returns (ints, rest): two indices to apply one after the other, or None when `index`
+    (normalized) does not mix ints with arrays, where both libraries agree."""
+    arrays = [p for p in index if backend.is_array(p) and not _is_int(p)]
+    if not arrays or not any(_is_int(p) for p in index):
+        return None
+    ints, rest = [], []
+    for p in index:
+        if _is_int(p):
+            ints.append(int(p))
+        elif p is None or isinstance(p, bool) or backend.is_array(p) and p.ndim == 0:
+            rest.append(p)  # a new axis (None, a lone bool) takes no axis of x
+        elif p is Ellipsis:
+            ints.append(p)
+            rest.append(p)
+        else:  # a slice or an index array takes one axis of x, a mask one per dimension
+            ints.extend([slice(None)] * (p.ndim if backend.is_array(p) and p.dtype.kind == 'b' else 1))
+            rest.append(p)
+    return tuple(ints), tuple(rest)
+
+
+def check_mixed_write(index, x, value):
+    """x[index] = value where ints mix with index arrays: the written elements are the same in numpy
+    and PyTorch, but the region's shape (which value broadcasts to) may differ; then refuse."""
+    steps = split_ints(index)
+    if steps is None:
+        return
+    xp = backend.array_module(x.data)
+    shadow = xp.broadcast_to(xp.zeros((), dtype='int8'), x.shape)  # no memory of x's size: only shapes matter
+    numpy_shape, torch_shape = shadow[index].shape, shadow[steps[0]][steps[1]].shape
+    if numpy_shape != torch_shape:
+        raise IndexError(f"setitem: an index that mixes ints with index arrays selects a region of shape "
+                         f"{torch_shape} in PyTorch but {numpy_shape} in numpy, and a value of shape {value.shape} "
+                         "would be read one way or the other; write a number, or index with x[i] first "
+                         "(x[i][:, ids] = value)")

@@ -1,4 +1,5 @@
 """Matrix multiplication, batched over leading axes as numpy's `@`, and linear: x @ W + b."""
+from ..argcheck import ShapeError
 from ..autograd import Function
 from .. import promotion
 from ..fused import switch as fused_switch
@@ -29,10 +30,10 @@ def matmul(a, b):
         a, b = promotion.operands('matmul', a, b)  # PyTorch's rule, as for a * b (int64 @ float32 -> float32)
     a_ndim, b_ndim = a.data.ndim, b.data.ndim
     if a_ndim == 0 or b_ndim == 0:
-        raise ValueError(f"MatMul: scalars cannot be matrix-multiplied (shapes {a.shape} and {b.shape}); use *")
+        raise ShapeError(f"MatMul: scalars cannot be matrix-multiplied (shapes {a.shape} and {b.shape}); use *")
     k = b.shape[-2] if b_ndim > 1 else b.shape[0]
     if a.shape[-1] != k:
-        raise ValueError(f"MatMul: shapes {a.shape} @ {b.shape} do not fit: the inner dimensions differ "
+        raise ShapeError(f"MatMul: shapes {a.shape} @ {b.shape} do not fit: the inner dimensions differ "
                          f"({a.shape[-1]} != {k})")
     if a_ndim == 1 and b_ndim == 1:
         return (a.expand_dims(0) @ b.expand_dims(1)).reshape(())
@@ -49,10 +50,10 @@ def linear(x, weight, bias=None):
     Two ops, MatMul and Add (dL/dx = G @ W^T, dL/dW = x^T @ G, dL/db = G summed over the rows);
     one, FusedLinear (microtensor/fused/linear.py), when the fused layer is on."""
     if x.ndim == 0 or weight.ndim != 2 or x.shape[-1] != weight.shape[0]:
-        raise ValueError(f"linear: x {x.shape} @ weight {weight.shape} do not fit "
+        raise ShapeError(f"linear: x {x.shape} @ weight {weight.shape} do not fit "
                          "(need x (..., n_in) and weight (n_in, n_out))")
     if bias is not None and bias.shape != weight.shape[1:]:
-        raise ValueError(f"linear: bias has shape {bias.shape}, expected {weight.shape[1:]} (n_out,)")
+        raise ShapeError(f"linear: bias has shape {bias.shape}, expected {weight.shape[1:]} (n_out,)")
     if fused_switch.enabled:
         operands = [x, weight] if bias is None else [x, weight, bias]
         if any(t.dtype != x.dtype for t in operands):  # mixed dtypes: promoted as x @ weight + bias would be

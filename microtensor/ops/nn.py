@@ -48,12 +48,16 @@ class LogSoftmax(Function):
         return (g - y.exp() * g.sum(axis=self.axis, keepdims=True),)
 
 
-def softmax(x, axis=-1):
+def softmax(x, dim=-1, *, axis=-1):
+    """softmax along dim (PyTorch's name) or axis (numpy's); the last one by default."""
+    axis = args.one_dim('softmax', dim, axis, -1)
     x = promotion.floating(tensor_arg(x, 'softmax'))  # integer scores: the default float, as exp(ids)
     return (FusedSoftmax if fused_switch.enabled else Softmax).apply(x, axis=axis)
 
 
-def log_softmax(x, axis=-1):
+def log_softmax(x, dim=-1, *, axis=-1):
+    """log(softmax) along dim (PyTorch's name) or axis (numpy's); the last one by default."""
+    axis = args.one_dim('log_softmax', dim, axis, -1)
     x = promotion.floating(tensor_arg(x, 'log_softmax'))
     return (FusedLogSoftmax if fused_switch.enabled else LogSoftmax).apply(x, axis=axis)
 

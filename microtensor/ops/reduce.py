@@ -1,11 +1,14 @@
-"""Reductions: sum, mean, var, max, min, norm over `axis` (None = all), numpy-style keepdims.
+"""Reductions: sum, mean, var, std, max, min, amax, amin, argmax, argmin, norm over `dim`
+(None = all), as PyTorch's (numpy's spellings axis= and keepdims= are accepted too).
 
 Their backward spreads g back over the reduced axes: g is reshaped to the
 keepdims shape and broadcast to the input's shape.
 """
 import math
+from collections import namedtuple
 
 from .. import argcheck, backend, promotion
+from ..argcheck import ShapeError
 from ..autograd import Function
 from ..tensor import Tensor
 from . import args
@@ -57,28 +60,78 @@ def mean(x, axis=None, keepdims=False):
 
 
 class Var(Function):
-    """y = mean((x - mean(x))^2) * n / (n - ddof)
-    dL/dx = g * 2 (x - mean(x)) / (n - ddof)
+    """y = sum((x - mean(x))^2) / (n - correction)       (correction 1: PyTorch's default; 0: numpy's)
+    dL/dx = g * 2 (x - mean(x)) / (n - correction)
 
-    With n - ddof <= 0 (var(ddof=1) of one element) numpy gives nan (or inf) and a
+    With n - correction <= 0 (var() of one element) numpy gives nan (or inf) and a
     RuntimeWarning; so does this op, and its gradient is what the formula gives: x/0.
     """
 
-    def forward(self, x, axis, keepdims, ddof):
+    def forward(self, x, axis, keepdims, correction):
         self.axes, keepdims = normalize_axis(axis, x.shape, keepdims)
-        self.ddof = argcheck.real(ddof, None, 'ddof')
+        self.correction = correction
         with backend.quiet_float_errors(x):
-            return x.var(axis=self.axes, keepdims=keepdims, ddof=ddof)
+            return x.var(axis=self.axes, keepdims=keepdims, ddof=correction)
 
     def backward(self, g):
         (x,) = self.inputs
-        dof = count(x.shape, self.axes) - self.ddof
-        centered = x - x.mean(axis=self.axes, keepdims=True)
+        dof = count(x.shape, self.axes) - self.correction
+        centered = x - mean(x, self.axes, True)
         return (spread(g, x.shape, self.axes) * centered * (2.0 / dof if dof > 0 else float('inf')),)
 
 
+class Std(Function):
+    """y = sqrt(var(x, correction))
+    dL/dx = g * (x - mean(x)) / ((n - correction) * y),   0 where y = 0 (as PyTorch: no nan)"""
+
+    def forward(self, x, axis, keepdims, correction):
+        self.axes, keepdims = normalize_axis(axis, x.shape, keepdims)
+        self.correction = correction
+        with backend.quiet_float_errors(x):
+            return x.std(axis=self.axes, keepdims=keepdims, ddof=correction)
+
+    def backward(self, g):
+        (x,) = self.inputs
+        dof = count(x.shape, self.axes) - self.correction
+        y = self.output.reshape(kept_shape(x.shape, self.axes))
+        centered = x - mean(x, self.axes, True)
+        zero = y.data == 0
+        safe_y = where(zero, 1.0, y)
+        scale = where(zero, 0.0, (1.0 / dof if dof > 0 else float('inf')) / safe_y)
+        return (spread(g, x.shape, self.axes) * centered * scale,)
+
+
+def correction_of(op, unbiased, correction, ddof):
+    """The divisor's correction (n - correction) from PyTorch's correction= or unbiased=, or numpy's
+    ddof=: 1 (PyTorch's default) when none is given; two that disagree are an error naming both."""
+    given, asked = {}, {'unbiased': unbiased, 'correction': correction, 'ddof': ddof}
+    if unbiased is not None:
+        given['unbiased'] = 1 if argcheck.boolean(unbiased, op, 'unbiased') else 0
+    if correction is not None:
+        given['correction'] = argcheck.number(correction, op, 'correction')
+    if ddof is not None:
+        given['ddof'] = argcheck.number(ddof, op, 'ddof')
+    if len(set(given.values())) > 1:
+        names = ' and '.join(f"{name}={asked[name]!r}" for name in given)
+        argcheck.fail(ValueError, op, f"{names} ask for different divisors (unbiased=True is correction=1, n - 1; "
+                                      "numpy's ddof is PyTorch's correction): pass one of them")
+    value = next(iter(given.values()), 1)
+    return int(value) if value == int(value) else value
+
+
+def variance(x, op, dim, unbiased, keepdim, correction, ddof, axis, keepdims):
+    """x.var(...) and x.std(...): PyTorch's divisor n - 1 unless told otherwise (numpy divides by n)."""
+    if isinstance(dim, bool):  # x.var(False): PyTorch's var(unbiased) form
+        if unbiased is not None:
+            argcheck.fail(TypeError, op, "unbiased given twice (as the first argument and by name)")
+        dim, unbiased = None, dim
+    dim, keepdim = args.dim_keepdim(op, dim, keepdim, axis, keepdims)
+    correction = correction_of(op, unbiased, correction, ddof)
+    return (Var if op == 'var' else Std).apply(x, axis=dim, keepdims=keepdim, correction=correction)
+
+
 class Max(Function):
-    """y = max(x, axis)       dL/dx = g where x equals the max, split evenly among ties:
+    """y = amax(x, axis)       dL/dx = g where x equals the max, split evenly among ties:
     dL/dx_i = g * [x_i == y] / (number of i with x_i == y)"""
     reduce = 'max'
 
@@ -98,7 +151,7 @@ class Max(Function):
 
 
 class Min(Max):
-    """y = min(x, axis)       as Max, for the smallest entries"""
+    """y = amin(x, axis)       as Max, for the smallest entries"""
     reduce = 'min'
 
 
@@ -132,11 +185,76 @@ def logsumexp(x, dim=None, keepdim=False):
     return LogSumExp.apply(x, axes=axes, keepdims=keepdim)
 
 
+class TakeAlong(Function):
+    """y = x at `index` along `dim` (index: an integer array of x's shape with dim's size 1)
+        dL/dx = g at that index, 0 elsewhere:  dL/dx_i = g * [i == index]
+
+    max(x, dim) and min(x, dim) pick with it, so the gradient goes to the index they
+    return only (PyTorch's rule), not shared between ties as amax's."""
+
+    def forward(self, x, index, dim, keepdim):
+        self.index, self.dim = index, dim
+        y = backend.array_module(x).take_along_axis(x, index, axis=dim)
+        return y if keepdim else y.reshape(x.shape[:dim] + x.shape[dim + 1:])
+
+    def backward(self, g):
+        x = self.inputs[0]
+        xp = backend.array_module(x.data)
+        positions = xp.arange(x.shape[self.dim]).reshape((-1,) + (1,) * (x.ndim - self.dim - 1))
+        picked = (positions == self.index).astype(x.dtype)
+        return (spread(g, x.shape, (self.dim,)) * Tensor._wrap(picked),)
+
+
+max_result = namedtuple('max', ('values', 'indices'))  # as torch.return_types.max: .values, .indices, or unpack
+min_result = namedtuple('min', ('values', 'indices'))
+
+
+def extreme(x, op, dim, keepdim, axis, keepdims):
+    """x.max() / x.min(): with no dim the largest (smallest) element, a tensor whose gradient ties share
+    (PyTorch's rule); with a dim the named tuple (values, indices), the gradient going to the index only."""
+    dim, keepdim = args.dim_keepdim(op, dim, keepdim, axis, keepdims)
+    if dim is None:
+        if x.numel() == 0:
+            raise ValueError(f"{op}: a tensor of shape {x.shape} has no element to pick; pass a dim, "
+                             "or reduce a non-empty tensor")
+        return (Max if op == 'max' else Min).apply(x, axis=None, keepdims=keepdim)
+    if isinstance(dim, (tuple, list)):
+        argcheck.fail(TypeError, op, f"dim={dim!r}: {op} with a dim takes one dim and returns (values, indices); "
+                                     f"for the {op} over several dims use a{op}(dim={tuple(dim)!r})")
+    indices = arg_extreme(x, 'arg' + op, dim, True, op)
+    if x.ndim == 0:  # as PyTorch: dim 0 or -1 of a 0-d tensor, which is its own max at index 0
+        return (max_result if op == 'max' else min_result)(x.reshape(()), indices)
+    dim = args.axis(dim, x.shape, op)
+    values = TakeAlong.apply(x, index=indices.data, dim=dim, keepdim=keepdim)
+    if not keepdim:
+        indices = Tensor._wrap(indices.data.reshape(values.shape))
+    return (max_result if op == 'max' else min_result)(values, indices)
+
+
+def arg_extreme(x, op, dim, keepdim, caller=None):
+    """The index of the largest (argmax) or smallest (argmin) entry along dim, or of the flattened
+    tensor (dim None); the first one among ties, and the first nan, as PyTorch.  No gradient.
+    `caller` names the public op in errors (max(dim) picks with argmax)."""
+    caller = caller or op
+    if x.ndim == 0:
+        if dim is not None:
+            args.axes(dim, x.shape, caller)  # only 0 or -1
+        return Tensor._wrap(backend.array_module(x.data).zeros((), dtype='int64'))
+    if dim is None and x.numel() == 0:
+        raise ValueError(f"{caller}: a tensor of shape {x.shape} has no entry to pick")
+    if dim is not None:
+        dim = args.axis(dim, x.shape, caller)
+        if x.shape[dim] == 0:
+            raise ValueError(f"{caller}: dim {dim} of shape {x.shape} is empty: there is no entry to pick")
+    index = backend.as_array(getattr(x.data, op)(axis=dim, keepdims=keepdim))
+    return Tensor._wrap(index.astype('int64', copy=False))
+
+
 def sum_to(x, shape):
     """x summed down to `shape`: a shape that broadcasts to x's (what broadcasting made x from)."""
     shape = args.sizes(shape, 'sum_to')
     if len(shape) > x.ndim or any(n != 1 and n != m for n, m in zip(shape[::-1], x.shape[::-1])):
-        raise ValueError(f"sum_to: shape {shape} does not broadcast to the tensor's shape {x.shape}")
+        raise ShapeError(f"sum_to: shape {shape} does not broadcast to the tensor's shape {x.shape}")
     return (FusedSumTo if fused_switch.enabled else SumTo).apply(x, shape=shape)
 
 
@@ -210,6 +328,19 @@ class Norm(Function):
 MATRIX_ORDERS = (None, 'fro', 1, -1, math.inf, -math.inf)
 
 
+def vector_norm(x, p='fro', dim=None, keepdim=False):
+    """PyTorch's x.norm(p, dim, keepdim): (sum |x_i|^p)^(1/p) over the elements of dim (None: all),
+    whatever their shape ('fro' is 2; inf, -inf, 0 as in Norm).  numpy's x.norm(1) of a matrix
+    would be its largest column sum: that is norm(x, ord=1), numpy.linalg.norm's meaning."""
+    if not backend.float_dtype(x.dtype):
+        raise TypeError(f"norm: needs a floating-point tensor, not {x.dtype} (use x.float().norm())")
+    if isinstance(p, str) and p != 'fro':
+        raise ValueError(f"norm: p={p!r} is not supported: use 'fro' or a number (2, 1, inf, -inf, 0, ...); "
+                         "the nuclear norm ('nuc') needs singular values, which microtensor does not compute")
+    p = 2.0 if p in ('fro', None) else argcheck.number(p, 'norm', 'p', allow_inf=True)
+    return Norm.apply(x, p=p, axes=args.axes(dim, x.shape, 'norm'), keepdims=keepdim)
+
+
 def norm(x, ord=None, axis=None, keepdims=False):
     """numpy.linalg.norm(x, ord, axis, keepdims), differentiable.
 
@@ -251,7 +382,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
         return Norm.apply(x, p=2, axes=tuple(sorted(axes)), keepdims=keepdims)
     summed, picked = axes if ord in (1, -1) else axes[::-1]  # 1: sum over rows, then pick a column
     sums = x.abs().sum(axis=summed, keepdims=True)
-    y = sums.max(axis=picked, keepdims=True) if ord > 0 else sums.min(axis=picked, keepdims=True)
+    y = sums.amax(dim=picked, keepdim=True) if ord > 0 else sums.amin(dim=picked, keepdim=True)
     return y if keepdims else y.reshape([n for i, n in enumerate(x.shape) if i not in axes])
 
 

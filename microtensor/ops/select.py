@@ -1,5 +1,6 @@
 """Selection: where and masked_fill.  The condition is data, not an input: it has no gradient."""
 from .. import backend
+from ..argcheck import ShapeError
 from ..autograd import Function
 from .. import promotion
 from ..convert import as_tensor, check_cast, param_array
@@ -51,7 +52,7 @@ def masked_fill(x, mask, value):
         raise TypeError(f"masked_fill: expected a Tensor to fill, not {type(x).__name__}")
     mask = param_array(mask, x, 'masked_fill', 'mask')
     if not backend.broadcasts_to(mask.shape, x.shape):
-        raise ValueError(f"masked_fill: mask of shape {mask.shape} does not broadcast to the tensor's shape {x.shape}")
+        raise ShapeError(f"masked_fill: mask of shape {mask.shape} does not broadcast to the tensor's shape {x.shape}")
     if isinstance(value, Tensor) and value.ndim:
         raise ValueError(f"masked_fill: value must be a number or a 0-d tensor, not a tensor of shape {value.shape}")
     return where(mask, value, x, op='masked_fill')

@@ -1,6 +1,7 @@
 """Shape ops: they move numbers around without changing them, so each backward
 moves the gradient back the same way (reshape <-> reshape, slice <-> scatter)."""
 from .. import argcheck, backend
+from ..argcheck import ShapeError
 from ..autograd import Function
 from .. import promotion
 from ..convert import tensor_arg
@@ -29,7 +30,7 @@ def reshape(x, *shape):
 
 
 class Transpose(Function):
-    """y = x.transpose(axes)          dL/dx = g.transpose(inverse of axes)"""
+    """y = x.permute(axes)            dL/dx = g.permute(inverse of axes)"""
 
     def forward(self, x, axes):
         self.axes = axes
@@ -39,25 +40,47 @@ class Transpose(Function):
         inverse = [0] * len(self.axes)
         for i, a in enumerate(self.axes):
             inverse[a] = i
-        return (g.transpose(*inverse),)
+        return (g.permute(*inverse),)
 
 
-def transpose(x, *axes):
-    """Permute axes; no axes reverses them (x.T)."""
-    axes = tuple(axes[0]) if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
-    if not axes:
-        axes = tuple(range(x.ndim))[::-1]
-    normalized = tuple(args.axis(a, x.shape, 'Transpose') for a in axes)
+def permute(x, *dims, op='permute'):
+    """x.permute(2, 0, 1) or x.permute((2, 0, 1)): dimension i of the result is dimension dims[i] of x."""
+    dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+    normalized = tuple(args.axis(a, x.shape, op) for a in dims)
     if sorted(normalized) != list(range(x.ndim)):
-        raise ValueError(f"Transpose: axes {axes} are not a permutation of a tensor of shape {x.shape}")
+        raise ShapeError(f"{op}: dims {dims} are not a permutation of the {x.ndim} dimensions of a tensor of "
+                         f"shape {x.shape} (each of 0 to {x.ndim - 1} once, or its negative)")
     return Transpose.apply(x, axes=normalized)
 
 
-def swapaxes(x, axis1, axis2):
+def transpose(x, *dims):
+    """PyTorch's transpose(dim0, dim1): the two dims swapped (negative dims count from the end).
+
+    Where it cannot be mistaken for a swap, numpy's forms stay: no dims reverses them all (x.T),
+    and one tuple or three or more dims are a permutation, as permute."""
+    if len(dims) == 2 and not any(isinstance(d, (tuple, list)) for d in dims):
+        return swapaxes(x, *dims, op='transpose')
+    if not dims:
+        return Transpose.apply(x, axes=tuple(range(x.ndim))[::-1])
+    if len(dims) == 1 and not isinstance(dims[0], (tuple, list)):
+        raise TypeError(f"transpose: takes two dims to swap (PyTorch's transpose(dim0, dim1)), got only {dims[0]!r}; "
+                        "for a permutation use permute")
+    return permute(x, *dims, op='transpose')
+
+
+def swapaxes(x, axis1, axis2, op='swapaxes'):
+    """Dimensions axis1 and axis2 exchanged (PyTorch's transpose(dim0, dim1))."""
     axes = list(range(x.ndim))
-    axis1, axis2 = args.axis(axis1, x.shape, 'swapaxes'), args.axis(axis2, x.shape, 'swapaxes')
+    axis1, axis2 = args.axis(axis1, x.shape, op), args.axis(axis2, x.shape, op)
     axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
     return Transpose.apply(x, axes=tuple(axes))  # a valid permutation by construction
+
+
+def matrix_transpose(x):
+    """x.mT: the last two dimensions swapped (a batch of matrices, each transposed)."""
+    if x.ndim < 2:
+        raise ShapeError(f"mT: needs a tensor of at least 2 dimensions (a batch of matrices), not shape {x.shape}")
+    return swapaxes(x, -2, -1, op='mT')
 
 
 def expand_dims(x, axis):
@@ -66,16 +89,62 @@ def expand_dims(x, axis):
     return Reshape.apply(x, shape=x.shape[:axis] + (1,) + x.shape[axis:])
 
 
-def squeeze(x, axis=None):
-    """Remove size-1 axes (all of them, or `axis`: one axis or a tuple), as a reshape."""
-    axes = None
-    if axis is not None:
-        axes = args.axes(axis, x.shape, 'squeeze')
-        for a in axes:
-            if x.shape[a] != 1:
-                raise ValueError(f"squeeze: axis {a} of shape {x.shape} has size {x.shape[a]}, not 1")
-    shape = tuple(n for i, n in enumerate(x.shape) if (n != 1 if axes is None else i not in axes))
-    return Reshape.apply(x, shape=shape)
+def squeeze(x, dim=None):
+    """Remove size-1 dims: all of them, or those among `dim` (one dim or a tuple) whose size is 1;
+    a named dim of another size stays, as in PyTorch (numpy would raise)."""
+    if dim is None:
+        return Reshape.apply(x, shape=tuple(n for n in x.shape if n != 1))
+    dims = args.axes(dim, x.shape, 'squeeze')
+    return Reshape.apply(x, shape=tuple(n for i, n in enumerate(x.shape) if not (i in dims and n == 1)))
+
+
+def flatten(x, start_dim=0, end_dim=-1):
+    """Dims start_dim to end_dim (inclusive) merged into one, as a reshape; a 0-d tensor becomes shape (1,)."""
+    if x.ndim == 0:
+        for d in (start_dim, end_dim):
+            args.axes(d, x.shape, 'flatten')  # only dim 0 or -1, as PyTorch
+        return Reshape.apply(x, shape=(1,))
+    start, end = args.axis(start_dim, x.shape, 'flatten'), args.axis(end_dim, x.shape, 'flatten')
+    if start > end:
+        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} (a tensor of shape {x.shape})")
+    merged = 1
+    for n in x.shape[start:end + 1]:
+        merged *= n
+    return Reshape.apply(x, shape=x.shape[:start] + (merged,) + x.shape[end + 1:])
+
+
+def unflatten(x, dim, sizes):
+    """Dim `dim` split into `sizes` (their product must be its size; one may be -1), as a reshape."""
+    dim = args.axis(dim, x.shape, 'unflatten')
+    sizes = args.new_shape(tuple(sizes) if isinstance(sizes, (tuple, list)) else sizes, 'unflatten')
+    if not sizes:
+        raise ValueError(f"unflatten: sizes must name at least one size, got {sizes}")
+    known = 1
+    for n in sizes:
+        known *= n if n != -1 else 1
+    n = x.shape[dim]
+    if -1 in sizes:
+        if known == 0 or n % known:
+            raise ShapeError(f"unflatten: dim {dim} of size {n} (shape {x.shape}) cannot be split into {sizes}")
+        sizes = tuple(n // known if s == -1 else s for s in sizes)
+    elif known != n:
+        raise ShapeError(f"unflatten: sizes {sizes} multiply to {known}, but dim {dim} of shape {x.shape} has size {n}")
+    return Reshape.apply(x, shape=x.shape[:dim] + sizes + x.shape[dim + 1:])
+
+
+class Clone(Function):
+    """y = a copy of x in its own (C-ordered) memory       dL/dx = g"""
+
+    def forward(self, x):
+        return x.copy()
+
+    def backward(self, g):
+        return (g,)
+
+
+def contiguous(x):
+    """x itself when its memory is already C-ordered (as PyTorch), else a C-ordered copy (Clone)."""
+    return x if x.data.flags.c_contiguous else Clone.apply(x)
 
 
 class BroadcastTo(Function):
@@ -94,7 +163,25 @@ def broadcast_to(x, shape):
     shape = args.sizes(shape, 'broadcast_to')
     if shape == x.shape:
         return x
-    return BroadcastTo.apply(x, shape=shape)
+    return BroadcastTo.apply(x, shape=shape)  # (a shape that does not fit: numpy's error, as a ShapeError)
+
+
+def expand(x, *sizes):
+    """PyTorch's expand: x.expand(3, -1, 4) repeats size-1 dims (and new leading dims) without copying;
+    -1 keeps a dim's size.  A broadcast_to: backward sums the gradient back."""
+    sizes = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+    sizes = tuple(argcheck.integer(n, 'expand', 'each size') for n in sizes)
+    lead = len(sizes) - x.ndim
+    if lead < 0:
+        raise ShapeError(f"expand: {len(sizes)} sizes {sizes} for a tensor of shape {x.shape}: give at least "
+                         f"{x.ndim} (one per dim, -1 to keep it)")
+    if any(n == -1 for n in sizes[:lead]):
+        raise ShapeError(f"expand: sizes {sizes}: a new leading dim cannot be -1 (it has no size to keep)")
+    shape = sizes[:lead] + tuple(old if n == -1 else n for n, old in zip(sizes[lead:], x.shape))
+    if any(n < 0 for n in shape) or not backend.broadcasts_to(x.shape, shape):
+        raise ShapeError(f"expand: a tensor of shape {x.shape} cannot expand to {sizes}: only a dim of size 1 "
+                         "can take a new size (-1 keeps one)")
+    return broadcast_to(x, shape)
 
 
 class GetItem(Function):
@@ -211,37 +298,62 @@ def tensor_list(op, tensors):
     return tensors
 
 
-def concatenate(tensors, axis=0):
+def concatenate(tensors, dim=0, *, axis=0):
+    """Join tensors along dim (PyTorch's name; numpy's axis= too), the first by default: mt.cat."""
+    axis = args.one_dim('concatenate', dim, axis, 0)
     tensors = tensor_list('concatenate', tensors)
     axis = args.axis(axis, tensors[0].shape, 'concatenate')
     return Concatenate.apply(*tensors, axis=axis)
 
 
-def stack(tensors, axis=0):
-    """Join tensors of one shape along a new axis."""
+def stack(tensors, dim=0, *, axis=0):
+    """Join tensors of one shape along a new dim (PyTorch's name; numpy's axis= too), the first by default."""
+    axis = args.one_dim('stack', dim, axis, 0)
     tensors = tensor_list('stack', tensors)
     shapes = {t.shape for t in tensors}
     if len(shapes) > 1:
-        raise ValueError(f"stack: all tensors must have the same shape, got {[t.shape for t in tensors]}")
+        raise ShapeError(f"stack: all tensors must have the same shape, got {[t.shape for t in tensors]}")
     axis = args.axis(axis, tensors[0].shape, 'stack', new=True)
     return Concatenate.apply(*[Reshape.apply(t, shape=t.shape[:axis] + (1,) + t.shape[axis:]) for t in tensors],
                              axis=axis)
 
 
-def split(x, indices_or_sections, axis=0):
-    """numpy.split: n equal sections, or cut before each given index; a list of slices."""
-    axis = args.axis(axis, tensor_arg(x, 'split').shape, 'split')
-    size = x.shape[axis]
-    if not isinstance(indices_or_sections, (list, tuple)):
-        n = argcheck.integer(indices_or_sections, 'split', 'indices_or_sections (a number of sections, or a list of cuts)')
-        if n <= 0 or size % n:
-            raise ValueError(f"split: an axis of size {size} cannot be split into {n} equal sections")
-        cuts = [size // n * i for i in range(1, n)]
+def split(x, split_size_or_sections, dim=0, *, axis=0):
+    """PyTorch's split: chunks of split_size_or_sections along dim (an int: the last may be smaller),
+    or pieces of the listed sizes (they must add up to the dim's size).  A tuple of slices.
+
+    numpy's split reads an int as a number of sections and a list as cut positions: for n
+    pieces use chunk(x, n)."""
+    dim = args.axis(args.one_dim('split', dim, axis, 0), tensor_arg(x, 'split').shape, 'split')
+    size = x.shape[dim]
+    if isinstance(split_size_or_sections, (list, tuple)):
+        sizes = [argcheck.integer(n, 'split', 'each size in split_size_or_sections', min=0)
+                 for n in split_size_or_sections]
+        if sum(sizes) != size:
+            raise ShapeError(f"split: sizes {sizes} add up to {sum(sizes)}, but dim {dim} of shape {x.shape} has "
+                             f"size {size}. A list gives the sizes of the pieces, as in PyTorch (numpy's split "
+                             "takes the positions of the cuts instead)")
     else:
-        cuts = [argcheck.integer(i, 'split', 'each cut in indices_or_sections') for i in indices_or_sections]
-    bounds = [0] + cuts + [size]
-    lead = (slice(None),) * axis
-    return [x[lead + (slice(start, stop),)] for start, stop in zip(bounds[:-1], bounds[1:])]
+        n = argcheck.integer(split_size_or_sections, 'split', 'split_size_or_sections (the size of each chunk, '
+                             'or a list of sizes)', min=0)
+        if n == 0 and size:
+            raise ValueError(f"split: chunks of size 0 cannot cover dim {dim} of size {size}; give a size >= 1 "
+                             "(for n equal pieces use chunk(x, n))")
+        sizes = [min(n, size - start) for start in range(0, size, n)] if size else [0]
+    lead, start, pieces = (slice(None),) * dim, 0, []
+    for n in sizes:
+        pieces.append(x[lead + (slice(start, start + n),)])
+        start += n
+    return tuple(pieces)
+
+
+def chunk(x, chunks, dim=0):
+    """PyTorch's chunk: x cut along dim into `chunks` pieces of ceil(size / chunks) each, the last
+    smaller; fewer pieces when the size runs out first (torch's rule), as split(x, that size)."""
+    chunks = argcheck.integer(chunks, 'chunk', 'chunks', min=1)
+    dim = args.axis(dim, tensor_arg(x, 'chunk').shape, 'chunk')
+    size = x.shape[dim]
+    return split(x, -(-size // chunks) if size else [0] * chunks, dim)  # an empty dim: `chunks` empty pieces
 
 
 class ToDevice(Function):
