@@ -149,8 +149,8 @@ class Function:
         self.__dict__.clear()
         self.inputs = None
 
-    def __repr__(self):
-        return f"<{type(self).__name__}>"
+    def __repr__(self):  # <Softmax decoder.layers.0.self_attn>: `p self` in a backward says where it was made
+        return f"<{type(self).__name__}{_made_in(self)}{getattr(self, 'repr_extra', '')}>"
 
 
 def _share_version(view, inputs):
@@ -386,3 +386,11 @@ def take_output(fn, tensor):
 from .tensor import Tensor  # noqa: E402  (tensor.py imports this module first)
 from .contract import check_backward_result, check_forward_result, check_hook_result  # noqa: E402
 from .convert import param_array  # noqa: E402
+
+
+def _made_in(op):
+    """' decoder.layers.0.self_attn': the module that made op (mt.record_modules; ' (model)' for the
+    model's own ops), or '' when not recorded."""
+    from .inspect.modules import scope_label, scope_of  # (here: the inspect package builds on the engine)
+    where = scope_of(op)
+    return '' if where is None else ' ' + scope_label(where)
