@@ -40,7 +40,9 @@ import hashlib
 import math
 import os
 import random
+import signal
 import sys
+import threading
 import time
 
 import numpy as np
@@ -226,47 +228,68 @@ def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', re
     tokens_per_step, rates = config['batch_size'] * context, []
     pending, clock = [], time.perf_counter()  # losses of the steps since the last log, still on the device
     began = clock
-    done, saved = start, start > 0  # saved: the file at `path` is this run's (resumed, or written)
+    done, saved = start, start if start > 0 else None  # saved: the step of the file at `path`, if this run's
+    updating = False  # True while the optimizer and the schedule take a step: the state is then half old, half new
+
+    def keep(upto):
+        """Bring the losses of the steps up to `upto` to the host (checked finite), then the weights
+        (checked finite) and everything a resumed run needs to <out>/ckpt.npz."""
+        nonlocal pending, saved
+        window = mt.stack(pending).tolist() if pending else []
+        for i, value in enumerate(window):
+            history['losses'].append(check_loss(value, upto - len(window) + i + 1, 'train_gpt', TRIES))
+        pending = []
+        check_weights(parameters, upto)
+        mt.save({'model': model.state_dict(), 'optim': opt.state_dict(), 'schedule': schedule.state_dict(),
+                 'step': upto, 'config': config, 'vocab': chars.vocab, 'text_sha256': text_id['sha256'],
+                 'text_about': text_id['about'], **history},
+                path)
+        saved = upto
+        wrote(path, 'checkpoint')
+        return window
+
     try:
-        for step in range(start, last):
-            ids = mt.tensor(batch_at(data, step, config['batch_size'], context, config['seed']), device=device)
-            loss = next_token_loss(model(ids), ids)
-            opt.zero_grad()
-            loss.backward()
-            clip_gradients(parameters, max_norm=1.0)
-            opt.step()
-            schedule.step()
-            pending.append(loss.detach())
-            progress.advance()
-            done = step + 1
-            evaluate = val_batches and (done % config['eval_every'] == 0 or done == last)
-            save = done % config['ckpt_every'] == 0 or done == last
-            if not (done % config['log_every'] == 0 or evaluate or save):
-                continue
-            window = mt.stack(pending).tolist()  # the host copy: this window's losses, checked before anything is kept
-            for i, value in enumerate(window):
-                history['losses'].append(check_loss(value, done - len(window) + i + 1, 'train_gpt', TRIES))
-            rates.append(len(window) * tokens_per_step / (time.perf_counter() - clock))
-            pending, memory = [], mt.cuda.memory_pool_bytes(device)
-            if memory is not None:
-                history['memory'].append([done, memory])
-            progress.log(done, sum(window) / len(window), schedule.lr, rates[-1], memory)
-            if evaluate:
-                history['val'].append([done, validation_loss(model, val_batches)])
-                progress.note(f"step {done}: validation loss {history['val'][-1][1]:.4f} "
-                              f"(unigram baseline {baseline:.4f})")
-            if save:
-                check_weights(parameters, done)
-                saved = True
-                mt.save({'model': model.state_dict(), 'optim': opt.state_dict(), 'schedule': schedule.state_dict(),
-                         'step': done, 'config': config, 'vocab': chars.vocab, 'text_sha256': text_id['sha256'],
-                         'text_about': text_id['about'], **history},
-                        path)
-                wrote(path, 'checkpoint')
-            clock = time.perf_counter()
+        with StopAfterThisStep() as ctrl_c:
+            for step in range(start, last):
+                ids = mt.tensor(batch_at(data, step, config['batch_size'], context, config['seed']), device=device)
+                loss = next_token_loss(model(ids), ids)
+                opt.zero_grad()
+                loss.backward()
+                clip_gradients(parameters, max_norm=1.0)
+                updating = True
+                opt.step()
+                schedule.step()
+                done, updating = step + 1, False
+                pending.append(loss.detach())
+                progress.advance()
+                if ctrl_c.pressed:  # the step is whole: stop here, and keep it
+                    raise KeyboardInterrupt
+                evaluate = val_batches and (done % config['eval_every'] == 0 or done == last)
+                save = done % config['ckpt_every'] == 0 or done == last
+                if not (done % config['log_every'] == 0 or evaluate or save):
+                    continue
+                if evaluate:  # (before the save, which keeps the validation losses too)
+                    history['val'].append([done, validation_loss(model, val_batches)])
+                window = keep(done) if save else None
+                if window is None:  # the host copy: this window's losses, checked before anything is kept
+                    window = mt.stack(pending).tolist()
+                    for i, value in enumerate(window):
+                        history['losses'].append(check_loss(value, done - len(window) + i + 1, 'train_gpt', TRIES))
+                    pending = []
+                rates.append(len(window) * tokens_per_step / (time.perf_counter() - clock))
+                memory = mt.cuda.memory_pool_bytes(device)
+                if memory is not None:
+                    history['memory'].append([done, memory])
+                progress.log(done, sum(window) / len(window), schedule.lr, rates[-1], memory)
+                if evaluate:
+                    progress.note(f"step {done}: validation loss {history['val'][-1][1]:.4f} "
+                                  f"(unigram baseline {baseline:.4f})")
+                clock = time.perf_counter()
     except KeyboardInterrupt:  # one line from run_lesson instead of a traceback; the checkpoint read back
         progress.close()
-        checkpoint = (path, mt.load(path)['step']) if saved else None
+        if not updating and done > start and saved != done:  # a whole step: keep the work done up to it
+            keep(done)
+        checkpoint = (path, mt.load(path)['step']) if saved is not None else None
         first = min(last, (done // config['ckpt_every'] + 1) * config['ckpt_every'])
         raise Interrupted(done, steps, checkpoint, first) from None
     progress.close()
@@ -275,6 +298,27 @@ def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', re
     return {'model': model, 'chars': chars, 'step': max(start, last), 'seconds': time.perf_counter() - began,
             'tokens_per_s': float(np.median(rates)) if rates else None, 'baseline': baseline, 'checkpoint': path,
             'config': config, **history}
+
+
+class StopAfterThisStep:
+    """Ctrl-C while training: the step under way finishes, then the run stops and keeps it (.pressed
+    turns True; the loop stops after its step).  A second Ctrl-C stops at once.  Outside the main
+    thread (where Python cannot take the signal) Ctrl-C stops at once, as usual."""
+
+    def __enter__(self):
+        self.pressed, self.installed = False, threading.current_thread() is threading.main_thread()
+        if self.installed:
+            self.previous = signal.signal(signal.SIGINT, self._press)
+        return self
+
+    def _press(self, signum, frame):
+        if self.pressed:
+            raise KeyboardInterrupt
+        self.pressed = True  # (no line here: run_lesson prints one, once the step is kept)
+
+    def __exit__(self, *exception):
+        if self.installed:  # (None: a handler not set from Python; the default one is Python's KeyboardInterrupt)
+            signal.signal(signal.SIGINT, signal.default_int_handler if self.previous is None else self.previous)
 
 
 def _restore(path, device, config, text_id, model, opt, schedule, history):

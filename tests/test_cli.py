@@ -283,6 +283,7 @@ def test_every_lesson_has_a_tiny_run():
     assert sorted(TINY) == sorted(ALL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('device', DEVICES)
 @pytest.mark.parametrize('name', sorted(TINY))
 def test_tiny_run_through_python_m_demos_lands_on_the_device(name, device, capsys):

@@ -6,12 +6,14 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from microtensor import __main__ as main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+@pytest.mark.slow
 def test_python_m_microtensor_prints_version_backends_and_first_steps(tmp_path):
     env = dict(os.environ, PYTHONPATH=ROOT)
     out = subprocess.run([sys.executable, '-m', 'microtensor'], capture_output=True, text=True,

@@ -84,6 +84,7 @@ def test_the_guide_has_the_sessions_this_file_replays():
                                                    'residual_gpt.py', 'residual_gpt.py']
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('index', range(len(SESSIONS)),
                          ids=[f"{i}-{script}" for i, (script, _) in enumerate(SESSIONS)])
 def test_a_guide_session_stops_where_the_guide_says(away, index):
@@ -100,6 +101,7 @@ def test_a_guide_session_stops_where_the_guide_says(away, index):
         assert error in out, f"pdb did not answer {error!r}:\n{out}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('index', range(len(SESSIONS)),
                          ids=[f"{i}-{script}" for i, (script, _) in enumerate(SESSIONS)])
 def test_a_guide_session_prints_what_the_guide_shows(away, index):

@@ -54,6 +54,7 @@ def test_start_never_overwrites_a_learners_file(tmp_path, capsys):
     assert workbook.start(str(tmp_path))[0] == []
 
 
+@pytest.mark.slow
 def test_the_reference_answers_pass_check(answers, capsys):
     results = check.check(answers, max_examples=12)
     assert {name: r.status for name, r in results.items()} == {name: 'pass' for name in workbook.EXERCISES}
@@ -77,6 +78,7 @@ def test_each_planted_mistake_fails_with_its_hint(name, i):
     assert result.hint == mistake.hint, result.message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('i', range(len(check.ORDER_MISTAKES)))
 def test_each_planted_backward_order_fails_with_its_hint(i):
     mistake = check.ORDER_MISTAKES[i]

@@ -97,12 +97,14 @@ def check_parity(model, dtype):
     return result
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('dtype', ['float32', 'float64'])
 @pytest.mark.parametrize('variant', VARIANTS)
 def test_every_variant_has_the_same_logits_and_gradients_in_pytorch(variant, dtype):
     check_parity(VARIANTS[variant](), dtype)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('variant', VARIANTS)
 def test_from_torch_brings_back_the_same_model(variant):
     model = VARIANTS[variant]().double()

@@ -55,6 +55,7 @@ def assert_shows(page, viewer, n):
     assert [float(g) for g in page['sent']] == pytest.approx([g for g in step.sent if g is not None], rel=1e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('layout', ['auto', 'layered'])
 def test_next_click_filter_in_chromium(browser, tmp_path, layout):
     viewer = encoder_viewer(layout)
@@ -179,6 +180,7 @@ def legend(browser):
     return browser.js("[...document.querySelectorAll('#legend-bar span')].map(s => s.textContent)")
 
 
+@pytest.mark.slow
 def test_pages_of_one_lesson_share_one_colour_scale(browser, tmp_path, monkeypatch):
     from demos import report
     monkeypatch.setattr(report, 'PAGES', {})
