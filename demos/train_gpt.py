@@ -196,8 +196,7 @@ def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', re
     val_batches = validation_batches(np.array(chars.encode(val_text), dtype=np.int64), context,
                                      config['batch_size'], config['eval_batches'], device) if val_text else []
     mt.manual_seed(config['seed'])
-    model = GPT(len(chars.vocab), d_model=config['d_model'], n_layers=config['n_layers'], n_heads=config['n_heads'],
-                max_len=context).to(device)
+    model = build_model(len(chars.vocab), config).to(device)
     parameters = model.parameters()
     opt = optim.AdamW(parameters, lr=config['lr'], weight_decay=0.01)
     schedule = optim.WarmupCosine(opt, warmup_steps=min(config['warmup'], steps - 1), total_steps=steps)
@@ -321,6 +320,47 @@ class StopAfterThisStep:
             signal.signal(signal.SIGINT, signal.default_int_handler if self.previous is None else self.previous)
 
 
+def build_model(vocab_size, config):
+    """The GPT a run's config describes (the sizes of PRESETS; context is its max_len)."""
+    return GPT(vocab_size, d_model=config['d_model'], n_layers=config['n_layers'], n_heads=config['n_heads'],
+               max_len=config['context'])
+
+
+def load_checkpoint(path, device='cpu'):
+    """(model, chars): the trained GPT of a train_gpt checkpoint (in eval mode) and its characters,
+    in one call; chars.encode(text) gives ids, chars.decode(ids) text.
+
+        model, chars = load_checkpoint('runs/train_gpt/ckpt.npz')
+        ids = generate(model, mt.tensor(chars.encode('Twinkle')), 40, temperature=0.7)
+        print(chars.decode(ids.tolist()))
+
+    A damaged file is a mt.CheckpointError; another kind of checkpoint a ValueError naming what it lacks.
+    """
+    ckpt = mt.load(path, device=device)
+    missing = [k for k in ('model', 'config', 'vocab') if not isinstance(ckpt, dict) or k not in ckpt]
+    if missing:
+        raise ValueError(f"train_gpt.load_checkpoint: {path} is not a train_gpt checkpoint (it has no {missing}); "
+                         "give the ckpt.npz of a train_gpt run (runs/train_gpt/ckpt.npz by default)")
+    model = build_model(len(ckpt['vocab']), ckpt['config']).to(device)
+    model.load_state_dict(ckpt['model'])
+    return model.eval(), Characters(ckpt['vocab'])
+
+
+def sample_checkpoint(path, prompt=None, length=160, device='cpu'):
+    """Print continuations of `prompt` by the checkpoint's model at each temperature, and greedily;
+    returns them ({label: text}).  prompt=None: a new line (or the vocabulary's first character)."""
+    model, chars = load_checkpoint(path, device)
+    if prompt is None:
+        prompt = '\n' if '\n' in chars.ids else chars.vocab[0]
+    step = mt.load(path)['step']
+    print(f"{path}: a GPT of {model.num_parameters():,} parameters after {step} steps, {len(chars.vocab)} "
+          f"characters\n\nContinuations of {prompt!r}:")
+    out = samples(model, chars, prompt, length)
+    for label, text in out.items():
+        print(f"--- {label}\n{text}")
+    return out
+
+
 def _restore(path, device, config, text_id, model, opt, schedule, history):
     """Load the checkpoint into model, opt, schedule and history; its step.  The settings must
     match, except steps and how often to log/evaluate/save: a longer run continues along the
@@ -441,10 +481,13 @@ def default_prompt(corpus, text_file, text):
 
 
 def run(preset='tiny', corpus=None, text_file=None, out=os.path.join(RUNS, 'train_gpt'), device='cpu', resume=False,
-        stop_after=None, prompt=None, sample_length=160, fused=True, **options):
+        stop_after=None, prompt=None, sample_length=160, fused=True, sample=None, **options):
     """Load the text (corpus: 'poem' or 'stdlib', default the preset's; text_file: a UTF-8 file),
     train on it (options: see train; fused=False: with the textbook ops instead of the fused
-    layer's), print the losses, plot them and sample."""
+    layer's), print the losses, plot them and sample.  sample: a checkpoint to sample from
+    instead, without training."""
+    if sample is not None:
+        return sample_checkpoint(sample, prompt, sample_length, device)
     corpus = corpus or PRESETS[preset]['corpus']
     text, name = texts.load(corpus, text_file)
     prompt = default_prompt(corpus, text_file, text) if prompt is None else prompt
@@ -496,7 +539,10 @@ def main(argv=None):
                             help='train with the textbook ops, to step through them (slower; the fused layer is on '
                                  'by default)')
         parser.add_argument('--prompt', help=f"the start of the samples (default: {PROMPTS['poem']!r} for the poem, "
-                                             f"{PROMPTS['stdlib']!r} for stdlib, a file's first characters)")
+                                             f"{PROMPTS['stdlib']!r} for stdlib, a file's first characters; with "
+                                             "--sample, a new line)")
+        parser.add_argument('--sample', metavar='CKPT', help='train nothing: load this checkpoint (a ckpt.npz of '
+                                                             'train_gpt) and write from --prompt at each temperature')
 
     return run_lesson(run, command_line('train_gpt', __doc__, options, argv, extra, check=_check))
 
@@ -520,6 +566,8 @@ def cost(steps, batch_size, context, d_model, n_layers, n_heads, eval_every, eva
 
 def _check(args):
     """What the options cannot do together, found before training starts."""
+    if args.sample is not None:
+        return _sample_problem(args.sample, args.prompt)
     if args.d_model % args.n_heads:
         return f"--n-heads {args.n_heads} must divide --d-model {args.d_model}"
     sizes = {**vars(args), 'steps': min(args.steps, args.stop_after or args.steps)}
@@ -544,6 +592,18 @@ def _check(args):
         return f"argument --text: {error}"
     problem = text_problem(text, args.context, args.val_fraction, args.prompt)
     return f"{'--text ' + args.text_file if args.text_file else corpus}: {problem}" if problem else None
+
+
+def _sample_problem(path, prompt):
+    """Why --sample PATH --prompt PROMPT cannot write, or None."""
+    if not os.path.exists(path):
+        return f"--sample {path}: no such file (a train_gpt run writes runs/train_gpt/ckpt.npz)"
+    try:
+        _, chars = load_checkpoint(path)
+    except (mt.CheckpointError, ValueError) as error:
+        return f"--sample {path}: {error}"
+    problem = prompt_problem(prompt, chars.vocab)
+    return f"--prompt: {problem}" if problem else None
 
 
 if __name__ == '__main__':

@@ -1,5 +1,6 @@
 """to_torch / from_torch: every exportable variant computes the same logits and gradients in PyTorch
 (1e-5 in float32, 1e-10 in float64), comes back unchanged, and its checkpoints cross over without pickle."""
+import os
 import re
 import sys
 
@@ -257,7 +258,11 @@ def test_the_readme_section_runs_as_printed(tmp_path, monkeypatch, capsys):
     from readme import python_blocks
     monkeypatch.chdir(tmp_path)                           # it writes gpt.npz and net.npz
     blocks = python_blocks('Graduating to PyTorch')
-    assert len(blocks) == 2
+    assert len(blocks) == 3
+    from demos import train_gpt
+    trained = train_gpt.train(steps=4, ckpt_every=4, out=os.path.join('runs', 'train_gpt'), d_model=16, n_layers=1,
+                              n_heads=2, context=16, batch_size=4)  # (a short run: what the README's command writes)
+    capsys.readouterr()
     namespace = {}
     for block in blocks:
         exec(compile(block, 'README.md', 'exec'), namespace)
@@ -265,3 +270,7 @@ def test_the_readme_section_runs_as_printed(tmp_path, monkeypatch, capsys):
     assert 0 < float(out.split('\n')[0]) < 1e-5
     assert 'largest relative difference' in out
     assert isinstance(namespace['back'], GPT) and (tmp_path / 'net.npz').exists()
+    sampled = namespace['ids'][0].tolist()
+    assert len(sampled) == len('Twinkle') + 60 and namespace['chars'].decode(sampled).startswith('Twinkle')
+    assert namespace['chars'].vocab == trained['chars'].vocab
+    assert namespace['chars'].decode(sampled) in out
