@@ -5,9 +5,9 @@
 Runs `python -m demos.residual_highway --html` in a temporary folder, opens its Pre-LN residual
 page in headless Chromium (a fresh profile; a 1400 x 900 window, the first screen a learner
 sees), steps to the first residual connection, where the gradient splits into the "+1" and F
-roads, and saves the screen.  Needs Chromium (Debian: apt-get install chromium; or set CHROMIUM
-to its path).
+roads, and saves the screen.  Needs Chromium (Debian: apt-get install chromium).
 """
+import argparse
 import os
 import subprocess
 import sys
@@ -38,4 +38,6 @@ def main(out=OUT):
 
 
 if __name__ == '__main__':
-    main()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--out', default=OUT, help='the PNG file to write (default: %(default)s)')
+    main(parser.parse_args().out)
