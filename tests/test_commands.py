@@ -60,7 +60,7 @@ def test_the_documents_give_the_commands_this_file_checks():
     for document in DOCUMENTS:  # `python` means the venv's: where a document says plain `python`, it says so
         with open(os.path.join(ROOT, document), encoding='utf-8') as f:
             text = f.read()
-        assert '`python3`' not in text, f"{document}: python3 is not the venv's interpreter"
+        assert not re.search(r"(into|in|with) `python3`", text), f"{document}: python3 is not the venv's interpreter"
         if any(c.split()[0] in ('python', 'pip') and document in where for c, where in COMMANDS.items()):
             assert 'source .venv/bin/activate' in ' '.join(text.split()), f"{document}: say to activate the venv"
 
