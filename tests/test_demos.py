@@ -136,3 +136,12 @@ def test_train_gpt_command_line(capsys):
 def test_train_reverse_beats_chance():
     result = train_reverse.run(steps=100, length=4, n_test=100, d_model=32, n_heads=4, lr=1e-2)
     assert result['token_accuracy'] > 0.5  # chance: 0.1
+
+
+def test_the_saturation_plot_says_what_passes_means_on_the_plot():
+    figure = pytest.importorskip('matplotlib.figure', reason="the plot needs matplotlib")
+    rows = [{'d_k': d, 'scaled': scaled, 'p1p': 0.1 / d, 'passes': 0.5 / d} for d in (4, 16) for scaled in (True, False)]
+    ax = figure.Figure().subplots()
+    softmax_saturation.draw_saturation(ax, rows, (4, 16))
+    assert any(t.get_text().startswith('passes = |dL/dscores| / |dL/dp|') for t in ax.texts)
+    assert 'passes' in ax.get_ylabel() and len(ax.get_lines()) == 4
