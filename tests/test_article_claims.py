@@ -37,6 +37,7 @@ def test_without_projections_each_word_attends_most_to_itself():
     assert is_max == 1.0 and on_diagonal > 0.9        # Cauchy-Schwarz, rows of equal length
 
 
+@pytest.mark.slow
 def test_without_projections_copying_the_previous_token_is_not_learned():
     without = qkv_roles.copy_previous(False, steps=100)
     with_ = qkv_roles.copy_previous(True, steps=150)
@@ -112,6 +113,7 @@ def test_softmax_examples_and_their_gradients():
     assert p[0] > 0.9999 and slope < 1e-4
 
 
+@pytest.mark.slow
 def test_a_trained_model_goes_beyond_five_and_still_learns():
     trained = scale_alternatives.trained_scores(steps=200)
     assert trained['accuracy'] > 0.9 and trained['largest'] > 5

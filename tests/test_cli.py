@@ -353,6 +353,7 @@ def test_train_xor_stops_when_the_loss_becomes_nan(capsys):
 
 
 # ---------------------------------------------------------------------------- tables and the tour's file list
+@pytest.mark.slow
 def test_error_messages_stay_out_of_table_cells(capsys):
     with pytest.raises(TypeError, match='under the table'):
         report.table(['a'], [[ValueError('x')]])

@@ -130,6 +130,7 @@ def test_gpt_with_the_reference_answers_reproduces_the_engines_losses(answers, t
         assert used.get(op, 0) > 0, op  # the learner's classes are in the graph, not the engine's
 
 
+@pytest.mark.slow
 def test_gpt_leaves_out_failing_exercises_and_plots_both_losses(tmp_path, capsys):
     pytest.importorskip('matplotlib')
     ops = {'softmax': answer_of('softmax'), 'gelu': answer_of('gelu')}

@@ -130,6 +130,7 @@ def test_kv_cache_generation_is_the_library_generation():
     assert cache[0].length == 3 + 5 - 1
 
 
+@pytest.mark.slow
 def test_attention_cost_structure():
     rows = attention_cost.measure([64, 128, 256], timing=False)
     ns = [r['n'] for r in rows]

@@ -50,6 +50,7 @@ def test_lr_scheduler_scales_each_groups_own_lr_as_lambda_lr(lrs, name):
     assert [g['initial_lr'] for g in opt.param_groups] == [float(lr) for lr in lrs]
 
 
+@pytest.mark.slow
 @settings(deadline=None)
 @given(lrs=GROUP_LRS, warmup=st.sampled_from([0, 2, 3, 5]), after=st.integers(1, 12),
        min_lr=st.sampled_from([0.0, 1e-3, 0.05]))

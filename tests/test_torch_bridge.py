@@ -153,6 +153,7 @@ def test_eval_mode_dtype_and_training_carry_over():
     assert not (model.layers[0].self_attn.W_Q.weight.numpy() == W.T).all()
 
 
+@pytest.mark.slow
 def test_layers_that_differ_export_but_do_not_come_back():
     model = gpt()
     model.layers[1].alpha = 0.5

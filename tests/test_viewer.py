@@ -240,6 +240,7 @@ def test_the_colour_scale_is_the_pages_norms_or_the_scale_given():
             mt.BackpropViewer(loss, params=encoder, scale=bad)
 
 
+@pytest.mark.slow
 def test_lesson_pages_share_one_colour_scale(tmp_path, monkeypatch, capsys):
     from demos import report, residual_highway
     monkeypatch.chdir(tmp_path)
