@@ -261,10 +261,9 @@ def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', re
                 done, updating = step + 1, False
                 pending.append(loss.detach())
                 progress.advance()
-                if ctrl_c.pressed:  # the step is whole: stop here, and keep it
-                    raise KeyboardInterrupt
+                stop = ctrl_c.pressed  # the step is whole: it ends as usual, is kept, and the run stops
                 evaluate = val_batches and (done % config['eval_every'] == 0 or done == last)
-                save = done % config['ckpt_every'] == 0 or done == last
+                save = done % config['ckpt_every'] == 0 or done == last or stop
                 if not (done % config['log_every'] == 0 or evaluate or save):
                     continue
                 if evaluate:  # (before the save, which keeps the validation losses too)
@@ -283,6 +282,8 @@ def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', re
                 if evaluate:
                     progress.note(f"step {done}: validation loss {history['val'][-1][1]:.4f} "
                                   f"(unigram baseline {baseline:.4f})")
+                if stop:
+                    raise KeyboardInterrupt
                 clock = time.perf_counter()
     except KeyboardInterrupt:  # one line from run_lesson instead of a traceback; the checkpoint read back
         progress.close()

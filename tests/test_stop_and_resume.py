@@ -126,16 +126,17 @@ def assert_same_run(a, b):
         assert identical(saved[0][key], saved[1][key]), key
 
 
-@pytest.mark.parametrize('how', ['signal', 'exception'])
-def test_ctrl_c_keeps_the_step_it_stopped_after_and_the_resume_is_bit_exact(monkeypatch, how):
-    """Ctrl-C in step 7 of 9 (checkpoints every 4): the run keeps step 7, not step 4, and a resume from
-    it ends with the weights of the uninterrupted run, bit for bit.  'signal': a real SIGINT while the
-    step runs (it finishes the step); 'exception': a KeyboardInterrupt as the step begins."""
+@pytest.mark.parametrize('how, at', [('signal', 7), ('signal', 8), ('exception', 7)])
+def test_ctrl_c_keeps_the_step_it_stopped_after_and_the_resume_is_bit_exact(monkeypatch, how, at):
+    """Ctrl-C in step 7 (or 8, a validation step) of 9, checkpoints every 4: the run keeps that step, not
+    step 4, and a resume from it ends with the weights and losses of the uninterrupted run, bit for bit.
+    'signal': a real SIGINT while the step runs (it finishes the step); 'exception': a KeyboardInterrupt
+    as the step begins (before the update: step 6 is whole)."""
     whole = train_gpt.train(out='whole', **SMALL)
     real = train_gpt.batch_at
 
     def batch_at(data, step, *args):
-        if step == 6:  # step 7 begins
+        if step == at - 1:  # step `at` begins
             if how == 'exception':
                 raise KeyboardInterrupt
             os.kill(os.getpid(), signal.SIGINT)
@@ -143,7 +144,7 @@ def test_ctrl_c_keeps_the_step_it_stopped_after_and_the_resume_is_bit_exact(monk
     monkeypatch.setattr(train_gpt, 'batch_at', batch_at)
     with pytest.raises(report.Interrupted) as stop:
         train_gpt.train(out='cut', **SMALL)
-    kept = 7 if how == 'signal' else 6
+    kept = at if how == 'signal' else at - 1
     assert stop.value.step == kept and stop.value.checkpoint == (os.path.join('cut', 'ckpt.npz'), kept)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Ctrl-C is Python's again
     saved = mt.load(os.path.join('cut', 'ckpt.npz'))

@@ -117,7 +117,8 @@ def test_next_click_filter_in_chromium(browser, tmp_path, layout):
 FIRST_SCREEN = """(() => {
   const p = document.getElementById('graph'), s = p.querySelector('svg'), r = p.getBoundingClientRect();
   const node = document.querySelector('.node.current'), n = node.getBoundingClientRect();
-  const sizes = [...node.querySelectorAll('text')].map(t => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a);
+  const sizes = [...node.querySelectorAll('text')]  // the labels' font size on screen, in px
+    .map(t => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a);
   const o = document.getElementById('overview'), header = document.querySelector('header');
   const boxes = [...header.children].map(c => c.getBoundingClientRect());  // one line: every item overlaps every other
   const oneLine = Math.max(...boxes.map(b => b.top)) < Math.min(...boxes.map(b => b.bottom));
