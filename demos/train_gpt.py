@@ -235,8 +235,8 @@ def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', re
         (checked finite) and everything a resumed run needs to <out>/ckpt.npz."""
         nonlocal pending, saved
         window = mt.stack(pending).tolist() if pending else []
-        for i, value in enumerate(window):
-            history['losses'].append(check_loss(value, upto - len(window) + i + 1, 'train_gpt', TRIES))
+        checked = [check_loss(value, upto - len(window) + i + 1, 'train_gpt', TRIES) for i, value in enumerate(window)]
+        history['losses'].extend(checked)  # (one call: a second Ctrl-C cannot leave it half done)
         pending = []
         check_weights(parameters, upto)
         mt.save({'model': model.state_dict(), 'optim': opt.state_dict(), 'schedule': schedule.state_dict(),
