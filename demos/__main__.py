@@ -2,8 +2,9 @@
 
     python -m demos                      every lesson in order (with the backward-pass viewer pages), then the
                                          list of files written and where to go next
-    python -m demos NAME [options]       one lesson, with its own options (python -m demos NAME --help)
-    python -m demos NAME NAME ...        several lessons with their defaults
+    python -m demos NAME [options]       one lesson, with its own options (python -m demos NAME --help), then
+                                         the files it wrote
+    python -m demos NAME NAME ...        several lessons with their defaults, then the files they wrote
     python -m demos --device cuda        the tour on the GPU (every lesson gets --device)
     python -m demos --lang zh            the tour in Chinese (every lesson gets --lang)
     python -m demos --list               the lessons and the articles' sections each one checks
@@ -95,11 +96,12 @@ def main(argv=None):
     options = (['--device', args.device] if args.device else []) + (['--lang', args.lang] if args.lang else [])
     if args.lessons:
         return tour([(name, options) for name in args.lessons])
-    return tour([(name, options + ['--html'] * (name in VIEWER_LESSONS)) for name in known])
+    return tour([(name, options + ['--html'] * (name in VIEWER_LESSONS)) for name in known], whole=True)
 
 
-def tour(lessons):
-    """Run each (name, argv) through the lesson's main(argv), then list the files they wrote."""
+def tour(lessons, whole=False):
+    """Run each (name, argv) through the lesson's main(argv), then list the files they wrote; at the end
+    of the whole tour (whole=True), where to go next."""
     first = len(report.WRITTEN)
     results = {}
     for name, argv in lessons:
@@ -115,7 +117,8 @@ def tour(lessons):
     else:
         print("\nNo files written" + (" (plots need matplotlib: pip install matplotlib)."
                                        if importlib.util.find_spec('matplotlib') is None else "."))
-    print(what_next([path for path in written if path.endswith('.html')]))
+    if whole:
+        print(what_next([path for path in written if path.endswith('.html')]))
     return results
 
 

@@ -211,9 +211,10 @@ def check_learned(losses, lesson, rose=('a lower --lr (say 10x smaller)',),
 
 
 def resume_command():
-    """The command that continues the lesson last parsed by command_line: its options, and --resume."""
+    """The command that continues the lesson last parsed by command_line: the interpreter that runs it
+    (a bare `python` may be another one, without the project), its options, and --resume."""
     argv = COMMAND['argv'] + ([] if '--resume' in COMMAND['argv'] else ['--resume'])
-    return ' '.join(['python', '-m', f"demos.{COMMAND['lesson']}", *map(shlex.quote, argv)])
+    return ' '.join([shlex.quote(sys.executable), '-m', f"demos.{COMMAND['lesson']}", *map(shlex.quote, argv)])
 
 
 def interrupted_message(stop, resumable):

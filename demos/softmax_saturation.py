@@ -40,7 +40,8 @@ from transformer.attention import attend  # scaled_dot_product_attention that al
 from transformer.probes import saturation_stats
 
 from . import budget
-from .report import command_line, options_of, run_lesson, save_lines, save_viewer, table, window_means
+from .report import (command_line, draw_lines, options_of, run_lesson, save_lines, save_plot, save_viewer, table,
+                     window_means)
 
 # the articles' sections this lesson checks (demos/articles.py)
 SECTIONS = [('deep_dive', '1.5'), ('attention', '2.3.1'), ('attention', '2.3.2'), ('attention', '2.3.3'),
@@ -143,11 +144,7 @@ def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train
           "With the scale Var(scores) stays ~1 and every d_k behaves alike; without it Var(scores) ~ d_k,\n"
           "rows turn one-hot (max p -> 1, entropy -> 0), p(1-p) vanishes and so does the gradient.")
 
-    series = {f"{what}, {'scores / sqrt(d_k)' if scaled else 'no scale'}":
-              [r[key] for r in rows if r['scaled'] == scaled]
-              for key, what in (('p1p', 'mean p(1-p)'), ('passes', 'passes')) for scaled in (True, False)}
-    save_lines('softmax_saturation', series, 'd_k', 'p(1-p), gradient share', 'Softmax saturation as d_k grows',
-               x=list(d_ks), logx=True)
+    save_plot('softmax_saturation', lambda ax: draw_saturation(ax, rows, d_ks), 'Softmax saturation as d_k grows')
     for scaled in (True, False) if html else ():  # the largest d_k, step by step, with and without the scale
         saturation(d_ks[-1], scaled, B=B, n=n, seed=seed, device=device,
                    html=f"softmax_saturation_{'scaled' if scaled else 'unscaled'}")
@@ -166,6 +163,19 @@ def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train
                    'step', 'MSE', f'Lookup task by SGD, d_k = {train_d_k}')
     return {'rows': rows, 'curves': curves}
 
+
+
+PASSES = ("passes = |dL/dscores| / |dL/dp|, per query row (mean): the share of the gradient\n"
+          "arriving at the weights p that the softmax lets through to the scores")
+
+
+def draw_saturation(ax, rows, d_ks):
+    """The plot: mean p(1-p) and passes against d_k, with and without the scale, and what passes means."""
+    series = {f"{what}, {'scores / sqrt(d_k)' if scaled else 'no scale'}":
+              [r[key] for r in rows if r['scaled'] == scaled]
+              for key, what in (('p1p', 'mean p(1-p)'), ('passes', 'passes')) for scaled in (True, False)}
+    draw_lines(ax, series, 'd_k', 'mean p(1-p); passes', x=list(d_ks), logx=True)
+    ax.text(0.5, -0.2, PASSES, transform=ax.transAxes, ha='center', va='top', fontsize=8.5)
 
 
 def main(argv=None):

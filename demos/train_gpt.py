@@ -40,7 +40,9 @@ import hashlib
 import math
 import os
 import random
+import signal
 import sys
+import threading
 import time
 
 import numpy as np
@@ -194,8 +196,7 @@ def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', re
     val_batches = validation_batches(np.array(chars.encode(val_text), dtype=np.int64), context,
                                      config['batch_size'], config['eval_batches'], device) if val_text else []
     mt.manual_seed(config['seed'])
-    model = GPT(len(chars.vocab), d_model=config['d_model'], n_layers=config['n_layers'], n_heads=config['n_heads'],
-                max_len=context).to(device)
+    model = build_model(len(chars.vocab), config).to(device)
     parameters = model.parameters()
     opt = optim.AdamW(parameters, lr=config['lr'], weight_decay=0.01)
     schedule = optim.WarmupCosine(opt, warmup_steps=min(config['warmup'], steps - 1), total_steps=steps)
@@ -226,47 +227,69 @@ def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', re
     tokens_per_step, rates = config['batch_size'] * context, []
     pending, clock = [], time.perf_counter()  # losses of the steps since the last log, still on the device
     began = clock
-    done, saved = start, start > 0  # saved: the file at `path` is this run's (resumed, or written)
+    done, saved = start, start if start > 0 else None  # saved: the step of the file at `path`, if this run's
+    updating = False  # True while the optimizer and the schedule take a step: the state is then half old, half new
+
+    def keep(upto):
+        """Bring the losses of the steps up to `upto` to the host (checked finite), then the weights
+        (checked finite) and everything a resumed run needs to <out>/ckpt.npz."""
+        nonlocal pending, saved
+        window = mt.stack(pending).tolist() if pending else []
+        checked = [check_loss(value, upto - len(window) + i + 1, 'train_gpt', TRIES) for i, value in enumerate(window)]
+        history['losses'].extend(checked)  # (one call: a second Ctrl-C cannot leave it half done)
+        pending = []
+        check_weights(parameters, upto)
+        mt.save({'model': model.state_dict(), 'optim': opt.state_dict(), 'schedule': schedule.state_dict(),
+                 'step': upto, 'config': config, 'vocab': chars.vocab, 'text_sha256': text_id['sha256'],
+                 'text_about': text_id['about'], **history},
+                path)
+        saved = upto
+        wrote(path, 'checkpoint')
+        return window
+
     try:
-        for step in range(start, last):
-            ids = mt.tensor(batch_at(data, step, config['batch_size'], context, config['seed']), device=device)
-            loss = next_token_loss(model(ids), ids)
-            opt.zero_grad()
-            loss.backward()
-            clip_gradients(parameters, max_norm=1.0)
-            opt.step()
-            schedule.step()
-            pending.append(loss.detach())
-            progress.advance()
-            done = step + 1
-            evaluate = val_batches and (done % config['eval_every'] == 0 or done == last)
-            save = done % config['ckpt_every'] == 0 or done == last
-            if not (done % config['log_every'] == 0 or evaluate or save):
-                continue
-            window = mt.stack(pending).tolist()  # the host copy: this window's losses, checked before anything is kept
-            for i, value in enumerate(window):
-                history['losses'].append(check_loss(value, done - len(window) + i + 1, 'train_gpt', TRIES))
-            rates.append(len(window) * tokens_per_step / (time.perf_counter() - clock))
-            pending, memory = [], mt.cuda.memory_pool_bytes(device)
-            if memory is not None:
-                history['memory'].append([done, memory])
-            progress.log(done, sum(window) / len(window), schedule.lr, rates[-1], memory)
-            if evaluate:
-                history['val'].append([done, validation_loss(model, val_batches)])
-                progress.note(f"step {done}: validation loss {history['val'][-1][1]:.4f} "
-                              f"(unigram baseline {baseline:.4f})")
-            if save:
-                check_weights(parameters, done)
-                saved = True
-                mt.save({'model': model.state_dict(), 'optim': opt.state_dict(), 'schedule': schedule.state_dict(),
-                         'step': done, 'config': config, 'vocab': chars.vocab, 'text_sha256': text_id['sha256'],
-                         'text_about': text_id['about'], **history},
-                        path)
-                wrote(path, 'checkpoint')
-            clock = time.perf_counter()
+        with StopAfterThisStep() as ctrl_c:
+            for step in range(start, last):
+                ids = mt.tensor(batch_at(data, step, config['batch_size'], context, config['seed']), device=device)
+                loss = next_token_loss(model(ids), ids)
+                opt.zero_grad()
+                loss.backward()
+                clip_gradients(parameters, max_norm=1.0)
+                updating = True
+                opt.step()
+                schedule.step()
+                done, updating = step + 1, False
+                pending.append(loss.detach())
+                progress.advance()
+                stop = ctrl_c.pressed  # the step is whole: it ends as usual, is kept, and the run stops
+                evaluate = val_batches and (done % config['eval_every'] == 0 or done == last)
+                save = done % config['ckpt_every'] == 0 or done == last or stop
+                if not (done % config['log_every'] == 0 or evaluate or save):
+                    continue
+                if evaluate:  # (before the save, which keeps the validation losses too)
+                    history['val'].append([done, validation_loss(model, val_batches)])
+                window = keep(done) if save else None
+                if window is None:  # the host copy: this window's losses, checked before anything is kept
+                    window = mt.stack(pending).tolist()
+                    for i, value in enumerate(window):
+                        history['losses'].append(check_loss(value, done - len(window) + i + 1, 'train_gpt', TRIES))
+                    pending = []
+                rates.append(len(window) * tokens_per_step / (time.perf_counter() - clock))
+                memory = mt.cuda.memory_pool_bytes(device)
+                if memory is not None:
+                    history['memory'].append([done, memory])
+                progress.log(done, sum(window) / len(window), schedule.lr, rates[-1], memory)
+                if evaluate:
+                    progress.note(f"step {done}: validation loss {history['val'][-1][1]:.4f} "
+                                  f"(unigram baseline {baseline:.4f})")
+                if stop:
+                    raise KeyboardInterrupt
+                clock = time.perf_counter()
     except KeyboardInterrupt:  # one line from run_lesson instead of a traceback; the checkpoint read back
         progress.close()
-        checkpoint = (path, mt.load(path)['step']) if saved else None
+        if not updating and done > start and saved != done:  # a whole step: keep the work done up to it
+            keep(done)
+        checkpoint = (path, mt.load(path)['step']) if saved is not None else None
         first = min(last, (done // config['ckpt_every'] + 1) * config['ckpt_every'])
         raise Interrupted(done, steps, checkpoint, first) from None
     progress.close()
@@ -275,6 +298,68 @@ def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', re
     return {'model': model, 'chars': chars, 'step': max(start, last), 'seconds': time.perf_counter() - began,
             'tokens_per_s': float(np.median(rates)) if rates else None, 'baseline': baseline, 'checkpoint': path,
             'config': config, **history}
+
+
+class StopAfterThisStep:
+    """Ctrl-C while training: the step under way finishes, then the run stops and keeps it (.pressed
+    turns True; the loop stops after its step).  A second Ctrl-C stops at once.  Outside the main
+    thread (where Python cannot take the signal) Ctrl-C stops at once, as usual."""
+
+    def __enter__(self):
+        self.pressed, self.installed = False, threading.current_thread() is threading.main_thread()
+        if self.installed:
+            self.previous = signal.signal(signal.SIGINT, self._press)
+        return self
+
+    def _press(self, signum, frame):
+        if self.pressed:
+            raise KeyboardInterrupt
+        self.pressed = True  # (no line here: run_lesson prints one, once the step is kept)
+
+    def __exit__(self, *exception):
+        if self.installed:  # (None: a handler not set from Python; the default one is Python's KeyboardInterrupt)
+            signal.signal(signal.SIGINT, signal.default_int_handler if self.previous is None else self.previous)
+
+
+def build_model(vocab_size, config):
+    """The GPT a run's config describes (the sizes of PRESETS; context is its max_len)."""
+    return GPT(vocab_size, d_model=config['d_model'], n_layers=config['n_layers'], n_heads=config['n_heads'],
+               max_len=config['context'])
+
+
+def load_checkpoint(path, device='cpu'):
+    """(model, chars): the trained GPT of a train_gpt checkpoint (in eval mode) and its characters,
+    in one call; chars.encode(text) gives ids, chars.decode(ids) text.
+
+        model, chars = load_checkpoint('runs/train_gpt/ckpt.npz')
+        ids = generate(model, mt.tensor(chars.encode('Twinkle')), 40, temperature=0.7)
+        print(chars.decode(ids.tolist()))
+
+    A damaged file is a mt.CheckpointError; another kind of checkpoint a ValueError naming what it lacks.
+    """
+    ckpt = mt.load(path, device=device)
+    missing = [k for k in ('model', 'config', 'vocab') if not isinstance(ckpt, dict) or k not in ckpt]
+    if missing:
+        raise ValueError(f"train_gpt.load_checkpoint: {path} is not a train_gpt checkpoint (it has no {missing}); "
+                         "give the ckpt.npz of a train_gpt run (runs/train_gpt/ckpt.npz by default)")
+    model = build_model(len(ckpt['vocab']), ckpt['config']).to(device)
+    model.load_state_dict(ckpt['model'])
+    return model.eval(), Characters(ckpt['vocab'])
+
+
+def sample_checkpoint(path, prompt=None, length=160, device='cpu'):
+    """Print continuations of `prompt` by the checkpoint's model at each temperature, and greedily;
+    returns them ({label: text}).  prompt=None: a new line (or the vocabulary's first character)."""
+    model, chars = load_checkpoint(path, device)
+    if prompt is None:
+        prompt = '\n' if '\n' in chars.ids else chars.vocab[0]
+    step = mt.load(path)['step']
+    print(f"{path}: a GPT of {model.num_parameters():,} parameters after {step} steps, {len(chars.vocab)} "
+          f"characters\n\nContinuations of {prompt!r}:")
+    out = samples(model, chars, prompt, length)
+    for label, text in out.items():
+        print(f"--- {label}\n{text}")
+    return out
 
 
 def _restore(path, device, config, text_id, model, opt, schedule, history):
@@ -397,10 +482,13 @@ def default_prompt(corpus, text_file, text):
 
 
 def run(preset='tiny', corpus=None, text_file=None, out=os.path.join(RUNS, 'train_gpt'), device='cpu', resume=False,
-        stop_after=None, prompt=None, sample_length=160, fused=True, **options):
+        stop_after=None, prompt=None, sample_length=160, fused=True, sample=None, **options):
     """Load the text (corpus: 'poem' or 'stdlib', default the preset's; text_file: a UTF-8 file),
     train on it (options: see train; fused=False: with the textbook ops instead of the fused
-    layer's), print the losses, plot them and sample."""
+    layer's), print the losses, plot them and sample.  sample: a checkpoint to sample from
+    instead, without training."""
+    if sample is not None:
+        return sample_checkpoint(sample, prompt, sample_length, device)
     corpus = corpus or PRESETS[preset]['corpus']
     text, name = texts.load(corpus, text_file)
     prompt = default_prompt(corpus, text_file, text) if prompt is None else prompt
@@ -452,7 +540,10 @@ def main(argv=None):
                             help='train with the textbook ops, to step through them (slower; the fused layer is on '
                                  'by default)')
         parser.add_argument('--prompt', help=f"the start of the samples (default: {PROMPTS['poem']!r} for the poem, "
-                                             f"{PROMPTS['stdlib']!r} for stdlib, a file's first characters)")
+                                             f"{PROMPTS['stdlib']!r} for stdlib, a file's first characters; with "
+                                             "--sample, a new line)")
+        parser.add_argument('--sample', metavar='CKPT', help='train nothing: load this checkpoint (a ckpt.npz of '
+                                                             'train_gpt) and write from --prompt at each temperature')
 
     return run_lesson(run, command_line('train_gpt', __doc__, options, argv, extra, check=_check))
 
@@ -476,6 +567,8 @@ def cost(steps, batch_size, context, d_model, n_layers, n_heads, eval_every, eva
 
 def _check(args):
     """What the options cannot do together, found before training starts."""
+    if args.sample is not None:
+        return _sample_problem(args.sample, args.prompt)
     if args.d_model % args.n_heads:
         return f"--n-heads {args.n_heads} must divide --d-model {args.d_model}"
     sizes = {**vars(args), 'steps': min(args.steps, args.stop_after or args.steps)}
@@ -500,6 +593,18 @@ def _check(args):
         return f"argument --text: {error}"
     problem = text_problem(text, args.context, args.val_fraction, args.prompt)
     return f"{'--text ' + args.text_file if args.text_file else corpus}: {problem}" if problem else None
+
+
+def _sample_problem(path, prompt):
+    """Why --sample PATH --prompt PROMPT cannot write, or None."""
+    if not os.path.exists(path):
+        return f"--sample {path}: no such file (a train_gpt run writes runs/train_gpt/ckpt.npz)"
+    try:
+        _, chars = load_checkpoint(path)
+    except (mt.CheckpointError, ValueError) as error:
+        return f"--sample {path}: {error}"
+    problem = prompt_problem(prompt, chars.vocab)
+    return f"--prompt: {problem}" if problem else None
 
 
 if __name__ == '__main__':

@@ -15,7 +15,8 @@ DistributedDataParallel (DDP), one process per device.
 3. A fixed evaluation batch, the one microtensor was measured on, is scored before and after
    (and once more in microtensor, after transformer.from_torch brought the model back); each rank
    writes its weights (rank<r>.npz, PyTorch's names, no pickle) and losses (rank<r>.json) under
-   --out, and rank 0 prints the summary.
+   --out, and rank 0 prints the summary, ending with its own check that every rank holds the same
+   weights, bit for bit.
 
 The optimizer starts afresh in PyTorch (the weights cross over, Adam's moments do not), with a
 smaller learning rate than microtensor's so that its first steps do not undo the training.
@@ -28,6 +29,7 @@ import os
 import random
 import socket
 
+import numpy
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -136,7 +138,19 @@ def report(out, world_size):
     for r in ranks:
         print(f"  rank {r['rank']}: training loss {r['train_losses'][0]:.4f} -> {r['train_losses'][-1]:.4f} "
               f"(its own batches), evaluation {r['eval_loss_end']:.4f}")
+    print(same_weights_line(out, world_size))
     print(f"weights and losses: {out}/rank<r>.npz, rank<r>.json")
+
+
+def same_weights_line(out, world_size):
+    """The check that DDP kept the ranks in step: every rank's rank<r>.npz against rank 0's, bit for bit."""
+    weights = [dict(numpy.load(os.path.join(out, f"rank{rank}.npz"), allow_pickle=False)) for rank in range(world_size)]
+    differ = sorted({name for w in weights[1:] for name in weights[0].keys() | w.keys()
+                     if name not in w or name not in weights[0] or not numpy.array_equal(w[name], weights[0][name])})
+    if differ:
+        return (f"weights: the ranks DIFFER in {len(differ)} of {len(weights[0])} tensors ({', '.join(differ[:3])}"
+                f"{', ...' if len(differ) > 3 else ''}): the gradients were not averaged alike")
+    return f"weights: identical on all {world_size} ranks, bit for bit ({len(weights[0])} tensors)"
 
 
 def free_port():

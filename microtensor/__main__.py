@@ -13,6 +13,8 @@ from microtensor import backend
 from microtensor.inspect.graph import INSTALL_DOT
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(mt.__file__)))
+INSTALL_TORCH = ("pip install torch --index-url https://download.pytorch.org/whl/cpu, then pip install -e '.[torch]' "
+                 "(the CPU build; the default Linux wheel pulls several GB of CUDA libraries)")
 FIRST_STEPS = [
     ('python -m demos', "the tour: every lesson in order (--list names them; python -m demos NAME runs one)"),
     ('python -m pytest', "the tests (pip install -e '.[test]'), from the repository folder"),
@@ -57,6 +59,21 @@ def dot_line():
     return f"{package}; {found or path}"
 
 
+def torch_line():
+    """PyTorch (the bridge and the DDP example): its version, CPU or CUDA build, gloo; or how to get it.
+    Imported here only: microtensor itself never needs it."""
+    if importlib.util.find_spec('torch') is None:
+        return f"not installed (the bridge and examples/ddp_train.py need it): {INSTALL_TORCH}"
+    try:
+        import torch
+    except Exception as error:  # a broken install: say what it raised, not a traceback
+        return f"installed but fails to import ({type(error).__name__}: {error}); reinstall: {INSTALL_TORCH}"
+    build = f"CUDA {torch.version.cuda} build" if torch.version.cuda else "CPU build"
+    gloo = torch.distributed.is_available() and torch.distributed.is_gloo_available()
+    return (f"torch {torch.__version__}, {build}; gloo " +
+            ("available (examples/ddp_train.py runs)" if gloo else "not available (examples/ddp_train.py needs it)"))
+
+
 def report():
     """The whole report, as text."""
     lines = [f"microtensor {version()}",
@@ -65,6 +82,7 @@ def report():
              f"  cpu    numpy {backend.numpy.__version__}",
              f"  cuda   {gpu_line()}",
              f"graphs: {dot_line()}",
+             f"pytorch: {torch_line()}",
              "first steps:"]
     width = max(len(command) for command, _ in FIRST_STEPS)
     lines += [f"  {command.ljust(width)}  {what}" for command, what in FIRST_STEPS]

@@ -194,8 +194,8 @@ class Function:
         self.__dict__.clear()
         self.inputs = None
 
-    def __repr__(self):
-        return f"<{type(self).__name__}>"
+    def __repr__(self):  # <Softmax decoder.layers.0.self_attn>: `p self` in a backward says where it was made
+        return f"<{type(self).__name__}{_made_in(self)}{getattr(self, 'repr_extra', '')}>"
 
 
 def _share_version(out, inputs):
@@ -457,3 +457,11 @@ from .contract import (IncomingGradients, check_backward_result, check_forward_r
                        check_hook_result, check_inputs)
 from .convert import param_array  # noqa: E402
 from .ops import elementwise as _ew  # noqa: E402
+
+
+def _made_in(op):
+    """' decoder.layers.0.self_attn': the module that made op (mt.record_modules; ' (model)' for the
+    model's own ops), or '' when not recorded."""
+    from .inspect.modules import scope_label, scope_of  # (here: the inspect package builds on the engine)
+    where = scope_of(op)
+    return '' if where is None else ' ' + scope_label(where)

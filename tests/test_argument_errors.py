@@ -208,6 +208,7 @@ def test_empty_ids_give_a_zero_gradient_as_in_pytorch(rows, cols, shape, dtype):
     np.testing.assert_array_equal(x.grad.numpy(), reference.grad.numpy())
 
 
+@pytest.mark.slow
 def test_shared_qk_works_through_the_models():
     ids = mt.tensor([[1, 2, 3]])
     for model in (GPT(10, shared_qk=True, **TINY), transformer.EncoderOnly(10, shared_qk=True, **TINY),

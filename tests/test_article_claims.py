@@ -37,6 +37,7 @@ def test_without_projections_each_word_attends_most_to_itself():
     assert is_max == 1.0 and on_diagonal > 0.9        # Cauchy-Schwarz, rows of equal length
 
 
+@pytest.mark.slow
 def test_without_projections_copying_the_previous_token_is_not_learned():
     without = qkv_roles.copy_previous(False, steps=100)
     with_ = qkv_roles.copy_previous(True, steps=150)
@@ -44,6 +45,7 @@ def test_without_projections_copying_the_previous_token_is_not_learned():
     assert with_['accuracy'] > 0.9 and with_['back'] > 0.8
 
 
+@pytest.mark.slow
 def test_tying_w_v_to_w_k_loses_the_lookup_only_when_d_k_is_tight():
     tight = {tie: qkv_roles.train_lookup(tie, d_k=4, steps=400)[2] for tie in (False, True)}
     roomy = qkv_roles.train_lookup(True, d_k=8, steps=400)[2]
@@ -95,6 +97,7 @@ def test_layernorm_does_not_stop_the_scores_growing_with_d_k():
     assert std[1024] / std[16] > 4                      # sqrt(1024 / 16) = 8
 
 
+@pytest.mark.slow
 def test_a_small_d_k_limits_what_one_head_can_hold():
     acc = scale_alternatives.small_d_k(d_ks=(2, 16), steps=400)
     assert acc[2] < 0.3 < 0.8 < acc[16]
@@ -110,6 +113,7 @@ def test_softmax_examples_and_their_gradients():
     assert p[0] > 0.9999 and slope < 1e-4
 
 
+@pytest.mark.slow
 def test_a_trained_model_goes_beyond_five_and_still_learns():
     trained = scale_alternatives.trained_scores(steps=200)
     assert trained['accuracy'] > 0.9 and trained['largest'] > 5
@@ -124,6 +128,7 @@ def test_the_three_head_tables():
     assert heads_specialise.concat_shapes() == [(3, 4), (3, 4), (3, 12), (3, 12)]
 
 
+@pytest.mark.slow
 def test_two_heads_split_the_previous_and_the_next_token():
     one = heads_specialise.train_neighbours(1, steps=300)
     two = heads_specialise.train_neighbours(2, steps=300)
@@ -143,6 +148,7 @@ def test_pe_dot_products_depend_on_the_distance_only_and_fall_only_in_a_wide_cod
     assert positional_add_vs_concat.OFFSETS[positional_add_vs_concat.first_rise(narrow)] == 5   # k = 5 beats k = 2
 
 
+@pytest.mark.slow
 def test_adding_and_concatenating_both_learn_the_positional_task():
     results = {name: positional_add_vs_concat.train_variant(options, steps=300)
                for name, options in list(positional_add_vs_concat.VARIANTS.items())[:2]}
@@ -163,6 +169,7 @@ def test_the_residual_stream_does_not_keep_x0_at_100_percent():
     assert all(c < 0.8 for c in normed.values())                        # LayerNorm alone turns the vectors
 
 
+@pytest.mark.slow
 def test_the_plain_net_stops_training_at_a_lower_depth_than_the_residual_one():
     sweep = residual_stream.depth_sweep(depths=(2, 24), steps=150)['errors']
     assert residual_stream.trains(sweep[2, False]) and not residual_stream.trains(sweep[24, False])
@@ -181,6 +188,7 @@ def test_the_ffn_unit_by_hand():
     assert max(abs(a - b) for a, b in zip(ffn_memory.X_KNOWN, ffn_memory.X_MID_EAT)) < 0.005
 
 
+@pytest.mark.slow
 def test_an_ffn_stores_more_facts_than_a_linear_map_and_more_with_a_wider_hidden_layer():
     recall = {d_ff: ffn_memory.store(N=256, d_ff=d_ff, steps=300)[2] for d_ff in (None, 8, 64)}
     assert recall[None] < 0.5 < 0.95 < recall[64]
@@ -188,6 +196,7 @@ def test_an_ffn_stores_more_facts_than_a_linear_map_and_more_with_a_wider_hidden
 
 
 # ---------------------------------------------------------------------------- dependency_span
+@pytest.mark.slow
 def test_the_rnn_learns_a_short_dependency_but_not_a_long_one_and_attention_both():
     assert dependency_span.span('rnn', 3, steps=300)[0] > 0.9
     assert dependency_span.span('rnn', 24, steps=300)[0] < 0.3

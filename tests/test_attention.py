@@ -85,6 +85,7 @@ MHA_CASES = {
 }
 
 
+@pytest.mark.slow
 @devices
 @pytest.mark.parametrize('case', sorted(MHA_CASES))
 def test_mha_gradcheck(case, device):

@@ -56,6 +56,7 @@ def test_learned_scale_gradcheck_and_errors():
 
 
 # ---------------------------------------------------------------------------- MLA
+@pytest.mark.slow
 @pytest.mark.parametrize('options', [dict(d_c=3, d_rope=2), dict(d_c=4, d_rope=2, d_head=3, d_cq=5)])
 def test_mla_gradcheck(options):
     assert gradcheck_module(MultiHeadLatentAttention(6, 2, **options), mt.randn(2, 3, 6),

@@ -34,6 +34,7 @@ def test_diamond_graph():
     np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(xs) + 2 * xs * np.exp(xs), rtol=1e-14)
 
 
+@pytest.mark.slow
 def test_a_10000_op_chain_needs_no_recursion():
     assert sys.getrecursionlimit() < 10_000  # a recursive walk would fail here
     x = leaf(1.0)
@@ -266,6 +267,7 @@ def _live(kind):
     return sum(issubclass(type(o), kind) for o in gc.get_objects())
 
 
+@pytest.mark.slow
 def test_training_loop_memory_does_not_grow():
     """300 steps of a tiny MLP with manual SGD: after warm-up the number of live
     Tensors and Functions stays the same, and traced memory stays flat (keeping even

@@ -60,6 +60,7 @@ def load_or_refuse(path):
 
 
 # ---------------------------------------------------------------------- damaged bytes
+@pytest.mark.slow
 def test_every_single_byte_change_loads_exactly_or_is_refused(tmp_path):
     path = tmp_path / 'c.npz'
     mt.save(SAVED, path)
@@ -372,6 +373,7 @@ def test_saves_to_one_path_take_turns_and_a_stuck_one_times_out(tmp_path, monkey
     assert mt.load(path) == {'who': 'second'} and not [n for n in os.listdir(tmp_path) if n.endswith('.tmp')]
 
 
+@pytest.mark.slow
 @needs_locks
 def test_two_processes_saving_to_one_path_always_leave_a_whole_checkpoint(tmp_path):
     writer = textwrap.dedent("""

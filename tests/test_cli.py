@@ -283,6 +283,7 @@ def test_every_lesson_has_a_tiny_run():
     assert sorted(TINY) == sorted(ALL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('device', DEVICES)
 @pytest.mark.parametrize('name', sorted(TINY))
 def test_tiny_run_through_python_m_demos_lands_on_the_device(name, device, capsys):
@@ -352,6 +353,7 @@ def test_train_xor_stops_when_the_loss_becomes_nan(capsys):
 
 
 # ---------------------------------------------------------------------------- tables and the tour's file list
+@pytest.mark.slow
 def test_error_messages_stay_out_of_table_cells(capsys):
     with pytest.raises(TypeError, match='under the table'):
         report.table(['a'], [[ValueError('x')]])
@@ -366,7 +368,8 @@ def test_the_tour_ends_by_listing_every_file_it_wrote(tmp_path, capsys):
     pytest.importorskip('matplotlib', reason="plots need matplotlib")
     tour.main(['temperature', 'article_trace'])
     out = capsys.readouterr().out
-    listing = out[out.index('Files written'):out.index('What next')].strip().splitlines()
+    listing = out[out.index('Files written'):].strip().splitlines()
+    assert 'What next' not in out  # only at the end of the whole tour
     assert str(tmp_path) in listing[0]
     paths = [line.split()[0] for line in listing[1:]]
     assert paths == [os.path.join('runs', 'temperature.png'), os.path.join('runs', 'article_trace.png')]
@@ -398,3 +401,16 @@ def test_readme_test_command_needs_no_gpu_and_is_what_ci_runs():
     with open(os.path.join(ROOT, 'pyproject.toml'), encoding='utf-8') as f:
         extras = re.search(r"\[project\.optional-dependencies\](.*?)\n\[", f.read(), re.S).group(1)
     assert 'cupy' not in re.search(r"^test = (.*)$", extras, re.M).group(1)
+
+
+def test_what_next_ends_the_whole_tour_only(monkeypatch, capsys):
+    ran = []
+    monkeypatch.setattr(tour, 'LESSONS', [('temperature', 'a lesson'), ('train_xor', 'another')])
+    monkeypatch.setattr(tour.importlib, 'import_module',
+                        lambda name: type('Lesson', (), {'main': staticmethod(lambda argv: ran.append(name))}))
+    tour.main([])
+    out = capsys.readouterr().out
+    assert ran == ['demos.temperature', 'demos.train_xor'] and out.rstrip().endswith('docs/articles.md')
+    assert out.count('What next:') == 1 and out.index('What next:') > out.index('=== train_xor')
+    tour.main(['temperature'])
+    assert 'What next' not in capsys.readouterr().out

@@ -14,6 +14,7 @@ if not (torch.distributed.is_available() and torch.distributed.is_gloo_available
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+@pytest.mark.slow
 def test_two_gloo_ranks_end_with_identical_weights_and_a_lower_loss(tmp_path):
     import numpy
     command = [sys.executable, os.path.join(ROOT, 'examples', 'ddp_train.py'), '--out', str(tmp_path),
@@ -22,6 +23,7 @@ def test_two_gloo_ranks_end_with_identical_weights_and_a_lower_loss(tmp_path):
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     assert 'rank 1: training loss' in done.stdout
+    assert 'weights: identical on all 2 ranks, bit for bit (' in done.stdout   # the example's own check
 
     ranks = []
     for rank in (0, 1):
@@ -38,3 +40,18 @@ def test_two_gloo_ranks_end_with_identical_weights_and_a_lower_loss(tmp_path):
         assert abs(r['back_in_microtensor'] - r['eval_loss_end']) < 1e-5        # from_torch brought it back
     assert ranks[0]['train_losses'] != ranks[1]['train_losses']               # each rank had its own batches
     assert ranks[0]['eval_loss_end'] == ranks[1]['eval_loss_end']
+
+
+def test_the_examples_own_check_tells_identical_ranks_from_different_ones(tmp_path):
+    import importlib.util
+    import numpy
+    spec = importlib.util.spec_from_file_location('ddp_train', os.path.join(ROOT, 'examples', 'ddp_train.py'))
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    weights = {'a.weight': numpy.arange(6.0).reshape(2, 3), 'a.bias': numpy.zeros(3)}
+    for rank in (0, 1, 2):
+        numpy.savez(tmp_path / f"rank{rank}.npz", **weights)
+    assert example.same_weights_line(tmp_path, 3) == "weights: identical on all 3 ranks, bit for bit (2 tensors)"
+    numpy.savez(tmp_path / "rank2.npz", **dict(weights, **{'a.bias': numpy.array([0.0, 0.0, 1e-30])}))
+    line = example.same_weights_line(tmp_path, 3)
+    assert line.startswith("weights: the ranks DIFFER in 1 of 2 tensors (a.bias)"), line

@@ -82,7 +82,7 @@ def run_pdb(away, script, commands):
 
 def test_the_guide_has_the_sessions_this_file_replays():
     assert [script for script, _ in SESSIONS] == ['tanh_matmul.py', 'tanh_matmul.py', 'one_head.py',
-                                                   'residual_gpt.py']
+                                                   'residual_gpt.py', 'residual_gpt.py']
 
 
 def test_the_chinese_guide_quotes_the_same_sessions():
@@ -90,6 +90,7 @@ def test_the_chinese_guide_quotes_the_same_sessions():
     assert doc_sessions(DOC_ZH) == SESSIONS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('index', range(len(SESSIONS)),
                          ids=[f"{i}-{script}" for i, (script, _) in enumerate(SESSIONS)])
 def test_a_guide_session_stops_where_the_guide_says(away, index):
@@ -106,6 +107,7 @@ def test_a_guide_session_stops_where_the_guide_says(away, index):
         assert error in out, f"pdb did not answer {error!r}:\n{out}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('index', range(len(SESSIONS)),
                          ids=[f"{i}-{script}" for i, (script, _) in enumerate(SESSIONS)])
 def test_a_guide_session_prints_what_the_guide_shows(away, index):
@@ -197,3 +199,31 @@ def test_pdb_stops_in_softmax_backward_while_a_gpt_backpropagates(away):
         [(path[-len('microtensor/ops/nn.py'):], function, code) for path, function, code in stops(out)], out
     assert re.search(r"residual_gpt\.py\(\d+\)<module>\(\)\n-> loss\.backward\(\)", out), out  # called from the script
     assert "('weights', (1, 2, 2, 2), (1, 2, 2, 2))" in out  # (B, h, T_q, T_k): the GPT's attention weights
+
+
+def test_every_op_of_a_recorded_model_names_its_module_in_its_repr():
+    """What `p self` prints in any backward: the op and where record_modules says it was made."""
+    import microtensor as mt
+    from microtensor.inspect.modules import scope_label, scope_of
+    from transformer import GPT
+    mt.manual_seed(0)
+    model = GPT(vocab_size=10, d_model=4, n_layers=2, n_heads=2, max_len=8, alpha=0.5)
+    ids = mt.tensor([[1, 2]])
+    with mt.record_modules(model):
+        loss = mt.cross_entropy(model(ids)[0], mt.tensor([2, 3]))
+    ops, stack, seen = [], [loss], set()
+    while stack:
+        t = stack.pop()
+        if t.creator is not None and id(t.creator) not in seen:
+            seen.add(id(t.creator))
+            ops.append(t.creator)
+            stack.extend(t.creator.inputs)
+    recorded = [op for op in ops if scope_of(op) is not None]
+    assert len(recorded) > 20
+    for op in recorded:
+        assert repr(op).startswith(f"<{type(op).__name__} {scope_label(scope_of(op))}"), repr(op)
+    names = {repr(op) for op in recorded}
+    assert {'<Softmax decoder.layers.0.self_attn>', '<Softmax decoder.layers.1.self_attn>',
+            '<ResidualAdd decoder.layers.1.ffn residual, alpha=0.5>'} <= names
+    outside = [op for op in ops if scope_of(op) is None]  # the loss's ops: made outside the model
+    assert outside and all(repr(op) == f"<{type(op).__name__}>" for op in outside)

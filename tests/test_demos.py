@@ -50,6 +50,7 @@ def test_article_trace_reproduces_the_printed_numbers_and_finds_the_pe_typos(cap
     assert (round(100 * low, 1), round(100 * high, 1)) == (27.6, 37.2)
 
 
+@pytest.mark.slow
 def test_softmax_saturation_variance_and_gradient():
     result = softmax_saturation.run(d_ks=(4, 256), batch_size=8, seq_len=16, train=True, train_steps=60)
     rows = {(r['d_k'], r['scaled']): r for r in result['rows']}
@@ -66,6 +67,7 @@ def test_softmax_saturation_variance_and_gradient():
     assert sum(curves[True][-10:]) / 10 < 0.1 < 0.5 < sum(curves[False][-10:]) / 10
 
 
+@pytest.mark.slow
 def test_residual_highway_keeps_the_gradient_and_its_absence_loses_it():
     result = residual_highway.run(n_layers=24)
     ratios, shares = result['ratios'], result['shares']
@@ -76,6 +78,7 @@ def test_residual_highway_keeps_the_gradient_and_its_absence_loses_it():
         assert max(shares[norm_place, False]) == 0             # no highway, no share
 
 
+@pytest.mark.slow
 def test_rnn_gradient_decays_with_distance_and_attention_does_not():
     grads = rnn_vs_attention.run(seq_len=16, d_model=8, batch_size=4)['grads']
     rnn, attention = grads['RNN'], grads['attention']
@@ -111,6 +114,7 @@ def test_train_gpt_resumes_exactly_where_it_stopped(tmp_path):
         train_gpt.train(steps=6, out=str(tmp_path / 'a'), resume=True, **dict(TINY_GPT, d_model=32))
 
 
+@pytest.mark.slow
 def test_train_gpt_loss_falls_and_it_samples(capsys):
     result = train_gpt.run(steps=60, d_model=32, n_layers=1, n_heads=2, context=32, batch_size=8, sample_length=40)
     losses = result['losses']
@@ -128,6 +132,16 @@ def test_train_gpt_command_line(capsys):
     assert '--resume' in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_train_reverse_beats_chance():
     result = train_reverse.run(steps=100, length=4, n_test=100, d_model=32, n_heads=4, lr=1e-2)
     assert result['token_accuracy'] > 0.5  # chance: 0.1
+
+
+def test_the_saturation_plot_says_what_passes_means_on_the_plot():
+    figure = pytest.importorskip('matplotlib.figure', reason="the plot needs matplotlib")
+    rows = [{'d_k': d, 'scaled': scaled, 'p1p': 0.1 / d, 'passes': 0.5 / d} for d in (4, 16) for scaled in (True, False)]
+    ax = figure.Figure().subplots()
+    softmax_saturation.draw_saturation(ax, rows, (4, 16))
+    assert any(t.get_text().startswith('passes = |dL/dscores| / |dL/dp|') for t in ax.texts)
+    assert 'passes' in ax.get_ylabel() and len(ax.get_lines()) == 4

@@ -40,6 +40,7 @@ def test_the_depth_lessons_name_the_deep_dive_or_the_attention_article(capsys):
 
 
 # ---------------------------------------------------------------------------- Pre-LN vs Post-LN
+@pytest.mark.slow
 def test_post_ln_needs_warm_up_and_its_gradient_ratio_grows_with_depth():
     result = pre_vs_post_ln.run()
     ratios, grads = result['ratios'], result['grads']
@@ -63,6 +64,7 @@ def test_post_ln_needs_warm_up_and_its_gradient_ratio_grows_with_depth():
 
 
 # ---------------------------------------------------------------------------- rank collapse
+@pytest.mark.slow
 def test_without_residuals_the_tokens_collapse():
     mt.manual_seed(0)
     x = mt.randn(2, 6, 16)
@@ -77,6 +79,7 @@ def test_without_residuals_the_tokens_collapse():
 
 
 # ---------------------------------------------------------------------------- positions
+@pytest.mark.slow
 def test_positions_lesson():
     result = positions.run()
     gaps = result['gaps']
@@ -102,6 +105,7 @@ def test_positions_lesson():
 
 
 # ---------------------------------------------------------------------------- residual variants
+@pytest.mark.slow
 def test_residual_variants_lesson():
     result = residual_variants.run()
     share = {name: s for name, (s, _) in result['init'].items()}
@@ -119,6 +123,7 @@ def test_residual_variants_lesson():
 
 
 # ---------------------------------------------------------------------------- the FFN
+@pytest.mark.slow
 def test_feedforward_lesson():
     result = feedforward.run()
     assert result['collapse']['gap'] < 1e-12 and result['collapse']['with_activation_gap'] > 1e-2
@@ -135,6 +140,7 @@ def test_feedforward_lesson():
 
 
 # ---------------------------------------------------------------------------- encoder-only MLM
+@pytest.mark.slow
 def test_encoder_only_mlm_lesson():
     result = encoder_only_mlm.run()
     shares = result['shares']
@@ -162,6 +168,7 @@ def test_article_trace_residual_sum_and_similarities():
 
 
 # ---------------------------------------------------------------------------- the small numbers
+@pytest.mark.slow
 def test_small_numbers():
     result = small_numbers.run(seq_len=128, repeats=1)  # (part 4 is a timing: printed, never asserted)
     factors = result['factors']

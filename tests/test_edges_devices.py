@@ -179,6 +179,7 @@ def test_the_no_gpu_message_says_how_to_install_cupy_for_this_checkout(situation
             'cupy without a GPU': 'cupy 13.3.0 is installed but sees no GPU'}[situation] in message
 
 
+@pytest.mark.slow
 def test_the_no_gpu_tests_pass_where_cupy_is_installed_but_fails_to_import(tmp_path):
     fake = tmp_path / 'cupy'  # an installed cupy whose import fails, as with a broken CUDA install
     fake.mkdir()

@@ -54,6 +54,7 @@ def test_start_never_overwrites_a_learners_file(tmp_path, capsys):
     assert workbook.start(str(tmp_path))[0] == []
 
 
+@pytest.mark.slow
 def test_the_reference_answers_pass_check(answers, capsys):
     results = check.check(answers, max_examples=12)
     assert {name: r.status for name, r in results.items()} == {name: 'pass' for name in workbook.EXERCISES}
@@ -78,6 +79,7 @@ def test_each_planted_mistake_fails_with_its_hint(name, i):
     assert result.hint == mistake.hint.partition(': ')[0]  # the nudge: the formula only with --show-formula
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('i', range(len(order.ORDER_MISTAKES)))
 def test_each_planted_backward_order_fails_with_its_hint(i):
     mistake = order.ORDER_MISTAKES[i]
@@ -129,6 +131,7 @@ def test_gpt_with_the_reference_answers_reproduces_the_engines_losses(answers, t
         assert used.get(op, 0) > 0, op  # the learner's classes are in the graph, not the engine's
 
 
+@pytest.mark.slow
 def test_gpt_leaves_out_failing_exercises_and_plots_both_losses(tmp_path, capsys):
     pytest.importorskip('matplotlib')
     ops = {'softmax': answer_of('softmax'), 'gelu': answer_of('gelu')}

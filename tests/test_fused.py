@@ -317,6 +317,7 @@ SHOW_OPS = ("import microtensor as mt; from transformer import GPT, next_token_l
             "print(mt.is_fused(), sorted({type(s.op).__name__ for s in mt.backward_steps(next_token_loss(m(ids), ids))}))")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('setting, fused', [(None, False), ('1', True), ('0', False)])
 def test_microtensor_fused_in_the_environment_sets_the_default_for_a_whole_run(setting, fused):
     env = dict(os.environ, PYTHONPATH=ROOT)

@@ -25,6 +25,7 @@ gpt_step = load('gpt_step')
 HAS_TORCH = importlib.util.find_spec('torch') is not None
 
 
+@pytest.mark.slow
 def test_quick_run_on_the_cpu_writes_the_table(tmp_path):
     """Every stage but the pytest one (which would run test_gpu.py inside the suite), end to end."""
     done = subprocess.run(['bash', os.path.join(ROOT, 'benchmarks', 'gpu_acceptance.sh'), str(tmp_path / 'out'),
@@ -49,6 +50,7 @@ def test_quick_run_on_the_cpu_writes_the_table(tmp_path):
     assert '===== train_gpt:' in log and 'validation loss' in log
 
 
+@pytest.mark.slow
 def test_a_stage_that_crashes_or_hangs_is_failed_with_the_reason():
     status, output, seconds = acceptance.run_command(
         [sys.executable, '-c', 'import time; print("working", flush=True); time.sleep(30)'], timeout=1)
@@ -109,6 +111,7 @@ def test_the_pytorch_twin_imports_no_microtensor():
     assert done.stdout.strip() == '[]'
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(mt.cuda.is_available(), reason="a GPU is here: --device cuda works")
 @pytest.mark.parametrize('script', ['gpt_step', 'gpu_acceptance'])
 def test_device_cuda_without_a_gpu_is_a_clean_message(script, tmp_path):
@@ -119,6 +122,7 @@ def test_device_cuda_without_a_gpu_is_a_clean_message(script, tmp_path):
     assert 'no GPU is usable here' in done.stderr and "pip install -e '.[gpu]'" in done.stderr
 
 
+@pytest.mark.slow
 def test_training_falls_back_to_this_repositorys_docstrings_without_stdlib_sources(monkeypatch, tmp_path, capsys):
     from demos import corpus
 

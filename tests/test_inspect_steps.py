@@ -152,6 +152,7 @@ def test_random_chains_match_backward(choices, seed):
         np.testing.assert_array_equal(expected, got)
 
 
+@pytest.mark.slow
 def test_readme_seeing_gradients_examples_run(tmp_path, monkeypatch):
     """README's 'Seeing gradients' blocks run in order, as a reader would paste them
     (the optional matplotlib plot line is left out when matplotlib is absent)."""

@@ -29,6 +29,7 @@ LAYER_VARIANTS = [dict(norm='pre'), dict(norm='post'), dict(norm='pre', residual
                   dict(norm='post', residual=False, alpha=0.5)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('options', LAYER_VARIANTS, ids=str)
 def test_encoder_layer_gradcheck(options):
     layer = EncoderLayer(D, H, d_ff=8, **options)
@@ -36,6 +37,7 @@ def test_encoder_layer_gradcheck(options):
     assert gradcheck_module(layer, x_like(2, T, D), call=lambda m, x: m(x, mask=mask), **CHECK)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('options', LAYER_VARIANTS, ids=str)
 def test_decoder_layer_gradcheck(options):
     layer = DecoderLayer(D, H, d_ff=8, **options)

@@ -55,6 +55,7 @@ def test_mlp_reaches_full_training_accuracy(name, dataset, max_steps):
     assert steps > 0  # it had something to learn
 
 
+@pytest.mark.slow
 def test_readme_training_example_runs_as_printed(tmp_path):
     """The python blocks of README's 'Training in ten lines', pasted into a fresh interpreter in an empty folder."""
     blocks = python_blocks('Training in ten lines')

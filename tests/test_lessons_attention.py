@@ -27,6 +27,7 @@ def test_the_tour_lists_the_attention_lessons_with_their_sections(capsys):
         assert entry.strip().startswith(f"§{number} {articles.HEADINGS[article][number][0]}")
 
 
+@pytest.mark.slow
 def test_attention_by_hand_love_example_hard_soft_and_small_numbers(capsys):
     result = attention_by_hand.run(samples=4000)
     A = result['A']
@@ -56,6 +57,7 @@ def test_attention_by_hand_love_example_hard_soft_and_small_numbers(capsys):
     assert 'IMPOSSIBLE' in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_why_separate_qk_symmetry_and_the_directional_task():
     result = why_separate_qk.run()
     shared, separate = result['symmetry'][True], result['symmetry'][False]
@@ -71,6 +73,7 @@ def test_why_separate_qk_symmetry_and_the_directional_task():
     assert all(a > b for a, b in zip(steps, steps[1:]))
 
 
+@pytest.mark.slow
 def test_scale_variants_variance_sharpness_and_training():
     result = scale_variants.run()
     stats = {(name, d_k): (var, max_p) for name, d_k, var, max_p in result['statistics']}
@@ -94,6 +97,7 @@ def test_scale_variants_variance_sharpness_and_training():
     assert result['sgd']['1/d_k']['back'] < 0.8 < result['sgd']['1/sqrt(d_k)']['back']  # still blurred under SGD
 
 
+@pytest.mark.slow
 def test_kv_cache_sizes_from_the_caches_and_the_93_percent():
     rows = kv_cache.measure(large=('DeepSeek 67B', 'DeepSeek-V2'))
     small = {r['kind']: r for r in rows if r['config'].startswith('small')}
@@ -126,6 +130,7 @@ def test_kv_cache_generation_is_the_library_generation():
     assert cache[0].length == 3 + 5 - 1
 
 
+@pytest.mark.slow
 def test_attention_cost_structure():
     rows = attention_cost.measure([64, 128, 256], timing=False)
     ns = [r['n'] for r in rows]
@@ -147,6 +152,7 @@ def test_readme_and_the_reading_path_quote_the_sequential_steps_attention_cost_c
     assert f"longest chain of ops is {depth} for" in doc and f"stays {depth} long at every n" in doc
 
 
+@pytest.mark.slow
 def test_attention_maps_reversal_is_an_anti_diagonal():
     result = attention_maps.run()
     rev = result['reverse']

@@ -33,6 +33,7 @@ def ids(rows, low=1, high=7):
 
 
 # ---------------------------------------------------------------------------- gradient checks
+@pytest.mark.slow
 @pytest.mark.parametrize('options', [dict(), dict(tie_weights=True, positional='sinusoidal'),
                                      dict(norm='post', positional='rope')], ids=str)
 def test_gpt_loss_gradcheck(options):
@@ -41,6 +42,7 @@ def test_gpt_loss_gradcheck(options):
     assert gradcheck_module(model, call=lambda m: next_token_loss(m(x), x), **CHECK)
 
 
+@pytest.mark.slow
 def test_transformer_loss_gradcheck_with_padding():
     model = Transformer(7, 7, pad_id=0, bos_id=1, **TINY)
     src, tgt = ids([[2, 3, 4], [5, 6, 0]]), ids([[4, 3, 2], [6, 5, 0]])
@@ -48,6 +50,7 @@ def test_transformer_loss_gradcheck_with_padding():
                             **CHECK)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('head', ['classify', 'masked_token_logits'])
 def test_encoder_only_losses_gradcheck(head):
     model = EncoderOnly(7, max_len=3, pad_id=0, n_classes=3, **{k: v for k, v in TINY.items()})
@@ -95,6 +98,7 @@ def test_tied_weights_share_the_embedding():
 
 
 # ---------------------------------------------------------------------------- structure
+@pytest.mark.slow
 @pytest.mark.parametrize('positional', ['learned', 'sinusoidal', 'rope', 'alibi'])
 @given(t=st.integers(0, 4))
 def test_gpt_is_causal(positional, t):
@@ -189,6 +193,7 @@ def test_models_run_on_the_gpu():
 
 
 # ---------------------------------------------------------------------------- the quickstart guide
+@pytest.mark.slow
 def test_quickstart_code_blocks_run():
     blocks = python_blocks('Build a Transformer in a few lines')
     assert len(blocks) >= 3

@@ -38,6 +38,7 @@ POSITIVE_A = {'pow', 'mt.pow'}          # log(a) appears in d(a**b)/db
 POSITIVE_B = {'div', 'mt.div'}          # keep away from division by zero
 
 
+@pytest.mark.slow
 @devices
 @pytest.mark.parametrize('name', BINARY)
 @given(data=st.data())
@@ -70,6 +71,7 @@ SCALAR_FORMS = {  # a Python number on either side of the operator
 POSITIVE_X = {'3 / x', 'x ** -1.5', 'x ** 0.5'}
 
 
+@pytest.mark.slow
 @devices
 @pytest.mark.parametrize('name', SCALAR_FORMS)
 @given(data=st.data())
@@ -207,6 +209,7 @@ def test_binary_second_derivatives(device, name, data):
     assert mt.gradgradcheck(op, [a, b])
 
 
+@pytest.mark.slow
 @devices
 @pytest.mark.parametrize('name', ['exp', 'log', 'tanh', 'sigmoid', 'gelu_tanh', 'gelu_erf', 'erf', 'sqrt', 'sin'])
 @given(data=st.data())

@@ -34,6 +34,7 @@ def matmul_shapes(draw, kind):
 KINDS = ['2-D', 'batched', 'N-D @ 2-D', '1-D @ 1-D', '1-D @ N-D', 'N-D @ 1-D']
 
 
+@pytest.mark.slow
 @devices
 @pytest.mark.parametrize('kind', KINDS)
 @given(data=st.data())
@@ -59,6 +60,7 @@ def test_matmul_with_a_constant_operand(device, data):
         assert_forward(a @ b.numpy(), a.numpy() @ b.numpy())
 
 
+@pytest.mark.slow
 @devices
 @pytest.mark.parametrize('kind', ['2-D', 'batched', 'N-D @ 2-D', '1-D @ N-D'])
 @given(data=st.data())

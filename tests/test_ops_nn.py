@@ -101,6 +101,7 @@ def classification(draw, device, ignore_index=None):
     return logits, mt.tensor(targets, device=device)
 
 
+@pytest.mark.slow
 @devices
 @pytest.mark.parametrize('ignore_index', [None, -100, 0])
 @given(data=st.data())
@@ -133,6 +134,7 @@ def test_cross_entropy_accepts_lists_and_arrays_as_targets():
 
 
 # ---------------------------------------------------------------------------- layer_norm
+@pytest.mark.slow
 @devices
 @given(data=st.data(), eps=st.sampled_from([1e-5, 0.1]))
 def test_layer_norm(device, data, eps):
@@ -145,6 +147,7 @@ def test_layer_norm(device, data, eps):
     assert mt.gradcheck(lambda t, g, b: mt.layer_norm(t, g, b, eps), [x, gamma, beta])
 
 
+@pytest.mark.slow
 @given(data=st.data())
 def test_layer_norm_second_derivatives(data):
     x = data.draw(tensors((2, 3)))

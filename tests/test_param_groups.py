@@ -38,6 +38,7 @@ FACTORS = {'halving': lambda t: 0.5 ** t, 'warmup': lambda t: optim.linear_warmu
            'step down': lambda t: 1.0 if t < 3 else 0.1}
 
 
+@pytest.mark.slow
 @settings(deadline=None)
 @given(lrs=GROUP_LRS, name=st.sampled_from(sorted(FACTORS)))
 def test_lr_scheduler_scales_each_groups_own_lr_as_lambda_lr(lrs, name):
@@ -49,6 +50,7 @@ def test_lr_scheduler_scales_each_groups_own_lr_as_lambda_lr(lrs, name):
     assert [g['initial_lr'] for g in opt.param_groups] == [float(lr) for lr in lrs]
 
 
+@pytest.mark.slow
 @settings(deadline=None)
 @given(lrs=GROUP_LRS, warmup=st.sampled_from([0, 2, 3, 5]), after=st.integers(1, 12),
        min_lr=st.sampled_from([0.0, 1e-3, 0.05]))

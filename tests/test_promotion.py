@@ -66,6 +66,7 @@ def _compare(torch, name, a_mt, b_mt, a_t, b_t, mismatches):
         mismatches.append(f"{name}: values {ours.numpy()} != PyTorch's {theirs.numpy()}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', sorted(OPS))
 def test_every_pair_of_dtypes_and_dimensions_promotes_as_in_pytorch(name):
     torch = pytest.importorskip('torch', reason='PyTorch is the reference for the promotion table')

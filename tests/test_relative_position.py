@@ -83,6 +83,7 @@ def test_module_gradcheck():
     assert gradcheck_module(rel, call=lambda m: (m(4, 6, 2) * G).sum(), check_inputs=False)
 
 
+@pytest.mark.slow
 def test_attention_with_relative_bias_gradcheck():
     mha = MultiHeadAttention(8, 2, relative=True).double()
     mha.relative_bias.weight.data = mt.randn(32, 2, dtype='float64').data

@@ -137,6 +137,7 @@ def test_an_interrupted_save_leaves_the_old_checkpoint(tmp_path, monkeypatch, fa
     assert leftovers(tmp_path) == []  # the temporary file was removed
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, 'SIGKILL'), reason='needs SIGKILL (POSIX) to kill the writer')
 def test_a_killed_writer_never_leaves_a_half_written_checkpoint(tmp_path):
     """A child process rewrites an 8 MB checkpoint in a loop; SIGKILL it at a random moment,

@@ -26,6 +26,7 @@ def _region_shape(n, index):
     return np.empty((n, 3))[index].shape
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('kind', INDEX_KINDS)
 @given(n=st.integers(1, 4), seed=st.integers(0, 2 ** 16), broadcast=st.booleans())
 def test_setitem_with_a_graph_matches_numpy_and_gradcheck(kind, n, seed, broadcast):

@@ -32,6 +32,7 @@ def tuned_in_a_fresh_process(setting):
     return out.strip() == 'True'
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith('linux') or os.confstr('CS_GNU_LIBC_VERSION') is None,
                     reason='malloc tuning applies to Linux with glibc only')
 def test_malloc_is_tuned_at_import_unless_turned_off():
@@ -173,6 +174,7 @@ def test_max_along_and_sum_along_are_max_and_sum(x, data):
                                rtol=1e-5, atol=1e-6 * np.abs(finite).sum(axis=axis, keepdims=True).max(initial=1))
 
 
+@pytest.mark.slow
 def test_vs_torch_benchmark_runs_without_torch(tmp_path):
     """benchmarks/vs_torch.py with no PyTorch to compare against still times microtensor, fused and
     textbook, and prints the load average."""

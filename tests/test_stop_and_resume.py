@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 import microtensor as mt
@@ -27,6 +28,7 @@ def refused(capsys, main, argv):
 
 
 # ---------------------------------------------------------------------------- Ctrl-C
+@pytest.mark.slow
 def test_ctrl_c_during_train_gpt_says_where_it_stopped_and_how_to_resume(tmp_path):
     argv = ['--steps', '100000', '--ckpt-every', '5', '--log-every', '5', '--out', 'run', *TINY]
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))
@@ -50,11 +52,11 @@ def test_ctrl_c_during_train_gpt_says_where_it_stopped_and_how_to_resume(tmp_pat
                          r"(\S+) \(step (\d+)\), is intact\. Resume with: (.*)", line)
     assert match, line
     stopped, path, saved, command = int(match[1]), match[2], int(match[3]), match[4]
-    assert 5 <= saved <= stopped and saved % 5 == 0 and path == os.path.join('run', 'ckpt.npz')
-    assert command == 'python -m demos.train_gpt ' + ' '.join(argv) + ' --resume'
+    assert saved == stopped > 5 and path == os.path.join('run', 'ckpt.npz')  # kept at the step it stopped after
+    assert command == shlex.quote(sys.executable) + ' -m demos.train_gpt ' + ' '.join(argv) + ' --resume'
     assert mt.load(path)['step'] == saved   # intact, at the step it names
     words = shlex.split(command)
-    assert words[:3] == ['python', '-m', 'demos.train_gpt']
+    assert words[:3] == [sys.executable, '-m', 'demos.train_gpt']  # the interpreter that ran it, not a bare python
     result = train_gpt.main(words[3:] + ['--stop-after', str(saved + 1)])  # the command itself continues the run
     assert result['step'] == saved + 1 and len(result['losses']) == saved + 1
 
@@ -71,14 +73,16 @@ def interrupt_after(monkeypatch, module, name, calls):
     monkeypatch.setattr(module, name, fn)
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_a_lesson_that_trains_the_gpt_without_resume_says_so(monkeypatch, capsys):
     interrupt_after(monkeypatch, train_gpt, 'next_token_loss', 3)
     with pytest.raises(SystemExit) as exit_:
         attention_maps.main(['--steps', '2', '--gpt-steps', '40'])
     assert exit_.value.code == 130
     err = capsys.readouterr().err
-    assert err == ("attention_maps: stopped by Ctrl-C after step 3 of 40; no checkpoint was written yet (the first "
-                   "comes at step 40): run the same command to start again.\n")
+    assert err == ("attention_maps: stopped by Ctrl-C after step 3 of 40; the last checkpoint, "
+                   f"{os.path.join('runs', 'attention_maps_gpt', 'ckpt.npz')} (step 3), is intact. This lesson "
+                   "trains from the start each time: run it again.\n")
 
 
 def test_ctrl_c_in_any_lesson_is_one_line(monkeypatch, capsys):
@@ -95,6 +99,67 @@ def test_the_interrupted_message_names_a_checkpoint_a_lesson_cannot_resume():
     assert report.interrupted_message(stop, resumable=False) == (
         "attention_maps: stopped by Ctrl-C after step 7 of 10; the last checkpoint, runs/x/ckpt.npz (step 5), is "
         "intact. This lesson trains from the start each time: run it again.")
+
+
+SMALL = dict(steps=9, ckpt_every=4, log_every=3, eval_every=4, eval_batches=1, d_model=16, n_layers=1, n_heads=2,
+             context=16, batch_size=4)
+
+
+def identical(a, b):
+    """Equal to the last bit, through dicts, lists and tensors (dtype, shape and every value)."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(identical(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(map(identical, a, b))
+    if isinstance(a, (mt.Tensor, np.ndarray)):
+        a, b = (x.numpy() if isinstance(x, mt.Tensor) else x for x in (a, b))
+        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    return a == b
+
+
+def assert_same_run(a, b):
+    """Two train() results and their checkpoints are equal to the last bit: weights, optimizer, losses."""
+    assert a['losses'] == b['losses'] and a['val'] == b['val']
+    assert identical(a['model'].state_dict(), b['model'].state_dict())
+    saved = [mt.load(result['checkpoint']) for result in (a, b)]
+    for key in ('model', 'optim', 'schedule', 'step', 'losses', 'val'):
+        assert identical(saved[0][key], saved[1][key]), key
+
+
+@pytest.mark.parametrize('how, at', [('signal', 7), ('signal', 8), ('exception', 7)])
+def test_ctrl_c_keeps_the_step_it_stopped_after_and_the_resume_is_bit_exact(monkeypatch, how, at):
+    """Ctrl-C in step 7 (or 8, a validation step) of 9, checkpoints every 4: the run keeps that step, not
+    step 4, and a resume from it ends with the weights and losses of the uninterrupted run, bit for bit.
+    'signal': a real SIGINT while the step runs (it finishes the step); 'exception': a KeyboardInterrupt
+    as the step begins (before the update: step 6 is whole)."""
+    whole = train_gpt.train(out='whole', **SMALL)
+    real = train_gpt.batch_at
+
+    def batch_at(data, step, *args):
+        if step == at - 1:  # step `at` begins
+            if how == 'exception':
+                raise KeyboardInterrupt
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(data, step, *args)
+    monkeypatch.setattr(train_gpt, 'batch_at', batch_at)
+    with pytest.raises(report.Interrupted) as stop:
+        train_gpt.train(out='cut', **SMALL)
+    kept = at if how == 'signal' else at - 1
+    assert stop.value.step == kept and stop.value.checkpoint == (os.path.join('cut', 'ckpt.npz'), kept)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Ctrl-C is Python's again
+    saved = mt.load(os.path.join('cut', 'ckpt.npz'))
+    assert saved['step'] == kept and len(saved['losses']) == kept  # every loss up to it came along
+    monkeypatch.setattr(train_gpt, 'batch_at', real)
+    assert_same_run(train_gpt.train(out='cut', resume=True, **SMALL), whole)
+
+
+def test_ctrl_c_inside_the_update_keeps_the_last_whole_checkpoint(monkeypatch):
+    """A KeyboardInterrupt half-way through the optimizer's step (a second Ctrl-C, or one outside the main
+    thread): the weights are half updated, so nothing is saved from it; the step-4 checkpoint stays."""
+    interrupt_after(monkeypatch, mt.optim.AdamW, 'step', 6)
+    with pytest.raises(report.Interrupted) as stop:
+        train_gpt.train(out='cut', **SMALL)
+    assert stop.value.step == 6 and stop.value.checkpoint == (os.path.join('cut', 'ckpt.npz'), 4)
 
 
 # ---------------------------------------------------------------------------- resuming
@@ -116,6 +181,7 @@ def test_a_resume_with_other_settings_lists_each_saved_against_given(capsys, tmp
     assert mt.load(tmp_path / 'run' / 'ckpt.npz')['step'] == 4   # untouched
 
 
+@pytest.mark.slow
 def test_stop_after_at_or_before_the_checkpoint_is_refused_and_a_finished_run_says_so(capsys):
     train_gpt.main(['--steps', '6', '--out', 'run', *TINY])
     message = refused(capsys, train_gpt.main, ['--steps', '6', '--resume', '--stop-after', '4', '--out', 'run', *TINY])
@@ -161,6 +227,7 @@ def test_check_learned_tells_a_rising_loss_from_a_flat_one(capsys):
     assert capsys.readouterr().out == rose + '\n' + flat + '\n'
 
 
+@pytest.mark.slow
 def test_train_xor_with_a_huge_learning_rate_says_it_did_not_learn(capsys):
     losses, predictions = train_xor.main(['--lr', '1000'])
     out = capsys.readouterr().out

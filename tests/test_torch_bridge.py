@@ -1,5 +1,6 @@
 """to_torch / from_torch: every exportable variant computes the same logits and gradients in PyTorch
 (1e-5 in float32, 1e-10 in float64), comes back unchanged, and its checkpoints cross over without pickle."""
+import os
 import re
 import sys
 
@@ -97,12 +98,14 @@ def check_parity(model, dtype):
     return result
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('dtype', ['float32', 'float64'])
 @pytest.mark.parametrize('variant', VARIANTS)
 def test_every_variant_has_the_same_logits_and_gradients_in_pytorch(variant, dtype):
     check_parity(VARIANTS[variant](), dtype)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('variant', VARIANTS)
 def test_from_torch_brings_back_the_same_model(variant):
     model = VARIANTS[variant]().double()
@@ -150,6 +153,7 @@ def test_eval_mode_dtype_and_training_carry_over():
     assert not (model.layers[0].self_attn.W_Q.weight.numpy() == W.T).all()
 
 
+@pytest.mark.slow
 def test_layers_that_differ_export_but_do_not_come_back():
     model = gpt()
     model.layers[1].alpha = 0.5
@@ -256,7 +260,11 @@ def test_the_readme_section_runs_as_printed(tmp_path, monkeypatch, capsys):
     from readme import python_blocks
     monkeypatch.chdir(tmp_path)                           # it writes gpt.npz and net.npz
     blocks = python_blocks('Graduating to PyTorch')
-    assert len(blocks) == 2
+    assert len(blocks) == 3
+    from demos import train_gpt
+    trained = train_gpt.train(steps=4, ckpt_every=4, out=os.path.join('runs', 'train_gpt'), d_model=16, n_layers=1,
+                              n_heads=2, context=16, batch_size=4)  # (a short run: what the README's command writes)
+    capsys.readouterr()
     namespace = {}
     for block in blocks:
         exec(compile(block, 'README.md', 'exec'), namespace)
@@ -264,3 +272,7 @@ def test_the_readme_section_runs_as_printed(tmp_path, monkeypatch, capsys):
     assert 0 < float(out.split('\n')[0]) < 1e-5
     assert 'largest relative difference' in out
     assert isinstance(namespace['back'], GPT) and (tmp_path / 'net.npz').exists()
+    sampled = namespace['ids'][0].tolist()
+    assert len(sampled) == len('Twinkle') + 60 and namespace['chars'].decode(sampled).startswith('Twinkle')
+    assert namespace['chars'].vocab == trained['chars'].vocab
+    assert namespace['chars'].decode(sampled) in out

@@ -6,6 +6,7 @@ token accuracy with greedy generation through the KV cache).  Not timing tests: 
 the number of steps (measured when written; see the figures in each test).
 """
 import numpy as np
+import pytest
 
 import microtensor as mt
 from microtensor import optim
@@ -41,6 +42,7 @@ def reversal_batch(rng, n, length=5, n_symbols=6):
     return mt.tensor(src), mt.tensor(src[:, ::-1].copy())
 
 
+@pytest.mark.slow
 def test_tiny_transformer_learns_to_reverse_unseen_sequences():
     """Random sequences of 5 symbols (6 possible), a fresh batch of 32 each step; scored on
     200 other sequences.  Measured (seeds 0-4): 100% accuracy, final loss 0.017-0.021, after

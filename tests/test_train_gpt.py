@@ -143,7 +143,7 @@ def test_losses_come_to_the_host_only_at_log_steps(monkeypatch):
         monkeypatch.setattr(mt.Tensor, name, spy)
     result = train_gpt.train(steps=10, log_every=5, eval_every=10, ckpt_every=10, eval_batches=1, d_model=16,
                              n_layers=1, n_heads=2, context=16, batch_size=4, out='run')
-    assert calls == [('tolist', 'train'), ('tolist', 'train'), ('item', 'validation_loss'),
+    assert calls == [('tolist', 'train'), ('item', 'validation_loss'), ('tolist', 'keep'),  # keep: the checkpoint's
                      ('item', 'check_weights')]
     assert len(result['losses']) == 10 and result['memory'] == []   # no memory pool on the CPU
 
@@ -168,6 +168,7 @@ def test_a_diverging_run_stops_and_never_writes_a_nan_checkpoint(tmp_path):
     assert good['step'] == 4
 
 
+@pytest.mark.slow
 def test_stop_after_says_how_to_continue_and_resume_finishes(capsys):
     train_gpt.main(['--steps', '6', '--stop-after', '3', '--out', 'run', *TINY])
     assert 'stopped at step 3; continue with --resume' in capsys.readouterr().out
@@ -201,8 +202,42 @@ def test_train_reverse_refuses_more_test_sequences_than_it_can_hold_out(capsys):
         train_reverse.random_sequences(__import__('random').Random(0), 11, 1)
 
 
+@pytest.mark.slow
 def test_train_reverse_never_trains_on_its_test_sequences():
     result = train_reverse.main(['--length', '1', '--n-test', '5', '--steps', '4', '--warmup', '0', '--d-model', '8',
                                  '--n-heads', '2'])
     assert len(result['test']) == 5 and not set(result['test']) & result['seen']
     assert len(result['seen']) == 5  # only the other five one-digit sequences were left to train on
+
+
+# ---------------------------------------------------------------------------- a trained model in one call
+def test_load_checkpoint_gives_the_trained_model_and_its_characters(tmp_path):
+    result = train_gpt.train(steps=3, ckpt_every=3, out='run', d_model=16, n_layers=1, n_heads=2, context=16,
+                             batch_size=4)
+    model, chars = train_gpt.load_checkpoint(os.path.join('run', 'ckpt.npz'))
+    assert chars.vocab == result['chars'].vocab and not model.training
+    trained = result['model'].state_dict()
+    assert model.state_dict().keys() == trained.keys()
+    for name, w in model.state_dict().items():
+        assert w.dtype == trained[name].dtype and np.array_equal(w.numpy(), trained[name].numpy()), name
+    ids = mt.tensor(chars.encode('Twinkle'))
+    result['model'].eval()
+    assert np.array_equal(model(ids[None]).numpy(), result['model'](ids[None]).numpy())
+    mt.save({'model': model.state_dict()}, 'weights-only.npz')
+    with pytest.raises(ValueError, match=r"not a train_gpt checkpoint \(it has no \['config', 'vocab'\]\)"):
+        train_gpt.load_checkpoint('weights-only.npz')
+
+
+def test_sample_from_a_checkpoint_on_the_command_line(capsys):
+    result = train_gpt.train(steps=3, ckpt_every=3, out='run', d_model=16, n_layers=1, n_heads=2, context=16,
+                             batch_size=4)
+    capsys.readouterr()
+    path = os.path.join('run', 'ckpt.npz')
+    written = train_gpt.main(['--sample', path, '--prompt', 'Tw', '--sample-length', '12'])
+    out = capsys.readouterr().out
+    assert "Continuations of 'Tw':" in out and f"{path}: a GPT of " in out and 'after 3 steps' in out
+    assert written == train_gpt.samples(result['model'].eval(), result['chars'], 'Tw', 12)  # what the model writes
+    assert all(text.startswith('Tw') and len(text) == 14 for text in written.values())
+    assert not os.path.exists(os.path.join('run', 'loss.png'))  # nothing was trained
+    assert "the prompt holds characters" in usage_error(capsys, train_gpt.main, ['--sample', path, '--prompt', '漢'])
+    assert "no such file" in usage_error(capsys, train_gpt.main, ['--sample', 'nowhere.npz'])

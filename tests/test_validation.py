@@ -362,6 +362,7 @@ MODELS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', MODELS)
 @given(ids=ids_inputs, as_tensor=st.booleans())
 def test_models_check_token_ids_before_any_arithmetic(name, ids, as_tensor):

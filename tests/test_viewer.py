@@ -31,6 +31,7 @@ def page_data(html):
     return json.loads(re.search(r'const DATA = (.*?);\n</script>', html, re.S).group(1))
 
 
+@pytest.mark.slow
 def test_steps_are_backward_steps_and_grads_are_backward_grads():
     loss, encoder, x = encoder_loss()
     viewer = mt.BackpropViewer(loss, params=encoder)
@@ -128,6 +129,7 @@ def test_without_graphviz_the_layered_layout_is_used(monkeypatch):
         mt.BackpropViewer(mt.tensor(1.0, requires_grad=True))
 
 
+@pytest.mark.slow
 def test_thousands_of_ops_are_drawn_by_module_within_max_bytes():
     loss, encoder, _ = encoder_loss(n_layers=90, d_model=4, dtype='float32')
     viewer = mt.BackpropViewer(loss, params=encoder, max_nodes=500, retain_graph=True)
@@ -156,6 +158,7 @@ def test_values_then_steps_are_left_out_beyond_max_bytes():
                                   f"steps, to stay under max_bytes={viewer.max_bytes}."]  # (after a layout note)
 
 
+@pytest.mark.slow
 def test_a_long_chain_without_modules_is_drawn_in_runs_of_steps():
     mt.manual_seed(0)
     x = mt.randn(3, requires_grad=True)
@@ -237,6 +240,7 @@ def test_the_colour_scale_is_the_pages_norms_or_the_scale_given():
             mt.BackpropViewer(loss, params=encoder, scale=bad)
 
 
+@pytest.mark.slow
 def test_lesson_pages_share_one_colour_scale(tmp_path, monkeypatch, capsys):
     from demos import report, residual_highway
     monkeypatch.chdir(tmp_path)

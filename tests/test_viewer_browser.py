@@ -1,155 +1,25 @@
 """The backward-pass viewer in a real browser: headless Chromium, driven over its DevTools
-protocol (a small websocket client below, standard library only, so CI needs no extra package).
+protocol (tests/chromium.py: a small websocket client, standard library only, so CI needs no extra package).
 
 Skipped, with the reason, when no Chromium is installed (.ci/run installs Debian's `chromium`).
 """
-import base64
-import json
-import os
-import shutil
-import socket
-import struct
-import subprocess
 import time
-import urllib.parse
-import urllib.request
 
 import pytest
 
 import microtensor as mt
+from chromium import CHROMIUM, headless
 from transformer import Encoder
 
-CHROMIUM = next(filter(None, map(shutil.which, ('chromium', 'chromium-browser', 'google-chrome', 'chrome'))), None)
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium found (Debian: apt-get install chromium); "
                                                          "the viewer's browser test needs one")
-FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-         '--disable-background-networking', '--disable-component-update', '--disable-sync',
-         '--remote-debugging-port=0', '--window-size=1400,900']
-
-
-class DevTools:
-    """Just enough of a websocket client (RFC 6455) to call Chrome DevTools Protocol methods."""
-
-    def __init__(self, url, timeout=20):
-        u = urllib.parse.urlparse(url)
-        self.sock = socket.create_connection((u.hostname, u.port), timeout=timeout)
-        key = base64.b64encode(os.urandom(16)).decode()
-        self.sock.sendall((f"GET {u.path} HTTP/1.1\r\nHost: {u.hostname}:{u.port}\r\nUpgrade: websocket\r\n"
-                           f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n")
-                          .encode())
-        self.buffer = b''
-        while b'\r\n\r\n' not in self.buffer:
-            self._fill()
-        head, self.buffer = self.buffer.split(b'\r\n\r\n', 1)
-        assert b' 101 ' in head.split(b'\r\n')[0], head
-        self.last_id = 0
-
-    def _fill(self):
-        chunk = self.sock.recv(1 << 16)
-        if not chunk:
-            raise ConnectionError("DevTools closed the connection")
-        self.buffer += chunk
-
-    def _take(self, n):
-        while len(self.buffer) < n:
-            self._fill()
-        out, self.buffer = self.buffer[:n], self.buffer[n:]
-        return out
-
-    def _send(self, text):
-        payload = text.encode()
-        n = len(payload)
-        header = bytes([0x81]) + (bytes([0x80 | n]) if n < 126 else
-                                  bytes([0x80 | 126]) + struct.pack('>H', n) if n < 1 << 16 else
-                                  bytes([0x80 | 127]) + struct.pack('>Q', n))
-        mask = os.urandom(4)
-        self.sock.sendall(header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
-
-    def _receive(self):
-        message = b''
-        while True:
-            b0, b1 = self._take(2)
-            n = b1 & 0x7f
-            if n == 126:
-                n = struct.unpack('>H', self._take(2))[0]
-            elif n == 127:
-                n = struct.unpack('>Q', self._take(8))[0]
-            mask = self._take(4) if b1 & 0x80 else None
-            payload = self._take(n)
-            if mask:
-                payload = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-            opcode = b0 & 0x0f
-            if opcode == 8:
-                raise ConnectionError("DevTools closed the websocket")
-            if opcode in (9, 10):  # ping / pong: not part of a message
-                continue
-            message += payload
-            if b0 & 0x80:
-                return json.loads(message)
-
-    def call(self, method, **params):
-        self.last_id += 1
-        self._send(json.dumps({'id': self.last_id, 'method': method, 'params': params}))
-        while True:
-            reply = self._receive()
-            if reply.get('id') == self.last_id:
-                if 'error' in reply:
-                    raise RuntimeError(f"{method}: {reply['error']}")
-                return reply.get('result', {})
-
-    def js(self, expression):
-        result = self.call('Runtime.evaluate', expression=expression, returnByValue=True, awaitPromise=True)
-        if 'exceptionDetails' in result:
-            raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
-        return result['result'].get('value')
-
-    def click(self, x, y):
-        for kind in ('mousePressed', 'mouseReleased'):
-            self.call('Input.dispatchMouseEvent', type=kind, x=x, y=y, button='left', clickCount=1)
-
-    def click_element(self, selector):
-        """A real mouse click at the middle of the element (scrolled into view first)."""
-        x, y = self.js(f"(() => {{ const e = document.querySelector({json.dumps(selector)}); "
-                       "e.scrollIntoView({block: 'center', inline: 'center'}); const r = e.getBoundingClientRect(); "
-                       "return [r.left + r.width / 2, r.top + r.height / 2]; })()")
-        self.click(x, y)
-
-    def key(self, key, keycode):
-        for kind in ('rawKeyDown', 'keyUp'):
-            self.call('Input.dispatchKeyEvent', type=kind, key=key, code=key, windowsVirtualKeyCode=keycode)
-
-    def wait_for(self, expression, timeout=15):
-        end = time.monotonic() + timeout
-        while not self.js(expression):
-            if time.monotonic() > end:
-                raise TimeoutError(f"waited {timeout} s for {expression}")
-            time.sleep(0.05)
 
 
 @pytest.fixture(scope='module')
 def browser(tmp_path_factory):
-    """A headless Chromium with a fresh profile; yields a DevTools connection to its page."""
-    profile = tmp_path_factory.mktemp('chromium-profile')
-    process = subprocess.Popen([CHROMIUM, *FLAGS, f'--user-data-dir={profile}', 'about:blank'],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        port_file, end = profile / 'DevToolsActivePort', time.monotonic() + 20
-        while not (port_file.exists() and port_file.read_text().count('\n') >= 1):
-            if process.poll() is not None or time.monotonic() > end:
-                pytest.fail(f"{CHROMIUM} did not start (exit code {process.poll()})")
-            time.sleep(0.05)
-        port = int(port_file.read_text().split()[0])
-        with urllib.request.urlopen(f'http://127.0.0.1:{port}/json/list', timeout=10) as reply:
-            page = next(t for t in json.load(reply) if t['type'] == 'page')
-        tools = DevTools(page['webSocketDebuggerUrl'])
-        yield tools
-        tools.sock.close()
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    """A headless Chromium with a fresh profile, a 1400 x 900 window; yields a DevTools connection to its page."""
+    with headless(tmp_path_factory.mktemp('chromium-profile'), 1400, 900) as page:
+        yield page
 
 
 def encoder_viewer(layout):
@@ -185,6 +55,7 @@ def assert_shows(page, viewer, n):
     assert [float(g) for g in page['sent']] == pytest.approx([g for g in step.sent if g is not None], rel=1e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('layout', ['auto', 'layered'])
 def test_next_click_filter_in_chromium(browser, tmp_path, layout):
     viewer = encoder_viewer(layout)
@@ -239,40 +110,78 @@ def test_next_click_filter_in_chromium(browser, tmp_path, layout):
     assert dimmed and not in_ffn & set(dimmed)
 
     screenshot = tmp_path / f'viewer-{layout}.png'
-    screenshot.write_bytes(base64.b64decode(browser.call('Page.captureScreenshot', format='png')['data']))
+    browser.screenshot(screenshot)
     assert screenshot.stat().st_size > 10_000  # a real picture, not an empty page
 
 
-def test_the_page_opens_fitted_at_the_loss_and_fits_the_page_on_request(browser, tmp_path):
+FIRST_SCREEN = """(() => {
+  const p = document.getElementById('graph'), s = p.querySelector('svg'), r = p.getBoundingClientRect();
+  const node = document.querySelector('.node.current'), n = node.getBoundingClientRect();
+  const sizes = [...node.querySelectorAll('text')]  // the labels' font size on screen, in px
+    .map(t => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a);
+  const o = document.getElementById('overview'), header = document.querySelector('header');
+  const boxes = [...header.children].map(c => c.getBoundingClientRect());  // one line: every item overlaps every other
+  const oneLine = Math.max(...boxes.map(b => b.top)) < Math.min(...boxes.map(b => b.bottom));
+  return {svgW: +s.getAttribute('width'), svgH: +s.getAttribute('height'), paneW: p.clientWidth, paneH: p.clientHeight,
+          inside: n.left >= r.left && n.right <= r.right && n.top >= r.top && n.bottom <= r.bottom,
+          labelPx: sizes, overview: !o.hidden, overviewW: o.width, overviewH: o.height,
+          oneLine, headerOverflow: header.scrollWidth - header.clientWidth,
+          windowW: window.innerWidth, module: document.getElementById('op-module').textContent};
+})()"""
+
+
+def deep_viewer(n_layers=8):
     mt.manual_seed(0)
-    encoder = Encoder(8, 8, 2, d_ff=16)  # a graph many times taller than the window
+    encoder = Encoder(n_layers, 8, 2, d_ff=16)  # a graph many times taller than the window
     x = mt.randn(2, 3, 8, requires_grad=True, name='x')
     with mt.record_modules(encoder):
         out = encoder(x)
-    viewer = mt.BackpropViewer((out * mt.randn(*out.shape)).sum(), params=encoder)
+    return mt.BackpropViewer((out * mt.randn(*out.shape)).sum(), params=encoder,
+                             title='a long title ' * 12)  # (cut on one line, not wrapped)
+
+
+def test_the_first_screen_is_readable_at_the_loss_with_the_whole_graph_in_the_overview(browser, tmp_path):
+    viewer = deep_viewer()
     open_page(browser, viewer, tmp_path / 'deep.html')
-    view = ("(() => { const p = document.getElementById('graph'), s = p.querySelector('svg'); "
-            "const r = p.getBoundingClientRect(), n = document.getElementById('n' + {node}).getBoundingClientRect(); "
-            "return {svgW: +s.getAttribute('width'), svgH: +s.getAttribute('height'), paneW: p.clientWidth, "
-            "paneH: p.clientHeight, inside: n.left >= r.left && n.right <= r.right && n.top >= r.top && "
-            "n.bottom <= r.bottom, module: document.getElementById('op-module').textContent}; })()")
-    view = view.replace('{node}', str(viewer.steps[0].node))
-    first = browser.js(view)
-    assert first['inside'], first                           # the loss, where the backward pass starts, in view
-    assert first['svgW'] <= first['paneW'] < first['svgH']   # the whole width, scrolled to the loss
-    assert first['module'].startswith('loss')                # the loss's ops are named
-    browser.click_element('#zoom-page')
-    page = browser.js(view)
-    assert page['svgW'] <= page['paneW'] and page['svgH'] <= page['paneH'] and page['inside'], page
+    first = browser.js(FIRST_SCREEN)
+    assert first['windowW'] == 1400
+    assert first['oneLine'] and first['headerOverflow'] <= 0, first  # the toolbar is one line at 1400 px
+    assert first['inside'] and first['module'].startswith('loss'), first     # at the loss, where backward starts
+    assert first['labelPx'] and min(first['labelPx']) >= 10, first            # its labels legible on screen
+    assert first['svgH'] > first['paneH'] and first['overview'], first        # too tall to fit: the overview shows
+    assert 20 <= max(first['overviewW'], first['overviewH']) <= first['paneH'], first  # the whole graph, small
+    browser.click_element('#next')
+    browser.click_element('#next')
+    assert browser.js(FIRST_SCREEN)['inside']                                 # stepping keeps the op in view
+
+    # a click on the overview's bottom moves the window to the graph's start (the inputs)
+    before = browser.js("document.getElementById('graph').scrollTop")
+    x, y = browser.js("(() => { const r = document.getElementById('overview').getBoundingClientRect(); "
+                      "return [r.left + r.width / 2, r.bottom - 2]; })()")
+    browser.click(x, y)
+    assert browser.js("document.getElementById('graph').scrollTop") > before
+
+    browser.click_element('#zoom-page')  # the whole graph: then the overview has nothing to add
+    page = browser.js(FIRST_SCREEN)
+    assert page['svgW'] <= page['paneW'] and page['svgH'] <= page['paneH'] and not page['overview'], page
     browser.click_element('#zoom-fit')
-    wide = browser.js(view)
-    assert first['svgW'] - 20 < wide['svgW'] <= wide['paneW'] and wide['inside'], wide  # the width again
+    wide = browser.js(FIRST_SCREEN)
+    assert wide['svgW'] <= wide['paneW'] and wide['inside'], wide
+
+
+def test_a_small_graph_opens_whole_with_legible_labels(browser, tmp_path):
+    x = mt.randn(2, 3, requires_grad=True, name='x')
+    open_page(browser, mt.BackpropViewer((x.tanh() * 2).sum()), tmp_path / 'small.html')
+    first = browser.js(FIRST_SCREEN)
+    assert first['svgW'] <= first['paneW'] and first['svgH'] <= first['paneH'], first
+    assert min(first['labelPx']) >= 10 and not first['overview'] and first['oneLine'], first
 
 
 def legend(browser):
     return browser.js("[...document.querySelectorAll('#legend-bar span')].map(s => s.textContent)")
 
 
+@pytest.mark.slow
 def test_pages_of_one_lesson_share_one_colour_scale(browser, tmp_path, monkeypatch):
     from demos import report
     monkeypatch.setattr(report, 'PAGES', {})

@@ -23,7 +23,7 @@ Probes only read; when none is set this costs one attribute lookup.
 import microtensor as mt
 from microtensor import argcheck, nn
 from microtensor.autograd import Function
-from microtensor.inspect.modules import label_op, scope_of
+from microtensor.inspect.modules import label_op
 
 
 class ResidualAdd(Function):
@@ -43,11 +43,10 @@ class ResidualAdd(Function):
     def backward(self, g):
         return g, (g if self.alpha == 1 else self.alpha * g)
 
-    def __repr__(self):
+    @property
+    def repr_extra(self):  # after the module in repr(op): ', alpha=0.5'
         alpha = getattr(self, 'alpha', 1)  # (gone once backward has released the op)
-        where = scope_of(self)
-        return (f"<{type(self).__name__}{'' if where is None else ' ' + where}"
-                f"{'' if alpha == 1 else f', alpha={alpha}'}>")
+        return '' if alpha == 1 else f', alpha={alpha}'
 
 
 class ResidualGate(nn.Module):

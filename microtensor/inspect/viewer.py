@@ -14,8 +14,9 @@ speed, click a node to jump to it, filter by module.  At each step it shows the 
 its formula (the op's docstring), the shapes, |g| = |dL/d(output)| arriving, the
 |gradient| sent to each input and, for the first rows and columns, the values.
 Edges already traversed are coloured by the gradient's norm on a log scale, so a
-vanishing path fades at a glance.  It opens at the loss (step 0), the graph fitted to
-the window; the ops before the first recorded module's are named as the loss's.
+vanishing path fades at a glance.  It opens at the loss (step 0): the whole graph when its
+labels stay legible, else zoomed to legible labels there, with the whole graph in an overview
+in a corner; the ops before the first recorded module's are named as the loss's.
 
 Recorded with mt.backward_steps (the engine's own loop), so the steps are exactly
 loss.backward()'s.  Laid out by Graphviz's `dot` when the graphviz package and
