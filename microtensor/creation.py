@@ -6,7 +6,7 @@ device= or on the default device (mt.set_default_device).  mt.tensor always copi
 data; mt.from_numpy and mt.as_tensor share memory with an array when they can.
 Sizes, dtypes and values are checked first: a bad one is an error naming the function.
 """
-from . import argcheck, backend
+from . import argcheck, backend, promotion
 from .ops import args
 from .convert import check_dtype, new_array, share_counter
 from .tensor import DEFAULT_FLOAT, Tensor
@@ -86,7 +86,14 @@ def ones(*shape, dtype=None, device=None, requires_grad=False, name=None):
 
 
 def full(shape, value, dtype=None, device=None, requires_grad=False, name=None):
+    """A tensor of `value` everywhere, as torch.full: its dtype is value's unless dtype= says
+    otherwise (True: bool, 7: int64, 1.5: float32); a value that does not fit dtype= is refused."""
     value = argcheck.real(value, 'full', 'value')
+    if dtype is None:
+        dtype = promotion.result_type(value)
+    else:
+        dtype = check_dtype(dtype, 'full')
+        value = promotion.fit('full', value, dtype)
     return _make('full', lambda device, s, d: backend.module_for(device).full(s, value, dtype=d),
                  (shape,), dtype, device, requires_grad, name)
 

@@ -473,6 +473,9 @@ class Tensor:
     # comparisons and logic give boolean tensors and no gradient
     def _no_grad_op(self, other, op, fn):
         """fn(self.data, other's array) as a new tensor, outside the graph; errors name `op`."""
+        exact = promotion.compare(op, fn, self, other)  # integers with a Python int: exact
+        if exact is not None:
+            return exact
         try:
             other = as_tensor(other, self, op)
         except TypeError:
@@ -584,6 +587,9 @@ class Tensor:
         high = None if max is None else argcheck.real(max, 'clip', 'max')
         low, high = (float(v) if isinstance(v, float) else v for v in (low, high))  # numpy floats as weak as Python's
         dtype = promotion.result_type(self, *(v for v in (low, high) if v is not None))  # int64.clip(0.5) is float32
+        if dtype.kind in 'iu':  # a bound beyond the dtype is refused, as in PyTorch (which wraps -1 into uint8)
+            low, high = (None if v is None else promotion.fit('clip', v, dtype, name, negative_wraps=False)
+                         for v, name in ((low, 'min'), (high, 'max')))
         x = self if dtype == self.dtype else self.to(dtype=dtype)
         return _ew.Clip.apply(x, low=low, high=high)
 
@@ -598,7 +604,7 @@ class Tensor:
 
     def var(self, axis=None, keepdims=False, ddof=0):
         """The variance over axis (ddof=0: divide by n, as numpy); of integers, in float32."""
-        return _reduce.Var.apply(floating(self), axis=axis, keepdims=keepdims, ddof=ddof)
+        return _reduce.var(self, axis, keepdims, ddof)
 
     def max(self, axis=None, keepdims=False):
         """The maximum over axis; ties share the gradient."""
@@ -705,10 +711,12 @@ def binary(fn, a, b, op):
         return fn.apply(as_tensor(a, x, op), as_tensor(b, x, op))
     if fn is _ew.Sub or fn is _ew.Pow:
         promotion.check_booleans(op, a, b, subtract=fn is _ew.Sub)
-    a, b = promotion.operands(op, a, b)
-    if fn is _ew.Div and a.dtype.kind != 'f':
-        a, b = floating(a), floating(b)
-    return fn.apply(a, b)
+    dtype = promotion.result_type(a, b)
+    if fn is _ew.Div:  # true division: in floats from the exact values (uint8 / 256 divides by 256)
+        dtype = promotion.floating_dtype(dtype)
+    elif fn is _ew.Pow:
+        promotion.check_exponent(op, b, dtype)
+    return fn.apply(*promotion.operands(op, a, b, dtype=dtype))
 
 
 class _HookHandle:

@@ -74,10 +74,22 @@ class Pow(Function):
     dL/da = 0 at a = 0, b = 0 (a^0 is constant), and dL/db = 0 at a = 0, b >= 0
     (0^b is constant for b > 0; PyTorch's choice at b = 0).  Elsewhere the formulas
     stand as written, so second derivatives stay right.
+
+    Integers to negative integer powers (2 ** ids with a negative id), which numpy refuses, are
+    1 / a^n truncated toward 0, as in PyTorch: 1 for a = 1, +-1 for a = -1, 0 otherwise.
+    Booleans: mask ** True is mask, mask ** False is True (a or not b).
     """
 
     def forward(self, a, b):
-        return a ** b
+        if a.dtype.kind == 'b':
+            return a | ~b
+        if b.dtype.kind != 'i' or not bool((b < 0).any()):
+            return a ** b
+        xp = backend.array_module(a)
+        negative = b < 0
+        power = a ** xp.where(negative, 0, b)
+        reciprocal = xp.where(a == 1, 1, xp.where(a == -1, 1 - 2 * (b & 1), 0))
+        return xp.where(negative, reciprocal, power).astype(a.dtype)
 
     def backward(self, g):
         a, b = self.inputs

@@ -5,7 +5,7 @@ keepdims shape and broadcast to the input's shape.
 """
 import math
 
-from .. import argcheck, backend
+from .. import argcheck, backend, promotion
 from ..autograd import Function
 from ..tensor import Tensor
 from . import args
@@ -38,22 +38,38 @@ def spread(g, x_shape, axes):
 
 
 class Sum(Function):
-    """y = sum(x, axis)       dL/dx = g broadcast back over the summed axes"""
+    """y = sum(x, axis)       dL/dx = g broadcast back over the summed axes
+
+    Booleans and integers of every size add up in int64, as in PyTorch (a count of True, a
+    sum of uint8 pixels: no wrap-around at 255, and uint8.sum() - 1000 may be negative)."""
 
     def forward(self, x, axis, keepdims):
         self.axes, keepdims = normalize_axis(axis, x.shape, keepdims)
-        return x.sum(axis=self.axes, keepdims=keepdims)
+        return x.sum(axis=self.axes, keepdims=keepdims, dtype=None if x.dtype.kind == 'f' else 'int64')
 
     def backward(self, g):
         return (spread(g, self.inputs[0].shape, self.axes),)
 
 
 def mean(x, axis=None, keepdims=False):
-    """y = sum(x, axis) / n,  n = the number of elements averaged (nan when n = 0, as numpy)."""
+    """y = sum(x, axis) / n,  n = the number of elements averaged (nan when n = 0, as numpy).
+    Of integers and booleans: computed in float64 (no overflow, no lost digits), returned in the
+    default float (PyTorch refuses them)."""
+    if x.dtype.kind != 'f':  # a constant: integer tensors never require grad
+        return mean(x.to(dtype='float64'), axis, keepdims).to(dtype=promotion.floating_dtype(x.dtype))
     axes, keepdims = normalize_axis(axis, x.shape, keepdims, 'mean')
     total = Sum.apply(x, axis=axes, keepdims=keepdims)
     n = count(x.shape, axes)
     return total * (1.0 / n) if n else total * float('nan')
+
+
+def var(x, axis=None, keepdims=False, ddof=0):
+    """Var of x; of integers and booleans, computed in float64 (no overflow) and returned in the
+    default float (PyTorch refuses them)."""
+    if x.dtype.kind != 'f':  # a constant: integer tensors never require grad
+        return Var.apply(x.to(dtype='float64'), axis=axis, keepdims=keepdims, ddof=ddof).to(
+            dtype=promotion.floating_dtype(x.dtype))
+    return Var.apply(x, axis=axis, keepdims=keepdims, ddof=ddof)
 
 
 class Var(Function):
