@@ -106,12 +106,31 @@ def eye(n, dtype=None, device=None, requires_grad=False, name=None):
                  (), dtype, device, requires_grad, name)
 
 
+def normal_array(device, shape, dtype):
+    """Standard normal samples as an array of the float dtype `dtype` on `device`, from the
+    device's generator.  The generators draw float32 and float64 only: float16 samples are
+    drawn in float32 and rounded."""
+    wide = promotion.accumulation_dtype(dtype)
+    return backend.generator(device).standard_normal(shape, dtype=wide).astype(dtype, copy=False)
+
+
+def uniform_array(device, shape, dtype):
+    """Uniform samples in [0, 1) as an array of the float dtype `dtype` on `device` (float16:
+    drawn in float32 and rounded; a sample that rounds up to 1 becomes the float16 just below)."""
+    wide = promotion.accumulation_dtype(dtype)
+    u = backend.generator(device).random(shape, dtype=wide)
+    if wide == dtype:
+        return u
+    xp = backend.module_for(device)
+    return xp.minimum(u.astype(dtype), xp.nextafter(xp.asarray(1, dtype=dtype), xp.asarray(0, dtype=dtype)))
+
+
 def randn(*shape, dtype=None, device=None, requires_grad=False, name=None):
     """Standard normal samples from the device's generator (seeded by mt.manual_seed)."""
     def fill(device, s, d):
         if not backend.float_dtype(d):
             raise TypeError(f"randn: samples are floats; dtype {d} is not a float dtype")
-        return backend.generator(device).standard_normal(s, dtype=d)
+        return normal_array(device, s, d)
     return _make('randn', fill, shape, dtype, device, requires_grad, name)
 
 
@@ -120,7 +139,7 @@ def rand(*shape, dtype=None, device=None, requires_grad=False, name=None):
     def fill(device, s, d):
         if not backend.float_dtype(d):
             raise TypeError(f"rand: samples are floats; dtype {d} is not a float dtype")
-        return backend.generator(device).random(s, dtype=d)
+        return uniform_array(device, s, d)
     return _make('rand', fill, shape, dtype, device, requires_grad, name)
 
 

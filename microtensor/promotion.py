@@ -133,7 +133,7 @@ def _wrap(op, value, dtype):
     """The Python int `value` wrapped into an integer dtype, as its arithmetic wraps (two's
     complement: 300 is 44 in uint8, -1 is 255); a number beyond 64 bits is refused, as in PyTorch."""
     if not -2 ** 63 <= value < 2 ** 64:
-        raise OverflowError(f"{op}: the Python integer {value} does not fit in 64 bits")
+        raise ValueError(f"{op}: the Python integer {value} does not fit in 64 bits")
     low, high = _integer_range(dtype)
     return (value - low) % (high - low + 1) + low
 
@@ -238,6 +238,30 @@ def check_exponent(op, exponent, dtype):
         raise RuntimeError(f"{op}: integers to negative integer powers are not allowed, as in PyTorch; "
                            f"use a float base (x.to(mt.float32) ** {exponent})")
     fit(op, exponent, dtype, 'exponent', negative_wraps=False)
+
+
+FLOAT32 = backend.dtype('float32')
+
+
+def accumulation_dtype(dtype):
+    """The dtype sums over many elements are computed in: float32 for float16 (as PyTorch does on
+    the CPU: 70,000 float16 ones add up to 70,000, not to inf; 100,000 softmax weights of 1e-5
+    do not vanish), the dtype itself otherwise."""
+    return FLOAT32 if dtype.kind == 'f' and dtype.itemsize < 4 else dtype
+
+
+def widened(op_fn, x, *others, **options):
+    """op_fn(x, *others, **options) computed in x's accumulation dtype and returned in x's dtype:
+    how mean, var, norm, softmax, log_softmax, layer_norm and cross_entropy take float16, as
+    PyTorch does on the CPU.  The casts are ops of the graph, so the backward runs in float32
+    too and each gradient comes back in its input's dtype.  Tensors among `others` (layer_norm's
+    gamma, beta) of x's dtype are widened with it; float32 ones stay (PyTorch's mixed
+    float16 x, float32 parameters: the result is float16)."""
+    wide = accumulation_dtype(x.dtype)
+    if wide == x.dtype:
+        return op_fn(x, *others, **options)
+    others = [v.to(dtype=wide) if isinstance(v, Tensor) and v.dtype == x.dtype else v for v in others]
+    return op_fn(x.to(dtype=wide), *others, **options).to(dtype=x.dtype)
 
 
 def floating_dtype(dtype):

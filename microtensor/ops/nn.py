@@ -8,6 +8,7 @@ import math
 from .. import argcheck, backend, promotion
 from ..autograd import Function
 from ..convert import as_tensor, param_array, tensor_arg
+from ..creation import uniform_array
 from ..fused import switch as fused_switch
 from ..tensor import Tensor
 from . import args
@@ -50,12 +51,12 @@ class LogSoftmax(Function):
 
 def softmax(x, axis=-1):
     x = promotion.floating(tensor_arg(x, 'softmax'))  # integer scores: the default float, as exp(ids)
-    return (FusedSoftmax if fused_switch.enabled else Softmax).apply(x, axis=axis)
+    return promotion.widened((FusedSoftmax if fused_switch.enabled else Softmax).apply, x, axis=axis)
 
 
 def log_softmax(x, axis=-1):
     x = promotion.floating(tensor_arg(x, 'log_softmax'))
-    return (FusedLogSoftmax if fused_switch.enabled else LogSoftmax).apply(x, axis=axis)
+    return promotion.widened((FusedLogSoftmax if fused_switch.enabled else LogSoftmax).apply, x, axis=axis)
 
 
 class NLLLoss(Function):
@@ -116,7 +117,8 @@ def cross_entropy(logits, targets, ignore_index=None):
         example = int(targets[bad].ravel()[0])
         raise IndexError(f"cross_entropy: a target id is outside [0, {n_classes}) (e.g. {example}) for logits "
                          f"of shape {logits.shape}; check the vocabulary size or pass ignore_index")
-    return NLLLoss.apply(log_softmax(logits, axis=-1), targets=targets, counted=counted)
+    return promotion.widened(lambda logits: NLLLoss.apply(log_softmax(logits, axis=-1), targets=targets,
+                                                          counted=counted), logits)  # float16: in float32
 
 
 class LayerNormOp(Function):
@@ -170,7 +172,10 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     if gamma.shape != x.shape[-1:] or beta.shape != x.shape[-1:]:
         raise ValueError(f"layer_norm: gamma {gamma.shape} and beta {beta.shape} must have shape {x.shape[-1:]} "
                          f"(the last axis of x, shape {x.shape})")
-    return (FusedLayerNorm if fused_switch.enabled else LayerNormOp).apply(x, gamma, beta, eps=eps)
+    op = FusedLayerNorm if fused_switch.enabled else LayerNormOp
+    if promotion.accumulation_dtype(x.dtype) != x.dtype and {gamma.dtype, beta.dtype} <= {x.dtype, promotion.FLOAT32}:
+        return promotion.widened(op.apply, x, gamma, beta, eps=eps)  # float16 x: in float32, the result float16
+    return op.apply(x, gamma, beta, eps=eps)
 
 
 def dropout(x, p=0.5, training=True):
@@ -185,7 +190,7 @@ def dropout(x, p=0.5, training=True):
         return x
     if not backend.float_dtype(x.dtype):
         raise TypeError(f"dropout: needs a floating-point tensor, not {x.dtype}")
-    keep = backend.generator(x.device).random(x.shape, dtype=x.dtype) >= p
+    keep = uniform_array(x.device, x.shape, x.dtype) >= p
     scale = 0.0 if p == 1 else 1.0 / (1 - p)
     return x * Tensor._wrap(keep * x.dtype.type(scale))
 
@@ -239,10 +244,10 @@ class GeluErf(Function):
 def gelu(x, approximate='tanh'):
     """GELU(x) = x Phi(x); approximate='tanh' (default, GPT-2) or 'none' (exact, with erf)."""
     x = promotion.floating(tensor_arg(x, 'gelu'))  # integers: the default float, as tanh(ids) and erf(ids)
-    if approximate == 'tanh':
-        return (FusedGeluTanh if fused_switch.enabled else GeluTanh).apply(x)
+    if approximate == 'tanh':  # float16: in float32, as PyTorch does on the CPU
+        return promotion.widened((FusedGeluTanh if fused_switch.enabled else GeluTanh).apply, x)
     if approximate == 'none':
-        return GeluErf.apply(x)
+        return promotion.widened(GeluErf.apply, x)
     raise ValueError(f"gelu: approximate must be 'tanh' or 'none', not {approximate!r}")
 
 

@@ -41,11 +41,15 @@ class Sum(Function):
     """y = sum(x, axis)       dL/dx = g broadcast back over the summed axes
 
     Booleans and integers of every size add up in int64, as in PyTorch (a count of True, a
-    sum of uint8 pixels: no wrap-around at 255, and uint8.sum() - 1000 may be negative)."""
+    sum of uint8 pixels: no wrap-around at 255, and uint8.sum() - 1000 may be negative);
+    float16 adds up in float32 and is rounded once, at the end (promotion.accumulation_dtype)."""
 
     def forward(self, x, axis, keepdims):
         self.axes, keepdims = normalize_axis(axis, x.shape, keepdims)
-        return x.sum(axis=self.axes, keepdims=keepdims, dtype=None if x.dtype.kind == 'f' else 'int64')
+        if x.dtype.kind != 'f':
+            return x.sum(axis=self.axes, keepdims=keepdims, dtype='int64')
+        return x.sum(axis=self.axes, keepdims=keepdims, dtype=promotion.accumulation_dtype(x.dtype)).astype(
+            x.dtype, copy=False)
 
     def backward(self, g):
         return (spread(g, self.inputs[0].shape, self.axes),)
@@ -57,6 +61,8 @@ def mean(x, axis=None, keepdims=False):
     default float (PyTorch refuses them)."""
     if x.dtype.kind != 'f':  # a constant: integer tensors never require grad
         return mean(x.to(dtype='float64'), axis, keepdims).to(dtype=promotion.floating_dtype(x.dtype))
+    if promotion.accumulation_dtype(x.dtype) != x.dtype:  # float16: in float32, as PyTorch
+        return promotion.widened(mean, x, axis, keepdims)
     axes, keepdims = normalize_axis(axis, x.shape, keepdims, 'mean')
     total = Sum.apply(x, axis=axes, keepdims=keepdims)
     n = count(x.shape, axes)
@@ -69,7 +75,7 @@ def var(x, axis=None, keepdims=False, ddof=0):
     if x.dtype.kind != 'f':  # a constant: integer tensors never require grad
         return Var.apply(x.to(dtype='float64'), axis=axis, keepdims=keepdims, ddof=ddof).to(
             dtype=promotion.floating_dtype(x.dtype))
-    return Var.apply(x, axis=axis, keepdims=keepdims, ddof=ddof)
+    return promotion.widened(Var.apply, x, axis=axis, keepdims=keepdims, ddof=ddof)  # float16: in float32
 
 
 class Var(Function):
@@ -210,6 +216,8 @@ def norm(x, ord=None, axis=None, keepdims=False):
     """
     if not backend.float_dtype(x.dtype):
         raise TypeError(f"norm: needs a floating-point tensor, not {x.dtype} (use x.float().norm())")
+    if promotion.accumulation_dtype(x.dtype) != x.dtype:  # float16: in float32, as PyTorch
+        return promotion.widened(norm, x, ord, axis, keepdims)
     if axis is None:
         if ord is None:
             return Norm.apply(x, p=2, axes=tuple(range(x.ndim)), keepdims=keepdims)
