@@ -346,6 +346,8 @@ class Tensor:
         output, as in PyTorch.  A leaf that requires grad cannot be written in place."""
         if not _index.is_basic(index):
             index = _index.normalize(index, self, 'setitem')
+        if promotion.is_python_number(value):  # stored in self's dtype: it must fit, as in PyTorch
+            value = promotion.scalar('setitem', promotion.fit('setitem', value, self.dtype), self.dtype, self)
         value = as_tensor(value, self, 'setitem')
         if type(value.data) is not type(self.data):
             raise RuntimeError(f"setitem: the value is on '{value.device}' but the tensor is on '{self.device}'; "
@@ -401,7 +403,7 @@ class Tensor:
 
     def fill_(self, value):
         """Set every element to value, in place; returns self."""
-        value = argcheck.real(value, 'fill_', 'value')
+        value = promotion.fit('fill_', argcheck.real(value, 'fill_', 'value'), self.dtype)  # it must fit, as in PyTorch
         return self._modify_in_place('fill_', lambda: backend_call('fill_', self.data.fill, value))
 
     def zero_(self):

@@ -102,7 +102,7 @@ def test_an_operator_with_a_python_number_on_either_side_follows_pytorch(name, d
 
 
 @pytest.mark.parametrize('dtype', DTYPES)
-def test_where_masked_fill_and_clip_with_a_python_number_follow_pytorch(dtype):
+def test_where_masked_fill_clip_fill_and_setitem_with_a_python_number_follow_pytorch(dtype):
     x, t = _pair(dtype)
     mask = np.arange(x.shape[0]) % 2 == 0
     m_mt, m_t = mt.tensor(mask), torch.from_numpy(mask)
@@ -111,6 +111,10 @@ def test_where_masked_fill_and_clip_with_a_python_number_follow_pytorch(dtype):
         _check(f"where(m, {dtype}, {s!r})", lambda: mt.where(m_mt, x, s), lambda: torch.where(m_t, t, s), mismatches)
         _check(f"where(m, {s!r}, {dtype})", lambda: mt.where(m_mt, s, x), lambda: torch.where(m_t, s, t), mismatches)
         _check(f"masked_fill({dtype}, m, {s!r})", lambda: x.masked_fill(m_mt, s), lambda: t.masked_fill(m_t, s),
+               mismatches)
+        _check(f"{dtype}.fill_({s!r})", lambda: mt.tensor(x.numpy()).fill_(s), lambda: t.clone().fill_(s),
+               mismatches)
+        _check(f"{dtype}[0] = {s!r}", lambda: _set_first(mt.tensor(x.numpy()), s), lambda: _set_first(t.clone(), s),
                mismatches)
         unsigned_below_zero = dtype.startswith('u') and type(s) is int and s < 0
         for low, high in ((s, None), (None, s)):
@@ -121,6 +125,11 @@ def test_where_masked_fill_and_clip_with_a_python_number_follow_pytorch(dtype):
                 continue
             _check(f"{dtype}.clip({low}, {high})", lambda: x.clip(low, high), lambda: t.clip(low, high), mismatches)
     assert not mismatches, '\n'.join(mismatches)
+
+
+def _set_first(t, value):
+    t[0] = value
+    return t
 
 
 def test_full_takes_its_dtype_from_the_value_or_refuses_one_that_does_not_fit():
