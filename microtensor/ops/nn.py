@@ -8,7 +8,6 @@ import math
 from .. import argcheck, backend, promotion
 from ..autograd import Function
 from ..convert import as_tensor, param_array, tensor_arg
-from ..creation import uniform_array
 from ..fused import switch as fused_switch
 from ..tensor import Tensor
 from . import args
@@ -250,6 +249,8 @@ def gelu(x, approximate='tanh'):
         return promotion.widened(GeluErf.apply, x)
     raise ValueError(f"gelu: approximate must be 'tanh' or 'none', not {approximate!r}")
 
+
+from ..creation import uniform_array  # noqa: E402  (creation.py imports the ops package)
 
 # The fused layer's twins of the ops above (they subclass or reuse them).
 from ..fused.gelu import FusedGeluTanh  # noqa: E402
