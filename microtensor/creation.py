@@ -6,7 +6,7 @@ device= or on the default device (mt.set_default_device).  mt.tensor always copi
 data; mt.from_numpy and mt.as_tensor share memory with an array when they can.
 Sizes, dtypes and values are checked first: a bad one is an error naming the function.
 """
-from . import argcheck, backend
+from . import argcheck, backend, promotion
 from .ops import args
 from .convert import check_dtype, new_array, share_counter
 from .tensor import DEFAULT_FLOAT, Tensor
@@ -86,7 +86,14 @@ def ones(*shape, dtype=None, device=None, requires_grad=False, name=None):
 
 
 def full(shape, value, dtype=None, device=None, requires_grad=False, name=None):
+    """A tensor of `value` everywhere, as torch.full: its dtype is value's unless dtype= says
+    otherwise (True: bool, 7: int64, 1.5: float32); a value that does not fit dtype= is refused."""
     value = argcheck.real(value, 'full', 'value')
+    if dtype is None:
+        dtype = promotion.result_type(value)
+    else:
+        dtype = check_dtype(dtype, 'full')
+        value = promotion.fit('full', value, dtype)
     return _make('full', lambda device, s, d: backend.module_for(device).full(s, value, dtype=d),
                  (shape,), dtype, device, requires_grad, name)
 
@@ -99,12 +106,31 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False, name=None):
                  (), dtype, device, requires_grad, name)
 
 
+def normal_array(device, shape, dtype):
+    """Standard normal samples as an array of the float dtype `dtype` on `device`, from the
+    device's generator.  The generators draw float32 and float64 only: float16 samples are
+    drawn in float32 and rounded."""
+    wide = promotion.accumulation_dtype(dtype)
+    return backend.generator(device).standard_normal(shape, dtype=wide).astype(dtype, copy=False)
+
+
+def uniform_array(device, shape, dtype):
+    """Uniform samples in [0, 1) as an array of the float dtype `dtype` on `device` (float16:
+    drawn in float32 and rounded; a sample that rounds up to 1 becomes the float16 just below)."""
+    wide = promotion.accumulation_dtype(dtype)
+    u = backend.generator(device).random(shape, dtype=wide)
+    if wide == dtype:
+        return u
+    xp = backend.module_for(device)
+    return xp.minimum(u.astype(dtype), xp.nextafter(xp.asarray(1, dtype=dtype), xp.asarray(0, dtype=dtype)))
+
+
 def randn(*shape, dtype=None, device=None, requires_grad=False, name=None):
     """Standard normal samples from the device's generator (seeded by mt.manual_seed)."""
     def fill(device, s, d):
         if not backend.float_dtype(d):
             raise TypeError(f"randn: samples are floats; dtype {d} is not a float dtype")
-        return backend.generator(device).standard_normal(s, dtype=d)
+        return normal_array(device, s, d)
     return _make('randn', fill, shape, dtype, device, requires_grad, name)
 
 
@@ -113,7 +139,7 @@ def rand(*shape, dtype=None, device=None, requires_grad=False, name=None):
     def fill(device, s, d):
         if not backend.float_dtype(d):
             raise TypeError(f"rand: samples are floats; dtype {d} is not a float dtype")
-        return backend.generator(device).random(s, dtype=d)
+        return uniform_array(device, s, d)
     return _make('rand', fill, shape, dtype, device, requires_grad, name)
 
 

@@ -17,9 +17,19 @@ and int64 * 0.5 give float64 there, as does a 0-d float64 times a float32 vector
     operands('mul', x, 0.5)        the operands as Tensors of that dtype (constants on x's device)
 
 Division and the functions only floats have (exp, log, sqrt, tanh, sin, cos, sigmoid, erf) turn
-integer and bool inputs into the default float first (floating), as PyTorch does: 7 / 2 is 3.5.
-Comparisons are exact and need no common dtype (uint8 ids == 300 is False).
+integer and bool inputs into the default float first (floating), as PyTorch does: 7 / 2 is 3.5,
+and uint8 ids / 256 divides by 256 (the number is never made a uint8 first).
+
+A Python number meets a tensor as a constant of the dtype the op computes in (scalar):
+    - in a float dtype it is that float (float16 + 70000 is inf, as in PyTorch);
+    - in an integer dtype, arithmetic wraps around as the dtype's own results do: uint8 200 + 100
+      is 44, and so is 200 + 356 (+ - * // % & | ^ << >> and the base of a power);
+    - a number that is stored as an element rather than combined (where's and masked_fill's
+      value, a clip bound, full's value, a power's exponent) must fit the dtype, or the op refuses,
+      as PyTorch does (fit): masked_fill(uint8, mask, 300) is an error, not 44.
+Comparisons are exact (compare): uint8 ids < 256 is True everywhere (PyTorch wraps 256 to 0 there).
 """
+import math
 import numbers
 
 from . import backend
@@ -91,14 +101,15 @@ def result_type(*values):
     return _combine(dims, _combine(zero, numbers_))
 
 
-def operands(op, *values, like=None):
-    """`values` as Tensors of their result_type on the device of `like` (default: the first Tensor).
+def operands(op, *values, like=None, dtype=None):
+    """`values` as Tensors of `dtype` (default: their result_type) on the device of `like`
+    (default: the first Tensor).
 
     A Tensor of another dtype is cast (in the graph: a float32 weight used with a float64 input
-    gets its gradient back in float32); a number, list or array becomes a constant of that dtype
-    (a Python int too large for the dtype wraps around, as in PyTorch: uint8 200 + 100 is 44)."""
+    gets its gradient back in float32); a Python number becomes a constant by `scalar`'s rule; a
+    list or array becomes a constant of that dtype."""
     like = like if like is not None else next(v for v in values if isinstance(v, Tensor))
-    dtype = result_type(*values)
+    dtype = result_type(*values) if dtype is None else dtype
     if dtype is None:  # nothing with a dtype: as_tensor names what is wrong
         return [as_tensor(v, like, op) for v in values]
     return [_as(v, like, dtype, op) for v in values]
@@ -107,19 +118,150 @@ def operands(op, *values, like=None):
 def _as(value, like, dtype, op):
     if isinstance(value, Tensor):
         return value if value.dtype == dtype else value.to(dtype=dtype)
+    if is_python_number(value):
+        return scalar(op, value, dtype, like)
     return as_tensor(value, like, op, dtype)  # checked: numbers, on like's device, a private copy
 
 
+def _integer_range(dtype):
+    """(lowest, highest) of an integer dtype, from its size (no numpy here)."""
+    bits = 8 * dtype.itemsize
+    return (0, 2 ** bits - 1) if dtype.kind == 'u' else (-2 ** (bits - 1), 2 ** (bits - 1) - 1)
+
+
+def _wrap(op, value, dtype):
+    """The Python int `value` wrapped into an integer dtype, as its arithmetic wraps (two's
+    complement: 300 is 44 in uint8, -1 is 255); a number beyond 64 bits is refused, as in PyTorch."""
+    if not -2 ** 63 <= value < 2 ** 64:
+        raise ValueError(f"{op}: the Python integer {value} does not fit in 64 bits")
+    low, high = _integer_range(dtype)
+    return (value - low) % (high - low + 1) + low
+
+
+def scalar(op, value, dtype, like):
+    """The Python number `value` (bool, int or float) as a 0-d constant of `dtype` on like's device,
+    for an op that computes in `dtype` (one rule, whatever the op):
+
+        float dtype     the number rounded to it (float16: 70000 is inf, as in PyTorch)
+        integer dtype   an int wraps around (two's complement), as the op's results do:
+                        uint8 x + 300 is x + 44, x * -1 is x * 255, as in PyTorch
+        bool            True or False
+
+    A float never meets an integer dtype here: result_type makes it the default float first."""
+    xp = backend.array_module(like.data)
+    if dtype.kind in 'iu' and is_python_int(value):
+        value = _wrap(op, int(value), dtype)
+    with backend.quiet_float_errors(like.data):  # float16 + 70000 is inf, as in PyTorch, without a warning
+        return Tensor._wrap(xp.asarray(value, dtype=dtype))
+
+
+def fit(op, value, dtype, what='value', negative_wraps=True):
+    """The Python number `value` stored as an element of `dtype` (where's and masked_fill's value,
+    full's value, a clip bound, an integer power's exponent), or a RuntimeError, as PyTorch decides:
+
+        integer dtype   an int must lie in the dtype's range; a float must be finite and lie in it
+                        (it is then truncated toward 0: 2.7 is 2); into an unsigned dtype a negative
+                        int down to -max wraps around (masked_fill(uint8, m, -1) writes 255), unless
+                        negative_wraps=False (clip: uint8.clip(-1) is refused; PyTorch gives 255)
+        float dtype     a finite number must not overflow it (float16: 70000 is refused); inf and
+                        nan are themselves
+        bool            any number: whether it is nonzero"""
+    if dtype.kind == 'b':
+        return bool(value)
+    if dtype.kind == 'f':
+        if math.isfinite(value):
+            with backend.quiet_float_errors(backend.asarray(0.0, device='cpu')):
+                stored = backend.asarray(value, dtype=dtype, device='cpu')
+            if not math.isfinite(float(stored)):
+                raise RuntimeError(f"{op}: the {what} {value!r} is beyond the range of {dtype} (it would be inf); "
+                                   f"convert the tensor to a wider float first (x.to(mt.float32))")
+        return value
+    lowest, highest = _integer_range(dtype)
+    if isinstance(value, numbers.Integral):
+        fits = (-highest if dtype.kind == 'u' and negative_wraps else lowest) <= value <= highest
+    else:
+        fits = math.isfinite(value) and lowest <= value <= highest
+        value = math.trunc(value) if fits else value
+    if not fits:
+        raise RuntimeError(f"{op}: the {what} {value!r} does not fit in {dtype} ({lowest} to {highest}), as "
+                           f"PyTorch refuses too; convert the tensor to a wider dtype first (x.to(mt.int64) "
+                           f"or x.to(mt.float32))")
+    return _wrap(op, int(value), dtype)
+
+
+COMPARISONS = {'eq', 'ne', 'lt', 'le', 'gt', 'ge'}
+
+
+def compare(op, fn, x, value):
+    """fn(x, value) for a comparison `op` of an integer tensor x and a Python int, exact: a number
+    beyond x's dtype compares as what it is (uint8 ids < 256 is True everywhere; PyTorch wraps 256
+    to 0 there).  None for any other operands: the usual path compares them."""
+    if op not in COMPARISONS or x.dtype.kind not in 'iu' or not is_python_int(value):
+        return None
+    low, high = _integer_range(x.dtype)
+    xp = backend.array_module(x.data)
+    if low <= value <= high:
+        return Tensor._wrap(fn(x.data, xp.asarray(value, dtype=x.dtype)))
+    beyond = 1 if value > high else -1  # every element lies on the other side of the number
+    return Tensor._wrap(xp.full(x.shape, bool(fn(0, beyond)), dtype=BOOL))
+
+
+def is_python_number(value):
+    """A Python (or numpy) bool, int or float: what `scalar` and `fit` take."""
+    return _python_number_dtype(value) is not None
+
+
+def is_python_int(value):
+    """A Python (or numpy) int that is not a bool."""
+    return _python_number_dtype(value) == PYTHON_INT
+
+
 def check_booleans(op, a, b, subtract):
-    """What PyTorch refuses of booleans: a subtraction with a bool operand, and a power of two."""
+    """What PyTorch refuses of booleans: a subtraction with a bool operand, and a power of two
+    unless the exponent is a Python bool (mask ** True is mask)."""
     bools = [v is True or v is False or (isinstance(v, Tensor) or backend.is_array(v)) and v.dtype == BOOL
              for v in (a, b)]
     if subtract and any(bools):
         raise TypeError(f"{op}: subtraction with a bool tensor is not defined, as in PyTorch; to invert a mask use "
                         "~mask, to compare two masks use a ^ b or a != b, to count use mask.astype(mt.int64)")
-    if not subtract and all(bools):
+    if not subtract and all(bools) and not (b is True or b is False):
         raise TypeError(f"{op}: a power of two booleans is not defined, as in PyTorch; convert one first "
                         "(x.astype(mt.int64))")
+
+
+def check_exponent(op, exponent, dtype):
+    """An integer power's Python exponent must be >= 0 and fit the dtype, as in PyTorch
+    (uint8 ** -1 has no integer value; uint8 ** 300 is refused, not taken as ** 44)."""
+    if dtype.kind not in 'iu' or not is_python_number(exponent):
+        return
+    if exponent < 0:
+        raise RuntimeError(f"{op}: integers to negative integer powers are not allowed, as in PyTorch; "
+                           f"use a float base (x.to(mt.float32) ** {exponent})")
+    fit(op, exponent, dtype, 'exponent', negative_wraps=False)
+
+
+FLOAT32 = backend.dtype('float32')
+
+
+def accumulation_dtype(dtype):
+    """The dtype sums over many elements are computed in: float32 for float16 (as PyTorch does on
+    the CPU: 70,000 float16 ones add up to 70,000, not to inf; 100,000 softmax weights of 1e-5
+    do not vanish), the dtype itself otherwise."""
+    return FLOAT32 if dtype.kind == 'f' and dtype.itemsize < 4 else dtype
+
+
+def widened(op_fn, x, *others, **options):
+    """op_fn(x, *others, **options) computed in x's accumulation dtype and returned in x's dtype:
+    how mean, var, norm, softmax, log_softmax, layer_norm and cross_entropy take float16, as
+    PyTorch does on the CPU.  The casts are ops of the graph, so the backward runs in float32
+    too and each gradient comes back in its input's dtype.  Tensors among `others` (layer_norm's
+    gamma, beta) of x's dtype are widened with it; float32 ones stay (PyTorch's mixed
+    float16 x, float32 parameters: the result is float16)."""
+    wide = accumulation_dtype(x.dtype)
+    if wide == x.dtype:
+        return op_fn(x, *others, **options)
+    others = [v.to(dtype=wide) if isinstance(v, Tensor) and v.dtype == x.dtype else v for v in others]
+    return op_fn(x.to(dtype=wide), *others, **options).to(dtype=x.dtype)
 
 
 def floating_dtype(dtype):

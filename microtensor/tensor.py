@@ -360,6 +360,8 @@ class Tensor:
         output, as in PyTorch.  A leaf that requires grad cannot be written in place."""
         if not _index.is_basic(index):
             index = _index.normalize(index, self, 'setitem')
+        if promotion.is_python_number(value):  # stored in self's dtype: it must fit, as in PyTorch
+            value = promotion.scalar('setitem', promotion.fit('setitem', value, self.dtype), self.dtype, self)
         value = as_tensor(value, self, 'setitem')
         if value.ndim and not _index.is_basic(index):
             _index.check_mixed_write(index, self, value)
@@ -417,7 +419,7 @@ class Tensor:
 
     def fill_(self, value):
         """Set every element to value, in place; returns self."""
-        value = argcheck.real(value, 'fill_', 'value')
+        value = promotion.fit('fill_', argcheck.real(value, 'fill_', 'value'), self.dtype)  # it must fit, as in PyTorch
         return self._modify_in_place('fill_', lambda: backend_call('fill_', self.data.fill, value))
 
     def zero_(self):
@@ -501,6 +503,9 @@ class Tensor:
         """fn(self.data, other's array) as a new tensor, outside the graph; errors name `op`."""
         if isinstance(other, (list, tuple)) and holds_tensor(other):
             as_tensor(other, self, op)  # refuses (x == x.max(1) would compare with the values and the indices)
+        exact = promotion.compare(op, fn, self, other)  # integers with a Python int: exact
+        if exact is not None:
+            return exact
         try:
             other = as_tensor(other, self, op)
         except TypeError:
@@ -596,6 +601,9 @@ class Tensor:
         high = None if max is None else argcheck.real(max, 'clip', 'max')
         low, high = (float(v) if isinstance(v, float) else v for v in (low, high))  # numpy floats as weak as Python's
         dtype = promotion.result_type(self, *(v for v in (low, high) if v is not None))  # int64.clip(0.5) is float32
+        if dtype.kind in 'iu':  # a bound beyond the dtype is refused, as in PyTorch (which wraps -1 into uint8)
+            low, high = (None if v is None else promotion.fit('clip', v, dtype, name, negative_wraps=False)
+                         for v, name in ((low, 'min'), (high, 'max')))
         x = self if dtype == self.dtype else self.to(dtype=dtype)
         return _ew.Clip.apply(x, low=low, high=high)
 
@@ -614,11 +622,11 @@ class Tensor:
     def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None, ddof=None, axis=None, keepdims=None):
         """The variance over dim, dividing by n - 1 as PyTorch (correction=1; correction=0, unbiased=False
         or numpy's ddof=0 divide by n); of integers, in float32."""
-        return _reduce.variance(floating(self), 'var', dim, unbiased, keepdim, correction, ddof, axis, keepdims)
+        return _reduce.variance(self, 'var', dim, unbiased, keepdim, correction, ddof, axis, keepdims)
 
     def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None, ddof=None, axis=None, keepdims=None):
         """The standard deviation over dim: sqrt(var), with var's correction (n - 1 unless told otherwise)."""
-        return _reduce.variance(floating(self), 'std', dim, unbiased, keepdim, correction, ddof, axis, keepdims)
+        return _reduce.variance(self, 'std', dim, unbiased, keepdim, correction, ddof, axis, keepdims)
 
     def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         """As PyTorch: x.max() is the largest element (ties share the gradient); x.max(dim) is the named
@@ -995,10 +1003,12 @@ def binary(fn, a, b, op):
         as_tensor(other, x, op)  # refuses, naming what to do instead
     if fn is _ew.Sub or fn is _ew.Pow:
         promotion.check_booleans(op, a, b, subtract=fn is _ew.Sub)
-    a, b = promotion.operands(op, a, b)
-    if fn is _ew.Div and a.dtype.kind != 'f':
-        a, b = floating(a), floating(b)
-    return fn.apply(a, b)
+    dtype = promotion.result_type(a, b)
+    if fn is _ew.Div:  # true division: in floats from the exact values (uint8 / 256 divides by 256)
+        dtype = promotion.floating_dtype(dtype)
+    elif fn is _ew.Pow:
+        promotion.check_exponent(op, b, dtype)
+    return fn.apply(*promotion.operands(op, a, b, dtype=dtype))
 
 
 class _HookHandle:

@@ -45,16 +45,20 @@ class FusedMaskedSoftmax(Function):
         dL/dS = P * (G - sum(G * P))                              (= 0 where masked: P is 0 there)
 
     mask: a boolean array broadcastable to S (True = may attend), or None; it is a
-    constant, not an input.  Every query row must keep at least one key.
+    constant, not an input.  A row with no key allowed (all -inf) gets P = 0, hence dL/dS = 0,
+    as in the textbook's masked_softmax: its max is taken as the lowest finite float (so
+    exp(-inf - max) = 0, not nan) and its sum as 1 (every other row's sum is >= 1 anyway: its
+    largest entry contributes exp(0) = 1).
     """
 
     def forward(self, s, mask):
         xp = backend.array_module(s)
+        lowest = xp.finfo(s.dtype).min
 
         def softmax(p):  # in place, a block of rows at a time (rows.by_rows)
-            p -= rows.max_along(p, -1)  # exp(x - max): no overflow
+            p -= xp.maximum(rows.max_along(p, -1), lowest)  # exp(x - max): no overflow
             xp.exp(p, out=p)
-            p /= rows.sum_along(p, -1)
+            p /= xp.maximum(rows.sum_along(p, -1), 1)
 
         if mask is None:
             p = s.copy()  # the op's one new array

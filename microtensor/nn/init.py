@@ -19,6 +19,7 @@ import math
 
 from .. import argcheck, backend
 from ..autograd import no_grad
+from ..creation import normal_array, uniform_array
 from ..tensor import Tensor
 
 _GAINS = {'linear': 1.0, 'sigmoid': 1.0, 'tanh': 5.0 / 3, 'relu': math.sqrt(2.0)}
@@ -55,15 +56,14 @@ def _check_tensor(tensor):
 
 
 def _fill(tensor, make, what):
-    """tensor[...] = make(generator, shape, dtype), without recording a graph.
+    """tensor[...] = make(device, shape, dtype), without recording a graph.
 
     Values beyond the dtype's range (a mean, std or bound near float32's 3.4e38) would be
     inf or nan: refused, naming `what` ('nn.init.normal_: mean=0.0, std=1e+300').
     """
     _check_tensor(tensor)
-    rng = backend.generator(tensor.device)
     with backend.quiet_float_errors(tensor.data):  # the overflow is reported below, as an error
-        values = make(rng, tensor.shape, tensor.dtype)
+        values = make(tensor.device, tensor.shape, tensor.dtype)
     if not bool(backend.array_module(values).isfinite(values).all()):
         raise ValueError(f"{what}: the values overflow {tensor.dtype} (they would be inf or nan); use smaller ones")
     with no_grad():
@@ -76,7 +76,7 @@ def uniform_(tensor, a=0.0, b=1.0):
     a, b = argcheck.number(a, 'nn.init.uniform_', 'a'), argcheck.number(b, 'nn.init.uniform_', 'b')
     if a > b:
         raise ValueError(f"nn.init.uniform_: needs a <= b, got a={a}, b={b}")
-    return _fill(tensor, lambda rng, shape, dtype: a + (b - a) * rng.random(shape, dtype=dtype),
+    return _fill(tensor, lambda device, shape, dtype: a + (b - a) * uniform_array(device, shape, dtype),
                  f"nn.init.uniform_: a={a}, b={b}")
 
 
@@ -84,7 +84,7 @@ def normal_(tensor, mean=0.0, std=1.0):
     """Samples from N(mean, std**2)."""
     mean = argcheck.number(mean, 'nn.init.normal_', 'mean')
     std = argcheck.number(std, 'nn.init.normal_', 'std', min=0)
-    return _fill(tensor, lambda rng, shape, dtype: mean + std * rng.standard_normal(shape, dtype=dtype),
+    return _fill(tensor, lambda device, shape, dtype: mean + std * normal_array(device, shape, dtype),
                  f"nn.init.normal_: mean={mean}, std={std}")
 
 

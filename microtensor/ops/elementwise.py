@@ -73,11 +73,12 @@ class Pow(Function):
     At the edges the values PyTorch gives, where the formulas would give 0 * inf = nan:
     dL/da = 0 at a = 0, b = 0 (a^0 is constant), and dL/db = 0 at a = 0, b >= 0
     (0^b is constant for b > 0; PyTorch's choice at b = 0).  Elsewhere the formulas
-    stand as written, so second derivatives stay right.
+    stand as written, so second derivatives stay right.  (Bools and ints: _integer_power.)
     """
 
     def forward(self, a, b):
-        return a ** b
+        with backend.quiet_float_errors(a):  # floats overflow to inf, integers wrap: silently, as in PyTorch
+            return a ** b if a.dtype.kind in 'fu' else _integer_power(a, b)
 
     def backward(self, g):
         a, b = self.inputs
@@ -297,3 +298,19 @@ def _scaled(a, b, alpha, op):
     if not isinstance(b, Tensor):
         b = promotion.operands(op, a, b)[1]  # a number or a list: a constant of the result's dtype
     return b * alpha
+
+
+def _integer_power(a, b):
+    """a ** b of bools or signed integers, as PyTorch computes it where numpy would refuse:
+    mask ** True is mask, mask ** False is True (a or not b); an integer to a negative integer
+    power (2 ** ids with a negative id) is 1 / a^n truncated toward 0: 1 for a = 1, +-1 for
+    a = -1, 0 otherwise."""
+    if a.dtype.kind == 'b':
+        return a | ~b
+    if not bool((b < 0).any()):
+        return a ** b
+    xp = backend.array_module(a)
+    negative = b < 0
+    power = a ** xp.where(negative, 0, b)
+    reciprocal = xp.where(a == 1, 1, xp.where(a == -1, 1 - 2 * (b & 1), 0))
+    return xp.where(negative, reciprocal, power).astype(a.dtype)

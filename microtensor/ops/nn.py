@@ -52,14 +52,14 @@ def softmax(x, dim=-1, *, axis=-1):
     """softmax along dim (PyTorch's name) or axis (numpy's); the last one by default."""
     axis = args.one_dim('softmax', dim, axis, -1)
     x = promotion.floating(tensor_arg(x, 'softmax'))  # integer scores: the default float, as exp(ids)
-    return (FusedSoftmax if fused_switch.enabled else Softmax).apply(x, axis=axis)
+    return promotion.widened((FusedSoftmax if fused_switch.enabled else Softmax).apply, x, axis=axis)
 
 
 def log_softmax(x, dim=-1, *, axis=-1):
     """log(softmax) along dim (PyTorch's name) or axis (numpy's); the last one by default."""
     axis = args.one_dim('log_softmax', dim, axis, -1)
     x = promotion.floating(tensor_arg(x, 'log_softmax'))
-    return (FusedLogSoftmax if fused_switch.enabled else LogSoftmax).apply(x, axis=axis)
+    return promotion.widened((FusedLogSoftmax if fused_switch.enabled else LogSoftmax).apply, x, axis=axis)
 
 
 class NLLLoss(Function):
@@ -157,6 +157,8 @@ def nll_loss(logp, targets, weight=None, ignore_index=None, reduction='mean'):
     ignore_index: positions whose target equals it count for nothing (None: every position counts;
     PyTorch's default is -100).  reduction: 'mean', 'sum' or 'none' (the loss per position)."""
     logp = _scores('nll_loss', logp, 'logp')
+    if promotion.accumulation_dtype(logp.dtype) != logp.dtype:  # float16: summed in float32, as PyTorch
+        return promotion.widened(nll_loss, logp, targets, weight, ignore_index, reduction)
     reduction = argcheck.choice(reduction, 'nll_loss', 'reduction', REDUCTIONS)
     targets = param_array(targets, logp, 'nll_loss', 'targets')
     weight = _class_weights('nll_loss', weight, logp)
@@ -179,6 +181,8 @@ def cross_entropy(logits, targets, weight=None, ignore_index=None, reduction='me
     Stable for huge logits: it goes through log_softmax, never through log(softmax).
     """
     logits = _scores('cross_entropy', logits, 'logits')
+    if promotion.accumulation_dtype(logits.dtype) != logits.dtype:  # float16: in float32, as PyTorch
+        return promotion.widened(cross_entropy, logits, targets, weight, ignore_index, reduction, label_smoothing)
     reduction = argcheck.choice(reduction, 'cross_entropy', 'reduction', REDUCTIONS)
     smoothing = argcheck.number(label_smoothing, 'cross_entropy', 'label_smoothing', min=0, max=1)
     weight = _class_weights('cross_entropy', weight, logits)
@@ -259,7 +263,10 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     if gamma.shape != x.shape[-1:] or beta.shape != x.shape[-1:]:
         raise ValueError(f"layer_norm: gamma {gamma.shape} and beta {beta.shape} must have shape {x.shape[-1:]} "
                          f"(the last axis of x, shape {x.shape})")
-    return (FusedLayerNorm if fused_switch.enabled else LayerNormOp).apply(x, gamma, beta, eps=eps)
+    op = FusedLayerNorm if fused_switch.enabled else LayerNormOp
+    if promotion.accumulation_dtype(x.dtype) != x.dtype and {gamma.dtype, beta.dtype} <= {x.dtype, promotion.FLOAT32}:
+        return promotion.widened(op.apply, x, gamma, beta, eps=eps)  # float16 x: in float32, the result float16
+    return op.apply(x, gamma, beta, eps=eps)
 
 
 def dropout(x, p=0.5, training=True):
@@ -274,7 +281,7 @@ def dropout(x, p=0.5, training=True):
         return x
     if not backend.float_dtype(x.dtype):
         raise TypeError(f"dropout: needs a floating-point tensor, not {x.dtype}")
-    keep = backend.generator(x.device).random(x.shape, dtype=x.dtype) >= p
+    keep = uniform_array(x.device, x.shape, x.dtype) >= p
     scale = 0.0 if p == 1 else 1.0 / (1 - p)
     return x * Tensor._wrap(keep * x.dtype.type(scale))
 
@@ -328,12 +335,14 @@ class GeluErf(Function):
 def gelu(x, approximate='tanh'):
     """GELU(x) = x Phi(x); approximate='tanh' (default, GPT-2) or 'none' (exact, with erf)."""
     x = promotion.floating(tensor_arg(x, 'gelu'))  # integers: the default float, as tanh(ids) and erf(ids)
-    if approximate == 'tanh':
-        return (FusedGeluTanh if fused_switch.enabled else GeluTanh).apply(x)
+    if approximate == 'tanh':  # float16: in float32, as PyTorch does on the CPU
+        return promotion.widened((FusedGeluTanh if fused_switch.enabled else GeluTanh).apply, x)
     if approximate == 'none':
-        return GeluErf.apply(x)
+        return promotion.widened(GeluErf.apply, x)
     raise ValueError(f"gelu: approximate must be 'tanh' or 'none', not {approximate!r}")
 
+
+from ..creation import uniform_array  # noqa: E402  (creation.py imports the ops package)
 
 # The fused layer's twins of the ops above (they subclass or reuse them).
 from ..fused.gelu import FusedGeluTanh  # noqa: E402

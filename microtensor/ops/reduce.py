@@ -41,18 +41,31 @@ def spread(g, x_shape, axes):
 
 
 class Sum(Function):
-    """y = sum(x, axis)       dL/dx = g broadcast back over the summed axes"""
+    """y = sum(x, axis)       dL/dx = g broadcast back over the summed axes
+
+    Booleans and integers of every size add up in int64, as in PyTorch (a count of True, a
+    sum of uint8 pixels: no wrap-around at 255, and uint8.sum() - 1000 may be negative);
+    float16 adds up in float32 and is rounded once, at the end (promotion.accumulation_dtype)."""
 
     def forward(self, x, axis, keepdims):
         self.axes, keepdims = normalize_axis(axis, x.shape, keepdims)
-        return x.sum(axis=self.axes, keepdims=keepdims)
+        if x.dtype.kind != 'f':
+            return x.sum(axis=self.axes, keepdims=keepdims, dtype='int64')
+        return x.sum(axis=self.axes, keepdims=keepdims, dtype=promotion.accumulation_dtype(x.dtype)).astype(
+            x.dtype, copy=False)
 
     def backward(self, g):
         return (spread(g, self.inputs[0].shape, self.axes),)
 
 
 def mean(x, axis=None, keepdims=False):
-    """y = sum(x, axis) / n,  n = the number of elements averaged (nan when n = 0, as numpy)."""
+    """y = sum(x, axis) / n,  n = the number of elements averaged (nan when n = 0, as numpy).
+    Of integers and booleans: computed in float64 (no overflow, no lost digits), returned in the
+    default float (PyTorch refuses them)."""
+    if x.dtype.kind != 'f':  # a constant: integer tensors never require grad
+        return mean(x.to(dtype='float64'), axis, keepdims).to(dtype=promotion.floating_dtype(x.dtype))
+    if promotion.accumulation_dtype(x.dtype) != x.dtype:  # float16: in float32, as PyTorch
+        return promotion.widened(mean, x, axis, keepdims)
     axes, keepdims = normalize_axis(axis, x.shape, keepdims, 'mean')
     total = Sum.apply(x, axis=axes, keepdims=keepdims)
     n = count(x.shape, axes)
@@ -127,7 +140,12 @@ def variance(x, op, dim, unbiased, keepdim, correction, ddof, axis, keepdims):
         dim, unbiased = None, dim
     dim, keepdim = args.dim_keepdim(op, dim, keepdim, axis, keepdims)
     correction = correction_of(op, unbiased, correction, ddof)
-    return (Var if op == 'var' else Std).apply(x, axis=dim, keepdims=keepdim, correction=correction)
+    fn = Var if op == 'var' else Std
+    if x.dtype.kind != 'f':  # integers and booleans (constants: they never require grad): in float64, so
+        # nothing overflows, returned in the default float (PyTorch refuses them)
+        return fn.apply(x.to(dtype='float64'), axis=dim, keepdims=keepdim, correction=correction).to(
+            dtype=promotion.floating_dtype(x.dtype))
+    return promotion.widened(fn.apply, x, axis=dim, keepdims=keepdim, correction=correction)  # float16: in float32
 
 
 class Max(Function):
@@ -334,6 +352,8 @@ def vector_norm(x, p='fro', dim=None, keepdim=False):
     would be its largest column sum: that is norm(x, ord=1), numpy.linalg.norm's meaning."""
     if not backend.float_dtype(x.dtype):
         raise TypeError(f"norm: needs a floating-point tensor, not {x.dtype} (use x.float().norm())")
+    if promotion.accumulation_dtype(x.dtype) != x.dtype:  # float16: in float32, as PyTorch
+        return promotion.widened(vector_norm, x, p, dim, keepdim)
     if isinstance(p, str) and p != 'fro':
         raise ValueError(f"norm: p={p!r} is not supported: use 'fro' or a number (2, 1, inf, -inf, 0, ...); "
                          "the nuclear norm ('nuc') needs singular values, which microtensor does not compute")
@@ -355,6 +375,8 @@ def norm(x, ord=None, axis=None, keepdims=False):
     """
     if not backend.float_dtype(x.dtype):
         raise TypeError(f"norm: needs a floating-point tensor, not {x.dtype} (use x.float().norm())")
+    if promotion.accumulation_dtype(x.dtype) != x.dtype:  # float16: in float32, as PyTorch
+        return promotion.widened(norm, x, ord, axis, keepdims)
     if axis is None:
         if ord is None:
             return Norm.apply(x, p=2, axes=tuple(range(x.ndim)), keepdims=keepdims)

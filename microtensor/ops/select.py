@@ -37,12 +37,17 @@ def where(cond, a, b, op='where'):
     cond = param_array(cond, like, op, 'condition')
     if cond.dtype != bool:
         raise TypeError(f"{op}: the condition must be boolean, not {cond.dtype} (compare first, e.g. x > 0)")
-    if op == 'masked_fill':  # the result keeps x's dtype (b is x), as in PyTorch
+    if op == 'masked_fill' and promotion.is_python_number(a):  # stored in x's dtype (b is x): it must fit
+        a = promotion.scalar(op, promotion.fit(op, a, b.dtype), b.dtype, b)
+    elif op == 'masked_fill':  # the result keeps x's dtype, as in PyTorch
         a = a.to(dtype=b.dtype) if isinstance(a, Tensor) else as_tensor(a, b, op)
         check_cast(a.data, b.dtype, op)
         a = Tensor._wrap(a.data.astype(b.dtype, copy=False)) if a.dtype != b.dtype else a
-    else:
-        a, b = promotion.operands(op, a, b, like=like)  # in their common dtype, as in PyTorch
+    else:  # in their common dtype, as in PyTorch; a number stored in an integer dtype must fit it
+        dtype = promotion.result_type(a, b)
+        a, b = (promotion.fit(op, v, dtype) if dtype is not None and dtype.kind in 'iu' and
+                promotion.is_python_number(v) else v for v in (a, b))
+        a, b = promotion.operands(op, a, b, like=like, dtype=dtype)
     return Where.apply(a, b, cond=cond.copy())
 
 
