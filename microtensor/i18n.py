@@ -69,6 +69,12 @@ def _(message):
     return _active['catalog'].gettext(message)
 
 
+def N_(message):
+    """`message` itself, marked for the catalog: for text defined before the language is chosen (a
+    module's table of hints), which `_()` translates where it is shown."""
+    return message
+
+
 def requested(argv):
     """The value of --lang in a command line (`--lang zh` or `--lang=zh`), or None: read before the
     parser is built, so that its --help is in that language too."""

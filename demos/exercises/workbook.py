@@ -12,6 +12,8 @@ import re
 import sys
 import textwrap
 
+from microtensor.i18n import N_, _
+
 ANSWERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'answers')
 HINT = re.compile(r"^(\s*)# hint: (.*)$")
 
@@ -19,7 +21,7 @@ HINT = re.compile(r"^(\s*)# hint: (.*)$")
 EXERCISES = ('mul', 'matmul', 'sum', 'broadcast_add', 'exp', 'tanh', 'relu', 'softmax', 'log_softmax',
              'cross_entropy', 'layer_norm', 'gelu', 'residual_add', 'attention', 'backward_loop')
 
-README = """\
+README = N_("""\
 Write your own backward passes
 ==============================
 
@@ -39,7 +41,7 @@ and the engine's own ops in microtensor/ops/: elementwise.py (classes Add, Mul, 
 Relu), linalg.py (MatMul), reduce.py (Sum), nn.py (the softmax, log-softmax, cross-entropy,
 layer-norm and GELU ops), transformer/residual.py (ResidualAdd), and microtensor/autograd.py
 (topological_order, backward_loop).  docs/writing-an-op.md is the guide to writing an op.
-"""
+""")  # written in the learner's language
 
 
 def template(name):
@@ -72,7 +74,7 @@ def start(folder):
     Returns (written, kept): the names of the files."""
     os.makedirs(folder, exist_ok=True)
     files = {f"{name}.py": template(name) for name in EXERCISES}
-    files['README.txt'] = README.format(folder=folder, order=', '.join(EXERCISES))
+    files['README.txt'] = _(README).format(folder=folder, order=', '.join(EXERCISES))
     written, kept = [], []
     for filename, text in files.items():
         path = os.path.join(folder, filename)
