@@ -92,9 +92,11 @@ def general_hint(kind):
     return _(GENERAL_HINTS[kind]) if kind in GENERAL_HINTS else ''
 
 
+OTHER_ERROR_HINT = N_("read the error: it names the op and the input")
+
+
 def error_hint(error):
-    return _(next((hint for kind, hint in ERROR_HINTS if isinstance(error, kind)),
-                  N_("read the error: it names the op and the input")))
+    return _(next((hint for kind, hint in ERROR_HINTS if isinstance(error, kind)), OTHER_ERROR_HINT))
 
 
 def learner_frames(error, path):

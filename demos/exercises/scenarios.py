@@ -63,7 +63,7 @@ class Case:
                 return step(self, *args)
         except Failure as failure:
             if where not in failure.text and failure.kind != 'todo':
-                failure.text += ' ' + _("(on {where})").format(where=where)
+                failure.text += _(" (on {where})").format(where=where)
             raise
         except NotImplementedError as error:
             raise Failure('todo', str(error) or 'NotImplementedError') from None
@@ -186,9 +186,9 @@ def wrong_gradient(name, got, expected, note='', against=None):
         name=name, shape=got.shape, against=against or _("the reference answer's"), relative=f"{relative:.1e}",
         index=index, expected=f"{want:.6g}", got=f"{value:.6g}")
     if not np.isfinite(got).all():
-        text += ' ' + _("(inf or nan: an overflow? an exp of a large number?)")
+        text += _(" (inf or nan: an overflow? an exp of a large number?)")
     elif 1e-9 < relative < 1e-5:
-        text += ' ' + _("(about float32's rounding: does your backward compute in float32? keep the input's dtype)")
+        text += _(" (about float32's rounding: does your backward compute in float32? keep the input's dtype)")
     return text
 
 
