@@ -222,3 +222,36 @@ def test_the_usage_errors_and_help_speak_chinese(tmp_path):
                             capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
     assert '已把 16 个文件写进' in chosen.stdout
     assert '亲手写反向传播' in (tmp_path / 'more' / 'README.txt').read_text(encoding='utf-8')
+
+
+def _answer(name):
+    from demos.exercises import workbook
+    from demos.exercises.catalogue import EXERCISES
+    return getattr(workbook.load_answer(name), EXERCISES[name].attr)
+
+
+@pytest.mark.parametrize('right', [True, False], ids=['trained', 'diverges'])
+def test_gpt_speaks_chinese_with_the_same_numbers(tmp_path, capsys, right):
+    pytest.importorskip('matplotlib')
+    from demos.exercises import gpt
+    softmax = _answer('softmax')
+    if not right:   # a backward 1.5 times too large
+        softmax = type('Softmax', (softmax,), {'backward': lambda self, g: tuple(
+            1.5 * d for d in _answer('softmax').backward(self, g))})
+    ops, left_out = {'softmax': softmax, 'gelu': _answer('gelu')}, {'tanh': 'fail', 'relu': 'todo'}
+    printed = {}
+    try:
+        for lang in ('en', 'zh'):
+            i18n.use(lang)
+            gpt.run(str(tmp_path / lang), ops, left_out, steps=2, size=dict(d_model=8, n_layers=1, n_heads=2,
+                                                                            context=8, batch_size=2))
+            printed[lang] = capsys.readouterr().out
+    finally:
+        i18n.use()
+    english, chinese = printed['en'], printed['zh']
+    assert ('trained the Transformer' in english) == right and ('训练了这个 Transformer' in chinese) == right
+    assert ('the gradients differ' in english) != right and ('梯度与引擎的不同' in chinese) != right
+    assert '未采用（没有通过 check）：tanh（未通过）, relu（待写）' in chinese and '引擎的损失' in chinese
+    assert 'left out' not in chinese and "engine's loss" not in chinese
+    assert _numbers(chinese) == _numbers(english)
+    assert (tmp_path / 'zh' / 'gpt_loss.png').stat().st_size > 0

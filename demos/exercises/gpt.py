@@ -88,7 +88,8 @@ def run(folder, impls, left_out, steps=60, seed=0, size=SIZE):
     """Train with the engine's ops and with `impls`, print the comparison and plot it into folder."""
     if left_out:
         print(_("left out (not passing check): {exercises}").format(
-            exercises=', '.join(f"{name} ({_(LEFT_OUT.get(why, why))})" for name, why in left_out.items())))
+            exercises=', '.join(_("{exercise} ({why})").format(exercise=name, why=_(LEFT_OUT.get(why, why)))
+                                for name, why in left_out.items())))
     if not impls:
         print(_("no exercise passes check yet: nothing of yours to train with (python -m demos.exercises check "
                 "{folder})").format(folder=folder))
