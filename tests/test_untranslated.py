@@ -40,12 +40,16 @@ def _parsed(path):
 
 
 def source_messages():
-    """{msgid: 'file:line'} of every literal message in the code."""
+    """{msgid: 'file:line'} of every literal message in the code, and of the workbook's hints (the
+    `# hint:` comments of its answers, which the exercise files say in the learner's language)."""
+    from demos.exercises import workbook
     found = {}
     for path in _python_files(*SOURCES):
         for line, arg in _marked(_parsed(path)):
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                 found.setdefault(arg.value, f"{os.path.relpath(path, ROOT)}:{line}")
+    for name in workbook.EXERCISES:
+        found.setdefault(workbook.hint(name), f"demos/exercises/answers/{name}.py")
     return found
 
 
@@ -222,6 +226,40 @@ def test_the_usage_errors_and_help_speak_chinese(tmp_path):
                             capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
     assert '已把 16 个文件写进' in chosen.stdout
     assert '亲手写反向传播' in (tmp_path / 'more' / 'README.txt').read_text(encoding='utf-8')
+
+
+def test_the_exercise_files_say_their_hint_in_the_learners_language(tmp_path):
+    """`start --lang zh` writes each NotImplementedError's hint in Chinese (the code around it is the
+    English edition's), and `check` says it."""
+    from demos.exercises import workbook
+    assert _run('start', str(tmp_path / 'en'), '--lang', 'en').returncode == 0
+    assert _run('start', str(tmp_path / 'zh'), '--lang', 'zh').returncode == 0
+    try:
+        i18n.use('zh')
+        for name in workbook.EXERCISES:
+            english, chinese = ((tmp_path / lang / f'{name}.py').read_text(encoding='utf-8') for lang in ('en', 'zh'))
+            hint, translated = workbook.hint(name), i18n._(workbook.hint(name))
+            module = workbook.load(str(tmp_path / 'zh'), name)   # (it imports: the strings are well formed)
+            assert module is not None and hint != translated
+            raised = re.search(r'raise NotImplementedError\(\n((?:\s*".*"\n)+)\s*\)', chinese)
+            assert ''.join(ast.literal_eval(line.strip()) for line in raised.group(1).splitlines()) == translated
+            outside = [re.sub(r'raise NotImplementedError\((.|\n)*?\n\s*\)', '', text) for text in (english, chinese)]
+            assert outside[0] == outside[1], name
+    finally:
+        i18n.use()
+    check = _run('check', str(tmp_path / 'zh'), 'tanh', '--examples', '1', '--lang', 'zh')
+    assert '还没写（1 / cosh^2 = 1 - tanh^2：用输出 y = self.output 来表示。）' in check.stdout, check.stdout
+
+
+@pytest.mark.parametrize('text', [("dL/dA has A's shape (n, k): build each from G (n, m) and the other input, "
+                                   "transposing where the shapes need it; " * 3).strip(),
+                                  '三个梯度（x、gamma、beta）。对 x，从 dx_hat = g * gamma 开始，再减去 mu 和 var '
+                                  '带来的行均值：mean(dx_hat) 和 x_hat * mean(dx_hat * x_hat)。' * 3])
+def test_a_hint_is_cut_into_lines_that_join_back(text):
+    from demos.exercises import workbook
+    pieces = workbook._pieces(text, 60)
+    assert ''.join(pieces) == text and len(pieces) > 2
+    assert all(sum(1 if c.isascii() else 2 for c in piece.rstrip()) <= 60 for piece in pieces)
 
 
 def _answer(name):
