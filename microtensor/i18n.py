@@ -11,6 +11,9 @@ committed, since neither setuptools nor `pip install -e` compiles a .po; after e
 
     python -m microtensor.i18n compile      # (needs babel: pip install babel)
 
+What is new to translate: `PYTHONPATH=. pybabel extract -F babel.cfg -o /tmp/microtensor.pot .` (every
+_("...") and N_("...") of the code); tests/test_untranslated.py fails while one has no entry.
+
 The language, first found wins: `--lang`, then the MICROTENSOR_LANG variable, then the locale as
 gettext reads it (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), then English.  The numbers printed are the
 same in every language; only the words change.
@@ -67,6 +70,12 @@ def _(message):
     """`message` in the current language; the English text itself where there is no translation."""
     current()
     return _active['catalog'].gettext(message)
+
+
+def N_(message):
+    """`message` itself, marked for the catalog: for text defined before the language is chosen (a
+    module's table of hints), which `_()` translates where it is shown."""
+    return message
 
 
 def requested(argv):

@@ -5,6 +5,8 @@ train the tiny GPT with them.
     python -m demos.exercises check DIR [NAME]   # check them: pass, or the kind of mistake, where, and a nudge
     python -m demos.exercises gpt DIR            # train the tiny GPT with your passing ops; plot both losses
 
+Each speaks the learner's language: --lang zh (or MICROTENSOR_LANG=zh, or a Chinese locale) for Chinese.
+
 workbook.py writes and loads the files, answers/ holds the reference answers, catalogue.py
 what is checked and the typical mistakes, check.py the checker: scenarios.py runs the
 learner's op in each scenario, compare.py compares numbers, messages.py says what is wrong,

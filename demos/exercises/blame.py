@@ -7,6 +7,7 @@ the learner's ops alone substituted: the ones that fail it are named.
 """
 import microtensor as mt
 from microtensor import autograd
+from microtensor.i18n import _
 from . import scenarios
 from .messages import Failure
 from .substitute import substituted
@@ -43,22 +44,26 @@ def explain(case, passing, result):
     except Exception:  # the learner's attention does not even run: the failure says why
         used = []
     result.used = tuple(used)
-    built = (f"built from your {', '.join(used)}" if used else
-             "built from the engine's ops only: none of your ops that attention uses passes yet")
+    built = (_("built from your {ops}").format(ops=', '.join(used)) if used else
+             _("built from the engine's ops only: none of your ops that attention uses passes yet"))
     if result.status == 'pass':
         result.message += ' ' + built
         return
     if result.status != 'fail' or not used:
         return
     if fails_with(case, {}) is not None:
-        result.message += f"\n(it fails with the engine's ops too: the composition itself is wrong; {built})"
+        result.message += '\n' + _("(it fails with the engine's ops too: the composition itself is wrong; {built})"
+                                    ).format(built=built)
         return
     wrong = [name for name in used if fails_with(case, {name: passing[name]}) is not None]
     if wrong:
-        result.message += (f"\n(with the engine's ops it passes; it fails with your {', '.join(wrong)} alone: "
-                           f"{'its' if len(wrong) == 1 else 'their'} backward is wrong where attention uses it, "
-                           f"though it passed its own check)")
-        result.hint = f"look at your {wrong[0]} with the inputs attention gives it (a mask makes -inf scores)"
+        result.message += '\n' + (
+            _("(with the engine's ops it passes; it fails with your {ops} alone: its backward is wrong where "
+              "attention uses it, though it passed its own check)") if len(wrong) == 1 else
+            _("(with the engine's ops it passes; it fails with your {ops} alone: their backward is wrong where "
+              "attention uses it, though it passed its own check)")).format(ops=', '.join(wrong))
+        result.hint = _("look at your {op} with the inputs attention gives it (a mask makes -inf scores)").format(
+            op=wrong[0])
     else:
-        result.message += (f"\n(with the engine's ops it passes, and with each of your {', '.join(used)} alone: "
-                           "they are wrong only together)")
+        result.message += '\n' + _("(with the engine's ops it passes, and with each of your {ops} alone: they are "
+                                    "wrong only together)").format(ops=', '.join(used))

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import microtensor as mt
+from microtensor.i18n import N_
 
 
 @dataclass
@@ -169,18 +170,19 @@ def _attention(scale=True, axis=-1):
 
 EXERCISES = {e.name: e for e in [
     Exercise('mul', 'Mul', broadcast_pair(), ('a', 'b'), explicit=BROADCASTING, second_order=True,
-             edge=(edge([[0.0, 2.0, 0.0], [0.0, -1.0, 3.0]], 'exact zeros'),), mistakes=[
-        Mistake("each input's gradient is g times the *other* input: dL/da = g * b, dL/db = g * a",
+             edge=(edge([[0.0, 2.0, 0.0], [0.0, -1.0, 3.0]], N_('exact zeros')),), mistakes=[
+        Mistake(N_("each input's gradient is g times the *other* input: dL/da = g * b, dL/db = g * a"),
                 lambda self, g: (g * self.inputs[0], g * self.inputs[1])),
-        Mistake("the chain rule: multiply the local derivative by the upstream gradient g (dL/da = g * b)",
+        Mistake(N_("the chain rule: multiply the local derivative by the upstream gradient g (dL/da = g * b)"),
                 lambda self, g: (self.inputs[1] + 0 * g, self.inputs[0] + 0 * g)),
     ]),
     Exercise('matmul', 'MatMul', matmul_pair(), ('A', 'B'), second_order=True,
              explicit=(fixed((2, 2, 3), (3, 4)), fixed((1, 2, 3), (3, 3, 2)), fixed((1, 1), (1, 1)),
                        fixed((3, 2), (2, 2, 4))), mistakes=[
-        Mistake("a transpose is missing: dL/dA = G @ B^T and dL/dB = A^T @ G (check the shapes: dL/dA is (n, k))",
+        Mistake(N_("a transpose is missing: dL/dA = G @ B^T and dL/dB = A^T @ G (check the shapes: dL/dA is "
+                   "(n, k))"),
                 lambda self, g: (g @ self.inputs[1], self.inputs[0] @ g)),
-        Mistake("the order of a matrix product matters: dL/dA = G @ B^T (not B^T @ G), dL/dB = A^T @ G",
+        Mistake(N_("the order of a matrix product matters: dL/dA = G @ B^T (not B^T @ G), dL/dB = A^T @ G"),
                 lambda self, g: (self.inputs[1].swapaxes(-1, -2) @ g, g @ self.inputs[0].swapaxes(-1, -2))),
     ]),
     Exercise('sum', 'Sum', with_axis(reduction=True), ('x',),
@@ -189,123 +191,126 @@ EXERCISES = {e.name: e for e in [
                        fixed((2, 3), axis=1, keepdims=False), fixed((2, 3, 4), axis=(-1, 1), keepdims=True),
                        fixed((3, 1), axis=None, keepdims=False), fixed((), axis=None, keepdims=False),
                        fixed((2, 3), axis=-2, keepdims=True)), mistakes=[
-        Mistake("put the summed axes back before broadcasting: g.reshape(self.kept_shape), then broadcast_to(x.shape)",
+        Mistake(N_("put the summed axes back before broadcasting: g.reshape(self.kept_shape), then "
+                   "broadcast_to(x.shape)"),
                 lambda self, g: (g.broadcast_to(self.inputs[0].shape),)),
-        Mistake("every summed element gets g itself: dividing by the count is mean's gradient, not sum's",
+        Mistake(N_("every summed element gets g itself: dividing by the count is mean's gradient, not sum's"),
                 lambda self, g: (g.reshape(self.kept_shape).broadcast_to(self.inputs[0].shape)
                                  * (math.prod(self.kept_shape) / self.inputs[0].numel()),)),
-        Mistake("the gradient has x's shape, not y's: every element of x that was summed gets g",
+        Mistake(N_("the gradient has x's shape, not y's: every element of x that was summed gets g"),
                 lambda self, g: (g,)),
     ]),
     Exercise('broadcast_add', 'BroadcastAdd', broadcast_pair(), ('a', 'b'), exact_shapes=True,
              second_order=True, explicit=(fixed((2, 1), (2, 3)), fixed((3,), (2, 3))) + BROADCASTING, mistakes=[
-        Mistake("no sum over the broadcast axes: an input used at many places of y gets the sum of their gradients",
+        Mistake(N_("no sum over the broadcast axes: an input used at many places of y gets the sum of their "
+                   "gradients"),
                 lambda self, g: (g, g)),
-        Mistake("keep the size-1 axes when summing over them (keepdims=True): a (n, 1) input needs a (n, 1) gradient",
+        Mistake(N_("keep the size-1 axes when summing over them (keepdims=True): a (n, 1) input needs a (n, 1) "
+                   "gradient"),
                 lambda self, g: tuple(_sum_without_keepdims(g, x) for x in self.inputs)),
     ]),
     Exercise('exp', 'Exp', one_input(), ('x',), explicit=ELEMENTWISE, second_order=True,
-             edge=(edge([[700.0, -700.0, 0.0]], 'values near overflow (e^700 ~ 1e304)'),), mistakes=[
-        Mistake("the chain rule: multiply g by exp's derivative, e^x (= self.output)", lambda self, g: (g,)),
-        Mistake("the derivative of e^x is e^x itself (self.output), not x", lambda self, g: (g * self.inputs[0],)),
+             edge=(edge([[700.0, -700.0, 0.0]], N_('values near overflow (e^700 ~ 1e304)')),), mistakes=[
+        Mistake(N_("the chain rule: multiply g by exp's derivative, e^x (= self.output)"), lambda self, g: (g,)),
+        Mistake(N_("the derivative of e^x is e^x itself (self.output), not x"), lambda self, g: (g * self.inputs[0],)),
     ]),
     Exercise('tanh', 'Tanh', one_input(), ('x',), explicit=ELEMENTWISE, second_order=True,
-             edge=(edge([[800.0, -800.0, 20.0, -20.0, 0.0]], 'large values (tanh = +-1, e^800 overflows) and 0'),),
+             edge=(edge([[800.0, -800.0, 20.0, -20.0, 0.0]], N_('large values (tanh = +-1, e^800 overflows) and 0')),),
              mistakes=[
-        Mistake("1 - tanh(x)^2 is in terms of the output y = tanh(x) (self.output), not of x",
+        Mistake(N_("1 - tanh(x)^2 is in terms of the output y = tanh(x) (self.output), not of x"),
                 lambda self, g: (g * (1 - self.inputs[0] * self.inputs[0]),)),
-        Mistake("a sign error: tanh'(x) = 1 - y^2 (tanh flattens out, its slope is below 1)",
+        Mistake(N_("a sign error: tanh'(x) = 1 - y^2 (tanh flattens out, its slope is below 1)"),
                 lambda self, g: (g * (1 + self.output * self.output),)),
-        Mistake("the square is missing: tanh'(x) = 1 - y^2 = (1 - y)(1 + y)",
+        Mistake(N_("the square is missing: tanh'(x) = 1 - y^2 = (1 - y)(1 + y)"),
                 lambda self, g: (g * (1 - self.output),)),
     ]),
     Exercise('relu', 'Relu', one_input(away_from_zero()), ('x',),
              explicit=(([np.array([[-1.5, 0.5, 2.0], [0.3, -0.7, 1.1]])], {}),) + ELEMENTWISE[1:], second_order=True,
-             edge=(edge([[0.0, -0.0, 1.0, -1.0]], 'the kink at 0 (exact zeros)'),),
-             kink="at x = 0 any slope in [0, 1] is a valid subgradient mathematically, but this exercise asks for "
-                  "PyTorch's: 0 (the gradient passes only where x > 0)", mistakes=[
-        Mistake("the gradient passes where x > 0 (where y = x) and stops where x < 0, not the other way round",
+             edge=(edge([[0.0, -0.0, 1.0, -1.0]], N_('the kink at 0 (exact zeros)')),),
+             kink=N_("at x = 0 any slope in [0, 1] is a valid subgradient mathematically, but this exercise asks for "
+                  "PyTorch's: 0 (the gradient passes only where x > 0)"), mistakes=[
+        Mistake(N_("the gradient passes where x > 0 (where y = x) and stops where x < 0, not the other way round"),
                 lambda self, g: (g * (self.inputs[0] < 0),)),
-        Mistake("relu blocks the gradient where x < 0: multiply g by the mask x > 0",
+        Mistake(N_("relu blocks the gradient where x < 0: multiply g by the mask x > 0"),
                 lambda self, g: (g,)),
-        Mistake("multiply g by relu's slope (0 or 1), not by x", lambda self, g: (g * self.inputs[0],)),
+        Mistake(N_("multiply g by relu's slope (0 or 1), not by x"), lambda self, g: (g * self.inputs[0],)),
     ]),
     Exercise('softmax', 'Softmax', with_axis(), ('x',), second_order=True,
              explicit=(fixed((2, 3), axis=0), fixed((2, 3), axis=1), fixed((3, 1), axis=-1), fixed((2, 3, 4), axis=1)),
-             edge=(edge([LARGE], 'logits around +-1e3', axis=-1), edge([LARGE], 'logits around +-1e3', axis=0)),
+             edge=(edge([LARGE], N_('logits around +-1e3'), axis=-1), edge([LARGE], N_('logits around +-1e3'), axis=0)),
              mistakes=[
-        Mistake("p(1 - p) is only the diagonal of softmax's Jacobian; every p_j depends on every x_i of its row: "
-                "dL/dx = p * (g - sum(g * p)) over the row",
+        Mistake(N_("p(1 - p) is only the diagonal of softmax's Jacobian; every p_j depends on every x_i of its row: "
+                "dL/dx = p * (g - sum(g * p)) over the row"),
                 lambda self, g: (g * self.output * (1 - self.output),)),
-        Mistake("a sign error: dL/dx = p * (g - sum(g * p)), the row sum is subtracted",
+        Mistake(N_("a sign error: dL/dx = p * (g - sum(g * p)), the row sum is subtracted"),
                 lambda self, g: (self.output * (g + _row_sum(g * self.output, self.axis)),)),
-        Mistake("the sum runs over the softmax's axis (self.axis) only, not over every element",
+        Mistake(N_("the sum runs over the softmax's axis (self.axis) only, not over every element"),
                 lambda self, g: (self.output * (g - (g * self.output).sum()),)),
-        Mistake("the row sum runs over the softmax's axis, self.axis, which is not always the last: "
-                "dL/dx = p * (g - sum(g * p, axis=self.axis, keepdims=True))",
+        Mistake(N_("the row sum runs over the softmax's axis, self.axis, which is not always the last: "
+                "dL/dx = p * (g - sum(g * p, axis=self.axis, keepdims=True))"),
                 lambda self, g: (self.output * (g - _row_sum(g * self.output, -1)),)),
     ]),
     Exercise('log_softmax', 'LogSoftmax', with_axis(), ('x',), second_order=True,
              explicit=(fixed((2, 3), axis=0), fixed((2, 3), axis=1), fixed((3, 1), axis=-1), fixed((2, 3, 4), axis=1)),
-             edge=(edge([LARGE], 'logits around +-1e3', axis=-1), edge([LARGE], 'logits around +-1e3', axis=0)),
+             edge=(edge([LARGE], N_('logits around +-1e3'), axis=-1), edge([LARGE], N_('logits around +-1e3'), axis=0)),
              mistakes=[
-        Mistake("softmax is multiplied by the row sum of g: dL/dx = g - softmax(x) * sum(g) (each y_j holds "
-                "-log sum exp, which depends on every x_i)",
+        Mistake(N_("softmax is multiplied by the row sum of g: dL/dx = g - softmax(x) * sum(g) (each y_j holds "
+                "-log sum exp, which depends on every x_i)"),
                 lambda self, g: (g - self.output.exp(),)),
-        Mistake("log_softmax is not elementwise: each output depends on the whole row; "
-                "dL/dx = g - softmax(x) * sum(g) over the row",
+        Mistake(N_("log_softmax is not elementwise: each output depends on the whole row; "
+                "dL/dx = g - softmax(x) * sum(g) over the row"),
                 lambda self, g: (g * (1 - self.output.exp()),)),
-        Mistake("the row sum runs over the softmax's axis, self.axis, which is not always the last: "
-                "dL/dx = g - softmax(x) * sum(g, axis=self.axis, keepdims=True)",
+        Mistake(N_("the row sum runs over the softmax's axis, self.axis, which is not always the last: "
+                "dL/dx = g - softmax(x) * sum(g, axis=self.axis, keepdims=True)"),
                 lambda self, g: (g - self.output.exp() * _row_sum(g, -1),)),
     ]),
     Exercise('cross_entropy', 'CrossEntropy', logits_and_targets(), ('logits',),
              explicit=(fixed((3, 4), targets=np.array([0, 2, 3])), fixed((2, 3, 4), targets=np.array([[0, 1, 3],
                        [2, 2, 0]])), fixed((1, 2), targets=np.array([1])), fixed((4,), targets=np.array(2))),
-             edge=(edge([LARGE], 'logits around +-1e3', targets=np.array([2, 0])),), mistakes=[
-        Mistake("the loss is a mean over the n rows: divide the gradient by the count (self.n)",
+             edge=(edge([LARGE], N_('logits around +-1e3'), targets=np.array([2, 0])),), mistakes=[
+        Mistake(N_("the loss is a mean over the n rows: divide the gradient by the count (self.n)"),
                 lambda self, g: _cross_entropy_grad(self, g)),
-        Mistake("a sign error: the gradient is softmax minus the one-hot target, (p - onehot) / n",
+        Mistake(N_("a sign error: the gradient is softmax minus the one-hot target, (p - onehot) / n"),
                 lambda self, g: _cross_entropy_grad(self, g, scale=-1 / self.n)),
-        Mistake("the softmax term is missing: d(-log softmax(z)_t)/dz = softmax(z) - onehot(t), not -onehot(t)",
+        Mistake(N_("the softmax term is missing: d(-log softmax(z)_t)/dz = softmax(z) - onehot(t), not -onehot(t)"),
                 lambda self, g: _cross_entropy_grad(self, g, scale=1 / self.n, softmax=False)),
     ]),
     Exercise('layer_norm', 'LayerNorm', layer_norm_inputs(), ('x', 'gamma', 'beta'),
              explicit=(rows((2, 4), (4,), (4,), eps=1e-5), rows((2, 3, 4), (4,), (4,), eps=0.5),
                        rows((4,), (4,), (4,), eps=1e-5)),
              edge=(edge([[[2.0, 2.0, 2.0], [1.0, 2.0, 3.0]], [1.0, -2.0, 0.5], [0.0, 0.0, 0.0]],
-                        'a constant row (var = 0) and zeros', eps=1e-5),), mistakes=[
-        Mistake("the mean terms are missing: mu and var depend on every x of the row, so "
-                "dL/dx = (dx_hat - mean(dx_hat) - x_hat * mean(dx_hat * x_hat)) * inv_std",
+                        N_('a constant row (var = 0) and zeros'), eps=1e-5),), mistakes=[
+        Mistake(N_("the mean terms are missing: mu and var depend on every x of the row, so "
+                "dL/dx = (dx_hat - mean(dx_hat) - x_hat * mean(dx_hat * x_hat)) * inv_std"),
                 lambda self, g: (g * self.inputs[1] * self.inv_std, g * self.x_hat, g)),
-        Mistake("gamma is missing: x_hat reaches y through gamma, so start from dx_hat = g * gamma",
+        Mistake(N_("gamma is missing: x_hat reaches y through gamma, so start from dx_hat = g * gamma"),
                 lambda self, g: (_layer_norm_dx(self, g), g * self.x_hat, g)),
     ]),
     Exercise('gelu', 'GELU', one_input(), ('x',), explicit=ELEMENTWISE,
-             edge=(edge([[10.0, -10.0, 30.0, -30.0, 0.0]], 'large values and 0'),), mistakes=[
-        Mistake("the product rule: y = x * h(x), so dy/dx = h(x) + x * h'(x); a term is missing",
+             edge=(edge([[10.0, -10.0, 30.0, -30.0, 0.0]], N_('large values and 0')),), mistakes=[
+        Mistake(N_("the product rule: y = x * h(x), so dy/dx = h(x) + x * h'(x); a term is missing"),
                 lambda self, g: (g * _gelu_slope(self, product_rule=False),)),
-        Mistake("the chain rule through u = sqrt(2/pi) (x + 0.044715 x^3): h'(x) has the factor "
-                "du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2)",
+        Mistake(N_("the chain rule through u = sqrt(2/pi) (x + 0.044715 x^3): h'(x) has the factor "
+                "du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2)"),
                 lambda self, g: (g * _gelu_slope(self, chain_rule=False),)),
     ]),
     Exercise('residual_add', 'ResidualAdd', residual_inputs(), ('x', 'fx'),
              second_order=True, explicit=(fixed((2, 3), (2, 3), alpha=0.5), fixed((), (), alpha=-2.0),
                                           fixed((1, 4), (1, 4), alpha=1.0)), mistakes=[
-        Mistake("the F road is scaled: dL/dfx = alpha * g (and dL/dx = g, the highway)",
+        Mistake(N_("the F road is scaled: dL/dfx = alpha * g (and dL/dx = g, the highway)"),
                 lambda self, g: (g, g)),
-        Mistake("x is the highway: it gets g unchanged, and fx gets alpha * g",
+        Mistake(N_("x is the highway: it gets g unchanged, and fx gets alpha * g"),
                 lambda self, g: (self.alpha * g, g)),
-        Mistake("one gradient per input: return (dL/dx, dL/dfx)", lambda self, g: (g,)),
+        Mistake(N_("one gradient per input: return (dL/dx, dL/dfx)"), lambda self, g: (g,)),
     ]),
     Exercise('attention', 'attention', attention_inputs(), ('Q', 'K', 'V'),
              call=lambda impl, tensors, params: impl(*tensors, **params),
              explicit=(fixed((2, 3), (4, 3), (4, 2), mask=None),
                        fixed((2, 2, 3), (2, 4, 3), (2, 4, 2), mask=mt.tensor(np.tril(np.ones((2, 4), bool))))),
              mistakes=[
-                 Mistake("the scores are divided by sqrt(d_k) (q's last axis) before the softmax",
+                 Mistake(N_("the scores are divided by sqrt(d_k) (q's last axis) before the softmax"),
                          _attention(scale=False)),
-                 Mistake("each query's weights are a softmax over the keys: the scores' last axis (axis=-1)",
+                 Mistake(N_("each query's weights are a softmax over the keys: the scores' last axis (axis=-1)"),
                          _attention(axis=-2)),
              ]),
 ]}

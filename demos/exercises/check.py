@@ -18,9 +18,10 @@ import hypothesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import HypothesisException
 
+from microtensor.i18n import _
 from . import blame, order, sandbox, scenarios, workbook
 from .catalogue import EXERCISES
-from .messages import GENERAL_HINTS, Failure, Result, crash, nudge_and_formula, report, same
+from .messages import Failure, Result, crash, general_hint, nudge_and_formula, report, same
 from .substitute import substituted
 
 ROOT = order.ROOT
@@ -34,15 +35,16 @@ def check(folder, names=None, max_examples=30, shrink=True, engine_tests=True, t
     names = list(names or workbook.EXERCISES)
     unknown = sorted(set(names) - set(workbook.EXERCISES))
     if unknown:
-        raise ValueError(f"check: no exercise called {', '.join(unknown)}; the exercises: "
-                         f"{', '.join(workbook.EXERCISES)}")
+        raise ValueError(_("check: no exercise called {unknown}; the exercises: {exercises}").format(
+            unknown=', '.join(unknown), exercises=', '.join(workbook.EXERCISES)))
     if not max_examples >= 1:
-        raise ValueError(f"check: --examples must be 1 or more, not {max_examples}")
+        raise ValueError(_("check: --examples must be 1 or more, not {examples}").format(examples=max_examples))
     if not timeout > 0:
-        raise ValueError(f"check: --timeout must be a positive number of seconds, not {timeout}")
+        raise ValueError(_("check: --timeout must be a positive number of seconds, not {timeout}").format(
+            timeout=timeout))
     if not os.path.isdir(folder):
-        raise ValueError(f"check: no folder {folder} (write the exercises first: python -m demos.exercises start "
-                         f"{folder})")
+        raise ValueError(_("check: no folder {folder} (write the exercises first: python -m demos.exercises "
+                           "start {folder})").format(folder=folder))
     names = sorted(set(names), key=workbook.EXERCISES.index)  # attention after the ops it is built from
     options = dict(max_examples=max_examples, shrink=shrink, engine_tests=engine_tests)
 
@@ -65,7 +67,7 @@ def check_one(folder, name, passing, max_examples=30, shrink=True, engine_tests=
     """(Result, the learner's implementation) of exercise `name` in `folder`; `passing`: {name: impl}
     of the exercises that passed, which attention is built from; tick(step, limit) before each step."""
     tick = tick or (lambda step='', limit=None: None)
-    tick('loading')
+    tick(_('loading'))
     impl, result = learner_impl(folder, name)
     if result is not None:
         return result, None
@@ -92,16 +94,18 @@ def learner_impl(folder, name):
     """(the learner's class or function, None), or (None, a Result saying why there is none)."""
     path = os.path.join(folder, f"{name}.py")
     if not os.path.exists(path):
-        return None, Result(name, 'missing', f"no {name}.py in {folder} (python -m demos.exercises start {folder})")
+        return None, Result(name, 'missing', _("no {file} in {folder} (python -m demos.exercises start {folder})")
+                            .format(file=f"{name}.py", folder=folder))
     attr = 'topological_order' if name == 'backward_loop' else EXERCISES[name].attr
     try:
         module = workbook.load(folder, name)
     except (Exception, SystemExit) as error:  # a syntax error, a bad import, an exit at import time
-        failure = crash(error, path, f"{name}.py cannot be loaded: importing it")
+        failure = crash(error, path, _("{file} cannot be loaded: importing it").format(file=f"{name}.py"))
         return None, Result(name, 'fail', failure.text, failure.hint)
     if not hasattr(module, attr):
-        return None, Result(name, 'fail', f"{name}.py cannot be loaded: it defines no {attr}",
-                            f"{name}.py must define {attr} (was it renamed?)")
+        return None, Result(name, 'fail', _("{file} cannot be loaded: it defines no {attr}").format(
+                            file=f"{name}.py", attr=attr),
+                            _("{file} must define {attr} (was it renamed?)").format(file=f"{name}.py", attr=attr))
     return getattr(module, attr), None
 
 
@@ -131,20 +135,20 @@ def check_op(case, options):
         if not failing:
             raise
         failure, example = failing[-1]
-        failure.text += " (and then not, on the same example: does your op keep state between calls?)"
+        failure.text += _(" (and then not, on the same example: does your op keep state between calls?)")
         return verdict(case, failure, example)
-    return Result(exercise.name, 'pass', f"({len(exercise.explicit)} chosen and {options.max_examples} random "
-                  "examples, and the scenarios)")
+    return Result(exercise.name, 'pass', _("({chosen} chosen and {random} random examples, and the scenarios)")
+                  .format(chosen=len(exercise.explicit), random=options.max_examples))
 
 
 def verdict(case, failure, example):
     name = case.exercise.name
     case.failed_on = example
     if failure.kind == 'todo':
-        return Result(name, 'todo', f"not written yet ({failure.text})")
+        return Result(name, 'todo', _("not written yet ({error})").format(error=failure.text))
     message = failure.labelled()  # (it says where: scenarios' Case.run adds the example)
     hint = recognise(case, failure, example) if example is not None else ''
-    nudge, formula = nudge_and_formula(hint or failure.hint or GENERAL_HINTS.get(failure.kind, ''))
+    nudge, formula = nudge_and_formula(hint or failure.hint or general_hint(failure.kind))
     return Result(name, 'fail', message, nudge, formula)
 
 
@@ -158,5 +162,5 @@ def recognise(case, failure, example):
             scenarios.every_example(theirs, example)
         except Failure as planted_failure:
             if same(planted_failure, failure):
-                return mistake.hint
+                return _(mistake.hint)
     return ''

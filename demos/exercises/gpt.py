@@ -15,6 +15,7 @@ import numpy as np
 
 import microtensor as mt
 from microtensor import autograd, optim
+from microtensor.i18n import N_, _
 from transformer import GPT, next_token_loss
 from .. import corpus
 from ..report import save_plot, table
@@ -25,6 +26,7 @@ from .substitute import substituted
 SIZE = dict(d_model=32, n_layers=2, n_heads=4, context=32, batch_size=8)
 ROUNDING = 1e-9            # the largest loss difference float64 rounding explains over a run (it is ~1e-15)
 GRADIENT_ROUNDING = 1e-10  # the same for one batch's gradients, relative, norm-wise (~1e-16)
+LEFT_OUT = {'fail': N_('fail'), 'todo': N_('todo'), 'missing': N_('missing')}  # why an exercise is left out
 
 
 def _model(chars, seed, size):
@@ -85,51 +87,59 @@ def wrong_gradients(impls, seed=0, size=SIZE):
 def run(folder, impls, left_out, steps=60, seed=0, size=SIZE):
     """Train with the engine's ops and with `impls`, print the comparison and plot it into folder."""
     if left_out:
-        print("left out (not passing check): " + ', '.join(f"{name} ({why})" for name, why in left_out.items()))
+        print(_("left out (not passing check): {exercises}").format(
+            exercises=', '.join(_("{exercise} ({why})").format(exercise=name, why=_(LEFT_OUT.get(why, why)))
+                                for name, why in left_out.items())))
     if not impls:
-        print("no exercise passes check yet: nothing of yours to train with (python -m demos.exercises check "
-              f"{folder})")
+        print(_("no exercise passes check yet: nothing of yours to train with (python -m demos.exercises check "
+                "{folder})").format(folder=folder))
         return None
-    print(f"training the tiny GPT ({size['n_layers']} layers, d_model {size['d_model']}, float64) for {steps} "
-          f"steps, twice: the engine's ops, then yours ({', '.join(impls)})", flush=True)
-    engine, _ = train(None, steps, seed, size=size)
+    print(_("training the tiny GPT ({layers} layers, d_model {d_model}, float64) for {steps} steps, twice: the "
+            "engine's ops, then yours ({exercises})").format(layers=size['n_layers'], d_model=size['d_model'],
+                                                            steps=steps, exercises=', '.join(impls)), flush=True)
+    engine = train(None, steps, seed, size=size)[0]
     yours, used = train(impls, steps, seed, size=size)
     classes = {name: impl.__name__ for name, impl in impls.items() if isinstance(impl, type)}
-    print("your ops in one step's graph: " + (', '.join(f"{n} x{c}" for n, c in used.items()) or "none"))
+    print(_("your ops in one step's graph: {ops}").format(
+        ops=', '.join(f"{n} x{c}" for n, c in used.items()) or _("none")))
     unused = [name for name, cls in classes.items() if cls not in used]
     if unused:
-        print(f"not in the tiny GPT's graph (substituted, but it never calls them): {', '.join(unused)}")
+        print(_("not in the tiny GPT's graph (substituted, but it never calls them): {exercises}").format(
+            exercises=', '.join(unused)))
     if 'backward_loop' in impls:
-        print("your topological_order ordered every backward pass")
+        print(_("your topological_order ordered every backward pass"))
     difference = np.abs(np.array(engine) - np.array(yours))
     every = max(1, steps // 10)
-    print(table(['step', "engine's loss", 'your loss', '|difference|'],
+    print(table([_('step'), _("engine's loss"), _('your loss'), _('|difference|')],
                 [[s + 1, f"{engine[s]:.6f}", f"{yours[s]:.6f}", f"{difference[s]:.1e}"]
                  for s in range(0, steps, every)]))
     trained = [name for name, cls in classes.items() if cls in used] + ['backward_loop'] * ('backward_loop' in impls)
     wrong = wrong_gradients(impls, seed, size)
-    largest = f"{difference.max():.2e} (at step {int(difference.argmax()) + 1})"
+    largest = _("{difference} (at step {step})").format(difference=f"{difference.max():.2e}",
+                                                         step=int(difference.argmax()) + 1)
     if difference.max() <= ROUNDING and not wrong:
-        print(f"largest difference: {largest}, float64 rounding: your {', '.join(trained) or 'ops'} trained the "
-              "Transformer")
+        print(_("largest difference: {largest}, float64 rounding: your {exercises} trained the Transformer").format(
+            largest=largest, exercises=', '.join(trained) or _('ops')))
     else:
-        print(f"the curves diverge: the largest difference is {largest}, more than float64 rounding "
-              f"({ROUNDING:.0e})" if difference.max() > ROUNDING else
-              f"the curves differ by {largest}: small, but not rounding")
-        print("on the first batch, the gradients differ from the engine's with your "
-              + ('; '.join(f"{name} alone (by {d:.1e}, relative)" for name, d in wrong.items()) if wrong else
-                 "ops together only (each alone gives the engine's gradients)"))
+        print(_("the curves diverge: the largest difference is {largest}, more than float64 rounding "
+                "({rounding})").format(largest=largest, rounding=f"{ROUNDING:.0e}") if difference.max() > ROUNDING
+              else _("the curves differ by {largest}: small, but not rounding").format(largest=largest))
+        print(_("on the first batch, the gradients differ from the engine's with your {which}").format(
+            which='; '.join(_("{exercise} alone (by {difference}, relative)").format(
+                exercise=name, difference=f"{d:.1e}") for name, d in wrong.items()) if wrong else
+            _("ops together only (each alone gives the engine's gradients)")))
 
     def draw(axes):
         left, right = axes
-        left.plot(range(1, steps + 1), engine, label="the engine's ops", linewidth=3, alpha=0.5)
-        left.plot(range(1, steps + 1), yours, '--', label=f"your ops ({len(impls)})")
-        left.set(xlabel='step', ylabel='next-token loss (nats)', title='training loss')
+        left.plot(range(1, steps + 1), engine, label=_("the engine's ops"), linewidth=3, alpha=0.5)
+        left.plot(range(1, steps + 1), yours, '--', label=_("your ops ({count})").format(count=len(impls)))
+        left.set(xlabel=_('step'), ylabel=_('next-token loss (nats)'), title=_('training loss'))
         left.legend()
         right.semilogy(range(1, steps + 1), np.maximum(difference, 1e-18))
-        right.set(xlabel='step', ylabel='|difference| (0 drawn at 1e-18)', title="|your loss - the engine's|")
+        right.set(xlabel=_('step'), ylabel=_('|difference| (0 drawn at 1e-18)'),
+                  title=_("|your loss - the engine's|"))
 
     save_plot('gpt_loss', draw, folder=folder,
-              title=f"The tiny GPT trained with your ops ({len(impls)} exercises) and with the engine's",
-              panels=2)
+              title=_("The tiny GPT trained with your ops ({count} exercises) and with the engine's").format(
+                  count=len(impls)), panels=2)
     return engine, yours

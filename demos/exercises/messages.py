@@ -4,6 +4,7 @@ a hint that fits the error, and the verdict lines.
 Every failure message starts with its kind, so a learner (and a test) can tell a wrong
 value from a wrong shape, a mutated gradient from state shared between instances.
 A hint is a nudge (what is wrong, where); the formula comes only with --show-formula.
+The tables below are in English, marked with N_; `_()` translates them where they are shown.
 """
 import os
 import traceback
@@ -11,18 +12,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from microtensor.i18n import N_, _
+
 KINDS = {
-    'todo': "not written yet",
-    'value': "wrong value",
-    'shape': "wrong shape",
-    'dtype': "wrong dtype",
-    'mutated': "mutated",               # an input, the output or the incoming gradient changed in place
-    'shared': "state shared between instances",
-    'consumed': "state consumed by the first backward",
-    'second order': "not differentiable twice",
-    'timeout': "time-out",
-    'crash': "crash",
-    'load': "cannot be loaded",
+    'todo': N_("not written yet"),
+    'value': N_("wrong value"),
+    'shape': N_("wrong shape"),
+    'dtype': N_("wrong dtype"),
+    'mutated': N_("mutated"),               # an input, the output or the incoming gradient changed in place
+    'shared': N_("state shared between instances"),
+    'consumed': N_("state consumed by the first backward"),
+    'second order': N_("not differentiable twice"),
+    'timeout': N_("time-out"),
+    'crash': N_("crash"),
+    'load': N_("cannot be loaded"),
 }
 
 
@@ -36,8 +39,8 @@ class Failure(Exception):
 
     def labelled(self):
         """The message, starting with its kind ('wrong value: ...')."""
-        label = KINDS[self.kind]
-        return self.text if self.text.startswith(label) else f"{label}: {self.text}"
+        label = _(KINDS[self.kind])
+        return self.text if self.text.startswith(label) else _("{kind}: {text}").format(kind=label, text=self.text)
 
 
 @dataclass
@@ -52,40 +55,48 @@ class Result:
 
 
 GENERAL_HINTS = {
-    'value': "derive dL/dx on paper for a 2-element example and compare with your code",
-    'shape': "each gradient has its input's shape: check which axes your result has and which it should have",
-    'dtype': "build the gradient from g and self.inputs (they have the right dtype); a constant made with "
-             "np.array(...) is float64, and .astype(np.float32) loses precision",
-    'mutated': "compute a new tensor (y = g * 2) instead of changing one in place (g *= 2, g[...] = 0, .data[...])",
-    'shared': "keep what backward needs on self (self.p = ...), not on the class or in a module variable: "
-              "each use of the op is its own instance",
-    'consumed': "backward may run twice (retain_graph=True): read what forward saved, never pop, delete or "
-                "change it",
-    'second order': "write backward with Tensor operations on g, self.inputs and self.output (not on .data "
-                    "or numpy arrays), so that the engine can differentiate it again",
-    'timeout': "a loop that never ends? (a while loop whose condition never changes, or a recursion)",
-    'todo': "replace the raise NotImplementedError(...) with your backward",
+    'value': N_("derive dL/dx on paper for a 2-element example and compare with your code"),
+    'shape': N_("each gradient has its input's shape: check which axes your result has and which it should have"),
+    'dtype': N_("build the gradient from g and self.inputs (they have the right dtype); a constant made with "
+                "np.array(...) is float64, and .astype(np.float32) loses precision"),
+    'mutated': N_("compute a new tensor (y = g * 2) instead of changing one in place (g *= 2, g[...] = 0, "
+                  ".data[...])"),
+    'shared': N_("keep what backward needs on self (self.p = ...), not on the class or in a module variable: "
+                 "each use of the op is its own instance"),
+    'consumed': N_("backward may run twice (retain_graph=True): read what forward saved, never pop, delete or "
+                   "change it"),
+    'second order': N_("write backward with Tensor operations on g, self.inputs and self.output (not on .data "
+                       "or numpy arrays), so that the engine can differentiate it again"),
+    'timeout': N_("a loop that never ends? (a while loop whose condition never changes, or a recursion)"),
+    'todo': N_("replace the raise NotImplementedError(...) with your backward"),
 }
 
 ERROR_HINTS = [
-    (SyntaxError, "a syntax error: check the brackets, colons and indentation around that line"),
-    (NameError, "a name that is not defined: a typo, or a missing import (import microtensor as mt)"),
-    (ImportError, "an import failed: import only microtensor, numpy and the standard library"),
-    (RecursionError, "a recursion too deep: use a loop with your own stack (a list)"),
-    (ZeroDivisionError, "a division by zero: which value can be 0 here?"),
-    (AttributeError, "Tensors and numpy arrays have different methods; self.inputs and g are Tensors "
-                     "(.data is the array, mt.as_tensor(array) makes a Tensor)"),
-    (IndexError, "an index or an axis out of range: print the shapes"),
-    (ValueError, "a shape or a value the op cannot take: print the shapes of g and of self.inputs"),
-    (TypeError, "a wrong type or the wrong number of arguments: backward(self, g) returns one gradient "
-                "(a Tensor, or None) per input"),
-    (SystemExit, "your code called sys.exit() or exit(): return a result instead"),
+    (SyntaxError, N_("a syntax error: check the brackets, colons and indentation around that line")),
+    (NameError, N_("a name that is not defined: a typo, or a missing import (import microtensor as mt)")),
+    (ImportError, N_("an import failed: import only microtensor, numpy and the standard library")),
+    (RecursionError, N_("a recursion too deep: use a loop with your own stack (a list)")),
+    (ZeroDivisionError, N_("a division by zero: which value can be 0 here?")),
+    (AttributeError, N_("Tensors and numpy arrays have different methods; self.inputs and g are Tensors "
+                        "(.data is the array, mt.as_tensor(array) makes a Tensor)")),
+    (IndexError, N_("an index or an axis out of range: print the shapes")),
+    (ValueError, N_("a shape or a value the op cannot take: print the shapes of g and of self.inputs")),
+    (TypeError, N_("a wrong type or the wrong number of arguments: backward(self, g) returns one gradient "
+                   "(a Tensor, or None) per input")),
+    (SystemExit, N_("your code called sys.exit() or exit(): return a result instead")),
 ]
 
 
+def general_hint(kind):
+    """The hint for a failure of this kind, in the learner's language ('' for a kind without one)."""
+    return _(GENERAL_HINTS[kind]) if kind in GENERAL_HINTS else ''
+
+
+OTHER_ERROR_HINT = N_("read the error: it names the op and the input")
+
+
 def error_hint(error):
-    return next((hint for kind, hint in ERROR_HINTS if isinstance(error, kind)), "read the error: it names the op "
-                "and the input")
+    return _(next((hint for kind, hint in ERROR_HINTS if isinstance(error, kind)), OTHER_ERROR_HINT))
 
 
 def learner_frames(error, path):
@@ -104,9 +115,9 @@ def _same_file(path):
     return os.path.normcase(os.path.abspath(path))
 
 
-def crash(error, path, where='your code'):
-    """The Failure for an exception raised in the learner's code."""
-    text = f"{where} raised {type(error).__name__}: {error}"
+def crash(error, path, where=None):
+    """The Failure for an exception raised in the learner's code (`where`: in the learner's language)."""
+    text = _("{where} raised {error}").format(where=where or _("your code"), error=f"{type(error).__name__}: {error}")
     frames = learner_frames(error, path)
     if frames:
         text += '\n' + '\n'.join(' ' * 4 + line for line in frames.splitlines())
@@ -114,9 +125,13 @@ def crash(error, path, where='your code'):
 
 
 def nudge_and_formula(hint):
-    """A catalogued hint 'what is wrong: the formula' split in two (the nudge alone when it has no formula)."""
-    nudge, colon, formula = hint.partition(': ')
-    return (nudge, hint) if colon else (hint, hint)
+    """A catalogued hint 'what is wrong: the formula' split in two (the nudge alone when it has no formula);
+    in Chinese the colon is the full-width '：'."""
+    at = min((i for i in (hint.find(': '), hint.find('：')) if i >= 0), default=-1)
+    return (hint[:at], hint) if at >= 0 else (hint, hint)
+
+
+STATUS = {'pass': N_('pass'), 'fail': N_('FAIL'), 'todo': N_('todo'), 'missing': N_('missing')}
 
 
 def report(result, show_formula=False):
@@ -124,9 +139,10 @@ def report(result, show_formula=False):
     lines = []
     if result.printed.strip():
         printed = result.printed.rstrip().splitlines()
-        lines.append(f"{result.name} printed ({len(printed)} lines{', the last 8' if len(printed) > 8 else ''}):")
+        lines.append((_("{name} printed ({lines} lines, the last 8):") if len(printed) > 8 else
+                      _("{name} printed ({lines} lines):")).format(name=result.name, lines=len(printed)))
         lines += [f"  | {line}" for line in printed[-8:]]
-    status = {'fail': 'FAIL', 'pass': 'pass'}.get(result.status, result.status)
+    status = _(STATUS[result.status])
     verdict = f"{result.name:14} {status}"
     if result.message:
         message = result.message.splitlines()
@@ -134,9 +150,9 @@ def report(result, show_formula=False):
     lines.append(verdict)
     hint = result.formula if show_formula and result.formula else result.hint
     if hint:
-        lines.append(f"{'':14} hint: {hint}")
+        lines.append(f"{'':14} " + _("hint: {hint}").format(hint=hint))
         if result.formula and result.formula != result.hint and not show_formula:
-            lines.append(f"{'':14} (the formula: check --show-formula)")
+            lines.append(f"{'':14} " + _("(the formula: check --show-formula)"))
     return '\n'.join(lines)
 
 

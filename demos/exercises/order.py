@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import microtensor as mt
+from microtensor.i18n import N_, _
 from . import workbook
 from .catalogue import Mistake
 from .compare import first_wrong
@@ -21,19 +22,20 @@ def check_order(name, impl, folder, path=None, tick=lambda step='', limit=None: 
     """Gradients through small graphs with the learner's order, then the engine's own tests
     (folder None: not those)."""
     for case, build in GRAPHS:
-        tick(case)
+        tick(_(case))
         failure = order_outcome(impl, build, path)
         if failure is not None and failure.kind == 'todo':
             return Result(name, 'todo', failure.text)
         if failure is not None:
-            hint = next((m.hint for m in ORDER_MISTAKES if same(order_outcome(m.wrong, build) or
-                                                                  Failure('value', ''), failure)),
-                        failure.hint or "each tensor must come after every tensor that uses it, and only once")
+            hint = next((_(m.hint) for m in ORDER_MISTAKES if same(order_outcome(m.wrong, build) or
+                                                                     Failure('value', ''), failure)),
+                        failure.hint or _("each tensor must come after every tensor that uses it, and only once"))
             nudge, formula = nudge_and_formula(hint)
-            return Result(name, 'fail', f"{failure.labelled()} (on {case})", nudge, formula)
+            return Result(name, 'fail', _("{failure} (on {graph})").format(failure=failure.labelled(), graph=_(case)),
+                          nudge, formula)
     if folder is None:
-        return Result(name, 'pass', f"({len(GRAPHS)} graphs)")
-    tick("the engine's tests", ENGINE_TESTS_LIMIT)
+        return Result(name, 'pass', _("({count} graphs)").format(count=len(GRAPHS)))
+    tick(_("the engine's tests"), ENGINE_TESTS_LIMIT)
     return engine_tests(name, folder)
 
 
@@ -52,38 +54,40 @@ def order_outcome(impl, build, path=None):
         except Failure as failure:
             return failure
         except NotImplementedError as error:
-            return Failure('todo', f"not written yet ({error})")
+            return Failure('todo', _("not written yet ({error})").format(error=error))
         except (Exception, SystemExit) as error:
-            failure = crash(error, path, 'your topological_order')
+            failure = crash(error, path, _('your topological_order'))
             failure.data = type(error).__name__
             return failure
     for i, (a, n) in enumerate(zip(got, expected)):
         wrong = first_wrong(a, n)
         if wrong is not None:
-            return Failure('value', f"dL/dx{i} at {wrong[0]}: expected {wrong[1]:.6g}, got {wrong[2]:.6g}", got)
+            return Failure('value', _("dL/dx{i} at {index}: expected {expected}, got {got}").format(
+                i=i, index=wrong[0], expected=f"{wrong[1]:.6g}", got=f"{wrong[2]:.6g}"), got)
     return None
 
 
 def order_problem(order, roots):
     """What is wrong with `order` as a backward order from `roots`, or ''."""
     if not isinstance(order, (list, tuple)):
-        return f"topological_order returned {type(order).__name__}, not a list of tensors"
+        return _("topological_order returned {type}, not a list of tensors").format(type=type(order).__name__)
     position = {}
     for i, t in enumerate(order):
         if id(t) in position:
-            return f"{_tensor(t)} appears twice in the order"
+            return _("{tensor} appears twice in the order").format(tensor=_tensor(t))
         position[id(t)] = i
     for t in order:
         for x in (t.creator.inputs if t.creator is not None else ()):
             if x.requires_grad and position.get(id(x), -1) < position[id(t)]:
-                return (f"{_tensor(x)} is "
-                        f"{'missing from' if id(x) not in position else 'before a tensor that uses it in'} the order")
+                return (_("{tensor} is missing from the order") if id(x) not in position else
+                        _("{tensor} is before a tensor that uses it in the order")).format(tensor=_tensor(x))
     missing = [r for r in roots if id(r) not in position]
-    return f"the root of shape {missing[0].shape} is missing from the order" if missing else ''
+    return _("the root of shape {shape} is missing from the order").format(shape=missing[0].shape) if missing else ''
 
 
 def _tensor(t):
-    return f"a tensor of shape {t.shape} ({'a leaf' if t.creator is None else f'made by {t.creator}'})"
+    return (_("a tensor of shape {shape} (a leaf)") if t.creator is None else
+            _("a tensor of shape {shape} (made by {op})")).format(shape=t.shape, op=t.creator)
 
 
 def _used_twice():
@@ -113,8 +117,8 @@ def _two_roots():
     return [y, y * y], [x]
 
 
-GRAPHS = [('a tensor used twice', _used_twice), ('two paths of different lengths', _two_paths),
-          ('a chain of 3,000 ops', _deep_chain), ('two roots, one using the other', _two_roots)]
+GRAPHS = [(N_('a tensor used twice'), _used_twice), (N_('two paths of different lengths'), _two_paths),
+          (N_('a chain of 3,000 ops'), _deep_chain), (N_('two roots, one using the other'), _two_roots)]
 
 
 def _reversed_order(roots):
@@ -149,11 +153,11 @@ def _unvisited_order(roots):
 
 
 ORDER_MISTAKES = [
-    Mistake("backward starts at the roots (the loss): each tensor after every tensor that uses it, "
-            "leaves last (is the order reversed?)", _reversed_order),
-    Mistake("a recursive walk passes Python's recursion limit on deep graphs: use your own stack (a list)",
+    Mistake(N_("backward starts at the roots (the loss): each tensor after every tensor that uses it, "
+            "leaves last (is the order reversed?)"), _reversed_order),
+    Mistake(N_("a recursive walk passes Python's recursion limit on deep graphs: use your own stack (a list)"),
             _recursive_order),
-    Mistake("a tensor used twice must appear once, after both of its users: remember which tensors you have seen",
+    Mistake(N_("a tensor used twice must appear once, after both of its users: remember which tensors you have seen"),
             _unvisited_order),
 ]
 
@@ -163,9 +167,11 @@ def engine_tests(name, folder):
     try:
         import pytest  # noqa: F401  (only to know it is there)
     except ImportError:
-        return Result(name, 'pass', f"({len(GRAPHS)} graphs; the engine's tests need pytest: pip install pytest)")
+        return Result(name, 'pass', _("({count} graphs; the engine's tests need pytest: pip install pytest)").format(
+            count=len(GRAPHS)))
     if not os.path.exists(ENGINE_TESTS):
-        return Result(name, 'pass', f"({len(GRAPHS)} graphs; the engine's tests are not here: they come with a clone)")
+        return Result(name, 'pass', _("({count} graphs; the engine's tests are not here: they come with a clone)")
+                      .format(count=len(GRAPHS)))
     env = dict(os.environ, WORKBOOK_FOLDER=os.path.abspath(folder),
                PYTHONPATH=os.pathsep.join([ROOT] + [p for p in [os.environ.get('PYTHONPATH')] if p]))
     try:
@@ -173,12 +179,14 @@ def engine_tests(name, folder):
                               '-p', 'demos.exercises.engine_tests', ENGINE_TESTS],
                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=ENGINE_TESTS_LIMIT - 10)
     except subprocess.TimeoutExpired:
-        return Result(name, 'fail', f"time-out: the engine's tests/test_autograd.py did not finish within "
-                      f"{ENGINE_TESTS_LIMIT - 10} s with your order", "a loop that never ends in your walk?")
+        return Result(name, 'fail', _("time-out: the engine's tests/test_autograd.py did not finish within {seconds} s "
+                                      "with your order").format(seconds=ENGINE_TESTS_LIMIT - 10),
+                      _("a loop that never ends in your walk?"))
     if run.returncode != 0:
         failed = [line for line in run.stdout.splitlines() if line.startswith(('FAILED', 'ERROR', 'E '))]
-        return Result(name, 'fail', "the engine's tests/test_autograd.py fail with your order: "
-                      + ' | '.join(failed[:3] or run.stdout.splitlines()[-3:]),
-                      "run them yourself: WORKBOOK_FOLDER=DIR python -m pytest -p demos.exercises.engine_tests "
-                      "tests/test_autograd.py")
-    return Result(name, 'pass', f"({len(GRAPHS)} graphs, and the engine's tests/test_autograd.py)")
+        return Result(name, 'fail', _("the engine's tests/test_autograd.py fail with your order: {failed}").format(
+                      failed=' | '.join(failed[:3] or run.stdout.splitlines()[-3:])),
+                      _("run them yourself: WORKBOOK_FOLDER=DIR python -m pytest -p demos.exercises.engine_tests "
+                        "tests/test_autograd.py"))
+    return Result(name, 'pass', _("({count} graphs, and the engine's tests/test_autograd.py)").format(
+        count=len(GRAPHS)))

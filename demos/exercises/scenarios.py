@@ -17,6 +17,7 @@ import numpy as np
 
 import microtensor as mt
 from microtensor.gradcheck import GradcheckError
+from microtensor.i18n import N_, _
 from . import compare
 from .messages import Failure, crash
 
@@ -55,19 +56,19 @@ class Case:
 
     def run(self, step, *args):
         """step(self, *args) with the learner's errors made Failures (a NotImplementedError: not written yet)."""
-        self.tick(step.__name__.replace('_', ' '))
+        self.tick(_(STEPS[step.__name__]))
         where = describe(self.exercise, args[0])
         try:
             with np.errstate(all='ignore'):  # an overflow shows as inf or nan in the comparison, with a hint
                 return step(self, *args)
         except Failure as failure:
             if where not in failure.text and failure.kind != 'todo':
-                failure.text += f" (on {where})"
+                failure.text += _(" (on {where})").format(where=where)
             raise
         except NotImplementedError as error:
             raise Failure('todo', str(error) or 'NotImplementedError') from None
         except (Exception, SystemExit) as error:
-            raise crash(error, self.path, f"on {where}, your code") from None
+            raise crash(error, self.path, _("on {where}, your code").format(where=where)) from None
 
 
 def upstream(shape, seed=0, dtype=np.float64):
@@ -82,15 +83,18 @@ def forward_matches(case, example, dtype=np.float64):
         expected = case.forward(case.answer, arrays, params, requires=False)[0].numpy()
         out = case.forward(case.impl, arrays, params, requires=False)[0]
     if out.shape != expected.shape:
-        raise Failure('shape', f"the output has shape {out.shape}, expected {expected.shape}", out.shape)
+        raise Failure('shape', _("the output has shape {shape}, expected {expected}").format(
+            shape=out.shape, expected=expected.shape), out.shape)
     if out.numpy().dtype != expected.dtype:
-        raise Failure('dtype', f"{np.dtype(dtype).name} inputs gave a {out.numpy().dtype} output, expected "
-                      f"{expected.dtype} (forward is given: is it as it was?)", str(out.numpy().dtype))
+        raise Failure('dtype', _("{dtype} inputs gave a {got} output, expected {expected} (forward is given: is it "
+                                 "as it was?)").format(dtype=np.dtype(dtype).name, got=out.numpy().dtype,
+                                                       expected=expected.dtype), str(out.numpy().dtype))
     rtol, atol = (compare.RTOL, compare.ATOL) if dtype == np.float64 else (compare.RTOL32, compare.ATOL32)
     if not compare.close(out.numpy(), expected, rtol, atol):
         index, want, got = compare.worst(out.numpy(), expected)
-        raise Failure('value', f"the output at {index}: expected {want:.6g}, got {got:.6g} "
-                      "(forward is given: is it as it was?)", out.numpy())
+        raise Failure('value', _("the output at {index}: expected {expected}, got {got} (forward is given: is it "
+                                 "as it was?)").format(index=index, expected=f"{want:.6g}", got=f"{got:.6g}"),
+                      out.numpy())
 
 
 def backward_directly(case, example, dtype=np.float64):
@@ -102,20 +106,20 @@ def backward_directly(case, example, dtype=np.float64):
     out, tensors = case.forward(case.impl, [a.copy() for a in inputs], params)
     for name, t, before in zip(case.exercise.inputs, tensors, inputs):
         if not np.array_equal(t.numpy(), before, equal_nan=True):
-            raise Failure('mutated', f"your forward changed the input {name} in place", name)
+            raise Failure('mutated', _("your forward changed the input {name} in place").format(name=name), name)
     u = upstream(out.shape, dtype=out.numpy().dtype)
     g = mt.tensor(u.copy())
     output = out.numpy().copy()
     with mt.no_grad():
         grads = out.creator.backward(g)
     if not np.array_equal(g.numpy(), u):
-        raise Failure('mutated', "your backward changed the incoming gradient g in place; g belongs to the "
-                      "engine (other ops may share it): compute a new tensor instead", 'g')
+        raise Failure('mutated', _("your backward changed the incoming gradient g in place; g belongs to the "
+                                   "engine (other ops may share it): compute a new tensor instead"), 'g')
     for name, t, before in zip(case.exercise.inputs, tensors, inputs):
         if not np.array_equal(t.numpy(), before, equal_nan=True):
-            raise Failure('mutated', f"your backward changed the input {name} in place", name)
+            raise Failure('mutated', _("your backward changed the input {name} in place").format(name=name), name)
     if not np.array_equal(out.numpy(), output, equal_nan=True):
-        raise Failure('mutated', "your backward changed the output (self.output) in place", 'output')
+        raise Failure('mutated', _("your backward changed the output (self.output) in place"), 'output')
     returned(case, grads, tensors, out)
 
 
@@ -126,27 +130,34 @@ def returned(case, grads, tensors, out):
     if isinstance(grads, mt.Tensor) and n == 1:
         grads = (grads,)
     if not isinstance(grads, (tuple, list)):
-        raise Failure('shape', f"backward returned {type(grads).__name__}; return a tuple with one gradient per "
-                      f"input ({', '.join('dL/d' + name for name in names)})", type(grads).__name__)
+        raise Failure('shape', _("backward returned {type}; return a tuple with one gradient per input ({grads})")
+                      .format(type=type(grads).__name__, grads=', '.join('dL/d' + name for name in names)),
+                      type(grads).__name__)
     if len(grads) != n:
-        raise Failure('shape', f"backward returned {len(grads)} gradient{'s' * (len(grads) != 1)} for {n} "
-                      f"input{'s' * (n != 1)}; return ({', '.join('dL/d' + name for name in names)})", len(grads))
+        raise Failure('shape', _("backward returned {count} {gradients} for {n} {inputs}; return ({grads})").format(
+            count=len(grads), gradients=_("gradient") if len(grads) == 1 else _("gradients"), n=n,
+            inputs=_("input") if n == 1 else _("inputs"), grads=', '.join('dL/d' + name for name in names)),
+            len(grads))
     for name, x, gx in zip(names, tensors, grads):
         if gx is None:
             continue
         if not isinstance(gx, mt.Tensor):
-            raise Failure('dtype', f"dL/d{name} is a {type(gx).__module__.split('.')[0]}.{type(gx).__name__}, "
-                          "not a Tensor", type(gx).__name__,
-                          "compute it with Tensor operations on g and self.inputs, or wrap an array: mt.as_tensor(a)")
+            raise Failure('dtype', _("dL/d{name} is a {type}, not a Tensor").format(
+                name=name, type=f"{type(gx).__module__.split('.')[0]}.{type(gx).__name__}"), type(gx).__name__,
+                _("compute it with Tensor operations on g and self.inputs, or wrap an array: mt.as_tensor(a)"))
         exact = case.exercise.exact_shapes
         if gx.shape != x.shape and (exact or not _sums_to(gx.shape, x.shape)):
-            why = ("this op sums over the broadcast axes itself" if exact else f"y has shape {out.shape}")
-            raise Failure('shape', f"backward returned dL/d{name} of shape {gx.shape} for {name} of shape "
-                          f"{x.shape} (in a {type(grads).__name__}); {why}", (name, gx.shape))
+            why = (_("this op sums over the broadcast axes itself") if exact else
+                   _("y has shape {shape}").format(shape=out.shape))
+            raise Failure('shape', _("backward returned dL/d{name} of shape {shape} for {name} of shape {expected} "
+                                     "(in a {container}); {why}").format(
+                name=name, shape=gx.shape, expected=x.shape, container=type(grads).__name__, why=why),
+                (name, gx.shape))
         kind, size = np.dtype(gx.numpy().dtype), np.dtype(x.numpy().dtype).itemsize
         if kind.kind != 'f' or kind.itemsize < size:
-            raise Failure('dtype', f"backward returned dL/d{name} as {kind.name} for a {x.numpy().dtype} input: "
-                          "keep (at least) the input's precision", (name, kind.name))
+            raise Failure('dtype', _("backward returned dL/d{name} as {dtype} for a {input} input: keep (at least) "
+                                     "the input's precision").format(name=name, dtype=kind.name,
+                                                                     input=x.numpy().dtype), (name, kind.name))
 
 
 def _sums_to(shape, target):
@@ -156,25 +167,28 @@ def _sums_to(shape, target):
 def gradients_match(case, example, requires=True, note=''):
     """The learner's gradients through the engine against the reference answer's, norm-wise and tight."""
     arrays, params = example
-    out, _ = case.forward(case.answer, arrays, params, requires=False)
+    out = case.forward(case.answer, arrays, params, requires=False)[0]
     u = upstream(out.shape)
-    _, expected = case.reference(arrays, params, u, requires)
-    _, got = case.gradients(case.impl, arrays, params, u, requires)
+    expected = case.reference(arrays, params, u, requires)[1]
+    got = case.gradients(case.impl, arrays, params, u, requires)[1]
     for name, a, e in zip(case.names(requires), got, expected):
         if not compare.close(a, e):
             raise Failure('value', wrong_gradient(name, a, e, note), got)
     return got
 
 
-def wrong_gradient(name, got, expected, note=''):
+def wrong_gradient(name, got, expected, note='', against=None):
+    """What is wrong with dL/d`name`, against the reference answer's (or `against`: what `expected` is)."""
     index, want, value = compare.worst(got, expected)
     relative = compare.relative_difference(got, expected)
-    text = (f"{note}dL/d{name} (shape {got.shape}) differs from the reference answer's by {relative:.1e} "
-            f"(relative, norm-wise); the furthest element, at {index}: expected {want:.6g}, got {value:.6g}")
+    text = note + _("dL/d{name} (shape {shape}) differs from {against} by {relative} (relative, norm-wise); the "
+                    "furthest element, at {index}: expected {expected}, got {got}").format(
+        name=name, shape=got.shape, against=against or _("the reference answer's"), relative=f"{relative:.1e}",
+        index=index, expected=f"{want:.6g}", got=f"{value:.6g}")
     if not np.isfinite(got).all():
-        text += " (inf or nan: an overflow? an exp of a large number?)"
+        text += _(" (inf or nan: an overflow? an exp of a large number?)")
     elif 1e-9 < relative < 1e-5:
-        text += " (about float32's rounding: does your backward compute in float32? keep the input's dtype)"
+        text += _(" (about float32's rounding: does your backward compute in float32? keep the input's dtype)")
     return text
 
 
@@ -194,8 +208,19 @@ def differences_match(case, example, analytic):
         wrong = compare.first_wrong(a, n)
         if wrong is not None:
             index, want, got = wrong
-            raise Failure('value', f"dL/d{name} (shape {a.shape}) at {index}: finite differences give {want:.6g}, "
-                          f"your backward {got:.6g}", analytic)
+            raise Failure('value', _("dL/d{name} (shape {shape}) at {index}: finite differences give {expected}, "
+                                     "your backward {got}").format(name=name, shape=a.shape, index=index,
+                                                                   expected=f"{want:.6g}", got=f"{got:.6g}"),
+                          analytic)
+
+
+STEPS = {  # what a slow check says it is doing (the step functions, by name)
+    'forward_matches': N_('forward matches'), 'backward_directly': N_('backward directly'),
+    'gradients_match': N_('gradients match'), 'differences_match': N_('differences match'),
+    'each_input_constant': N_('each input constant'), 'two_instances': N_('two instances'),
+    'backward_twice': N_('backward twice'), 'in_float32': N_('in float32'), 'edge_values': N_('edge values'),
+    'second_order': N_('second order'),
+}
 
 
 def every_example(case, example):
@@ -211,7 +236,8 @@ def each_input_constant(case, example):
     n = len(example[0])
     for i in range(n if n > 1 else 0):
         requires = [j != i for j in range(n)]
-        gradients_match(case, example, requires, f"with {case.exercise.inputs[i]} constant (requires_grad=False), ")
+        gradients_match(case, example, requires, _("with {name} constant (requires_grad=False), ").format(
+            name=case.exercise.inputs[i]))
 
 
 def two_instances(case, example, other):
@@ -223,23 +249,24 @@ def two_instances(case, example, other):
     outs = [case.forward(case.answer, a, p, requires=False)[0] for a, p in ((arrays, params), (arrays2, params2))]
     us = [upstream(out.shape, seed) for seed, out in enumerate(outs)]
     expected = [case.reference(arrays, params, us[0])[1], case.reference(arrays2, params2, us[1])[1]]
-    both = f"with two {case.exercise.attr} ops in one graph (on {describe(case.exercise, example)} and on " \
-           f"{describe(case.exercise, other)})"
+    both = _("with two {op} ops in one graph (on {first} and on {second})").format(
+        op=case.exercise.attr, first=describe(case.exercise, example), second=describe(case.exercise, other))
     y1, t1 = case.forward(case.impl, arrays, params)
     y2, t2 = case.forward(case.impl, arrays2, params2)
     loss = (y1 * mt.tensor(us[0])).sum() + (y2 * mt.tensor(us[1])).sum()
     try:
         grads = mt.grad(loss, t1 + t2, allow_unused=True)
     except Exception as error:
-        raise Failure('shared', f"{both}, " + crash(error, case.path, 'your backward').text
-                      + "; each alone works", 'raised') from None
-    for which, got, want, tensors in (('first', grads[:len(t1)], expected[0], t1), ('second', grads[len(t1):],
-                                                                                  expected[1], t2)):
+        raise Failure('shared', _("{where}, {error}; each alone works").format(
+            where=both, error=crash(error, case.path, _('your backward')).text), 'raised') from None
+    for which, got, want, tensors in ((N_('first'), grads[:len(t1)], expected[0], t1),
+                                      (N_('second'), grads[len(t1):], expected[1], t2)):
         for name, g, e, t in zip(case.exercise.inputs, got, want, tensors):
             g = np.zeros(t.shape) if g is None else g.numpy()
             if not compare.close(g, e):
-                raise Failure('shared', f"{both}, the {which} one's dL/d{name} is wrong, though each alone is "
-                              "right: " + wrong_gradient(name, g, e), 'two')
+                raise Failure('shared', _("{where}, the {which} one's dL/d{name} is wrong, though each alone is "
+                                          "right: {why}").format(where=both, which=_(which), name=name,
+                                                                 why=wrong_gradient(name, g, e)), 'two')
     y, tensors = case.forward(case.impl, arrays, params)
     z = case.exercise.apply(case.impl, tensors, params)  # (not attention: no `using` to enter)
     loss = (y * mt.tensor(us[0])).sum() + (z * mt.tensor(upstream(y.shape, 1))).sum()
@@ -247,8 +274,10 @@ def two_instances(case, example, other):
     for name, g, e1, e2 in zip(case.exercise.inputs, mt.grad(loss, tensors, allow_unused=True), expected[0], second):
         g = np.zeros(e1.shape) if g is None else g.numpy()
         if not compare.close(g, e1 + e2):
-            raise Failure('shared', f"with the op used twice on the same inputs, dL/d{name} is wrong, though one "
-                          "use alone is right: " + wrong_gradient(name, g, e1 + e2), 'twice')
+            raise Failure('shared', _("with the op used twice on the same inputs, dL/d{name} is wrong, though one "
+                                      "use alone is right: {why}").format(name=name,
+                                                                          why=wrong_gradient(name, g, e1 + e2)),
+                          'twice')
 
 
 def backward_twice(case, example):
@@ -260,14 +289,15 @@ def backward_twice(case, example):
     try:
         second = mt.grad(out, tensors, grad_outputs=mt.tensor(u.copy()), allow_unused=True)
     except Exception as error:
-        failure = crash(error, case.path, "the second backward over the same graph")
-        raise Failure('consumed', failure.text + "; the first backward worked", 'raised') from None
+        failure = crash(error, case.path, _("the second backward over the same graph"))
+        raise Failure('consumed', _("{error}; the first backward worked").format(error=failure.text),
+                      'raised') from None
     for name, a, b in zip(case.exercise.inputs, first, second):
         a, b = (np.zeros(t.shape) if g is None else g.numpy() for g, t in ((a, out), (b, out)))
         if not compare.close(b, a):
-            raise Failure('consumed', f"a second backward over the same graph (retain_graph=True) gives another "
-                          f"dL/d{name}: " + wrong_gradient(name, b, a).replace("the reference answer's", "the first"),
-                          'changed')
+            raise Failure('consumed', _("a second backward over the same graph (retain_graph=True) gives another "
+                                        "dL/d{name}: {why}").format(
+                name=name, why=wrong_gradient(name, b, a, against=_("the first"))), 'changed')
 
 
 def in_float32(case, example):
@@ -276,28 +306,29 @@ def in_float32(case, example):
     backward_directly(case, example, np.float32)
     arrays, params = example
     arrays = [a.astype(np.float32) for a in arrays]
-    out, _ = case.forward(case.answer, arrays, params, requires=False)
+    out = case.forward(case.answer, arrays, params, requires=False)[0]
     u = upstream(out.shape, dtype=np.float32)
-    _, expected = case.reference(arrays, params, u)
-    _, got = case.gradients(case.impl, arrays, params, u)
+    expected = case.reference(arrays, params, u)[1]
+    got = case.gradients(case.impl, arrays, params, u)[1]
     for name, a, e in zip(case.exercise.inputs, got, expected):
         if a.dtype != np.float32:
-            raise Failure('dtype', f"float32 inputs gave a {a.dtype} dL/d{name}", a.dtype.name)
+            raise Failure('dtype', _("float32 inputs gave a {dtype} dL/d{name}").format(dtype=a.dtype, name=name),
+                          a.dtype.name)
         if not compare.close(a, e, compare.RTOL32, compare.ATOL32):
-            raise Failure('value', "in float32, " + wrong_gradient(name, a, e), got)
+            raise Failure('value', _("in float32, {why}").format(why=wrong_gradient(name, a, e)), got)
 
 
 def edge_values(case, edge):
     """Large inputs whose true result is finite, exact zeros, a kink: only against the reference."""
     example, what = edge
-    note = f"on {what}, "
+    note = _("on {what}, ").format(what=_(what))
     try:
         forward_matches(case, example)
         gradients_match(case, example, True, note)
     except Failure as failure:
         if case.exercise.kink and 'kink' in what:
-            failure.text += f"; {case.exercise.kink}"
-            failure.hint = "at a kink, take the slope the exercise's docstring states"
+            failure.text += '; ' + _(case.exercise.kink)
+            failure.hint = _("at a kink, take the slope the exercise's docstring states")
         raise
 
 
@@ -308,9 +339,9 @@ def second_order(case, example):
     try:
         mt.gradgradcheck(lambda *xs: case.exercise.apply(case.impl, list(xs), params), tensors)
     except (GradcheckError, RuntimeError) as error:  # (RuntimeError: the first derivatives have no graph)
-        raise Failure('second order', f"differentiating your backward (create_graph=True) fails: {error}; this "
-                      "exercise asks for a backward written with Tensor operations, which the engine can "
-                      "differentiate again", 'second') from None
+        raise Failure('second order', _("differentiating your backward (create_graph=True) fails: {error}; this "
+                                        "exercise asks for a backward written with Tensor operations, which the "
+                                        "engine can differentiate again").format(error=error), 'second') from None
 
 
 def chosen(case):
@@ -331,7 +362,7 @@ def chosen(case):
 
 def describe(exercise, example):
     if isinstance(example, tuple) and len(example) == 2 and isinstance(example[1], str):
-        return example[1]  # an edge example: (example, what it is)
+        return _(example[1])  # an edge example: (example, what it is)
     arrays, params = example
     shapes = ', '.join(f"{name} {a.shape}" for name, a in zip(exercise.inputs, arrays))
     extras = ', '.join(f"{k}={_short(v)}" for k, v in params.items())
@@ -341,5 +372,6 @@ def describe(exercise, example):
 def _short(value):
     if isinstance(value, mt.Tensor):
         value = value.numpy()
-    return f"array of shape {value.shape}" if isinstance(value, np.ndarray) and value.size > 4 else repr(
-        value.tolist() if isinstance(value, np.ndarray) else value)
+    if isinstance(value, np.ndarray) and value.size > 4:
+        return _("array of shape {shape}").format(shape=value.shape)
+    return repr(value.tolist() if isinstance(value, np.ndarray) else value)

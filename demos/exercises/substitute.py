@@ -14,6 +14,7 @@ import contextlib
 
 import microtensor as mt
 from microtensor import autograd
+from microtensor.i18n import _
 from microtensor.ops import elementwise, linalg, nn, reduce
 import transformer.residual
 
@@ -21,7 +22,7 @@ import transformer.residual
 def _cross_entropy(cls):
     def cross_entropy(logits, targets, ignore_index=None):
         if ignore_index is not None:
-            raise NotImplementedError("the workbook's CrossEntropy has no ignore_index")
+            raise NotImplementedError(_("the workbook's CrossEntropy has no ignore_index"))
         return cls.apply(logits, targets=mt.as_tensor(targets).data)
     return cross_entropy
 
