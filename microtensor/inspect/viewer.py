@@ -117,7 +117,8 @@ class BackpropViewer:
         self.scale = scale
         self.nodes, self.edges, self.steps, self.values, self.formulas = [], [], [], [], {}
         self._record(tensor, grad, retain_graph, tensor_names(params))
-        self.title = title or self._("Backward pass: {n} ops").format(n=len(self.steps))
+        _ = self._
+        self.title = title or _("Backward pass: {n} ops").format(n=len(self.steps))
         self._drawing = None  # (graph, svg, notes): laid out once; the page is rebuilt when the scale changes
 
     @property
