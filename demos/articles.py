@@ -189,6 +189,7 @@ def header(sections, indent=''):
         by_article.setdefault(article, []).append(section_line(article, number))
     lines = []
     for article, entries in by_article.items():
-        lines.append(f"{indent}{ARTICLES[article].title} ({_(ARTICLES[article].short)})")
+        title, short = ARTICLES[article].title, _(ARTICLES[article].short)
+        lines.append(f"{indent}{title}" if short == title else f"{indent}{title} ({short})")  # 深入篇 is both
         lines += [f"{indent}  {entry}" for entry in entries]
     return '\n'.join(lines)
