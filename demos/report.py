@@ -12,6 +12,10 @@ runs/, and the list of files written.
     save_lines('lesson', {'scaled': ys, 'unscaled': ys2}, ...)     # -> 'runs/lesson.png' or None
     check_loss(loss.item(), step, 'train_xor')                     # NaN/inf: stop, say what to try
 
+The learner's language (microtensor/i18n.py) is chosen by command_line (--lang); what this file
+prints goes through `_`.  A lesson's option helps and check_loss/check_learned's `tries` are
+translated here, where they are used: mark them N_('...') where the lesson writes them.
+
 Every file a lesson writes goes through wrote(path, what) (save_plot does it), so the tour can
 end with the list in WRITTEN.  matplotlib is optional (pip install matplotlib, or the `demos`
 extra): without it a lesson prints its numbers and says how to get the picture.

@@ -4,6 +4,8 @@ What a lesson, the tour, the workbook or the viewer prints goes through `_`:
 
     from microtensor.i18n import _
     print(_("{n} steps, loss {loss:.4f}").format(n=n, loss=loss))   # a template with named fields
+    WHAT = {'xor': N_('an MLP learns XOR')}     # made at import, before the language is chosen: marked,
+    print(_(WHAT['xor']))                       # and translated where it is used
 
 The catalogs are Python's gettext's: microtensor/locale/<lang>/LC_MESSAGES/microtensor.po (the
 text a translator reviews) and the compiled .mo beside it, which is what gettext reads.  Both are
