@@ -246,10 +246,11 @@ def interrupted_message(stop, resumable):
         return _("{lesson}: {stop}; no checkpoint was written yet (the first comes at step {step}): run the same "
                  "command to start again.").format(lesson=lesson, stop=stop, step=stop.next_checkpoint)
     path, step = stop.checkpoint
-    text = _("{lesson}: {stop}; the last checkpoint, {path} (step {step}), is intact.").format(
-        lesson=lesson, stop=stop, path=path, step=step)
-    return text + ' ' + (_("Resume with: {command}").format(command=resume_command()) if resumable else
-                         _("This lesson trains from the start each time: run it again."))
+    if resumable:
+        return _("{lesson}: {stop}; the last checkpoint, {path} (step {step}), is intact. Resume with: "
+                 "{command}").format(lesson=lesson, stop=stop, path=path, step=step, command=resume_command())
+    return _("{lesson}: {stop}; the last checkpoint, {path} (step {step}), is intact. This lesson trains from the "
+             "start each time: run it again.").format(lesson=lesson, stop=stop, path=path, step=step)
 
 
 def run_lesson(run, args):
