@@ -110,14 +110,14 @@ class BackpropViewer:
             raise ValueError(f"BackpropViewer: lang must be one of {', '.join(i18n.LANGUAGES)} (or None: the "
                              f"current language), not {lang!r}")
         self.lang = i18n.current() if lang is None else lang
-        self._ = i18n.translator(self.lang)  # the page's words, in its own language whatever the lessons speak
+        self.translate = i18n.translator(self.lang)  # the page's `_`: its own language, whatever the lessons speak
         self.layout = layout
         self.max_nodes = argcheck.integer(max_nodes, 'BackpropViewer', 'max_nodes', min=1)
         self.max_bytes = argcheck.integer(max_bytes, 'BackpropViewer', 'max_bytes', min=1)
         self.scale = scale
         self.nodes, self.edges, self.steps, self.values, self.formulas = [], [], [], [], {}
         self._record(tensor, grad, retain_graph, tensor_names(params))
-        _ = self._
+        _ = self.translate
         self.title = title or _("Backward pass: {n} ops").format(n=len(self.steps))
         self._drawing = None  # (graph, svg, notes): laid out once; the page is rebuilt when the scale changes
 
@@ -203,9 +203,9 @@ class BackpropViewer:
             notes = []
             graph = _Graph.of(self)
             if len(self.nodes) > self.max_nodes:
-                graph = graph.by_module(self.max_nodes, self._)
+                graph = graph.by_module(self.max_nodes, self.translate)
                 notes.append(graph.note)
-            svg, layout_note = layout.svg(graph, self.layout, self._)
+            svg, layout_note = layout.svg(graph, self.layout, self.translate)
             self._drawing = graph, svg, notes + [layout_note] * bool(layout_note)
         graph, svg, notes = self._drawing
         data = graph.data(self, list(notes))
@@ -239,7 +239,8 @@ class _Graph:
     @classmethod
     def of(cls, viewer):
         """One node per op and leaf, one edge per input."""
-        nodes = [dict(kind=n.kind, label=_label(n, False, viewer._), short=_label(n, True, viewer._), module=n.module,
+        _ = viewer.translate
+        nodes = [dict(kind=n.kind, label=_label(n, False, _), short=_label(n, True, _), module=n.module,
                       residual=bool(n.residual),
                       done=viewer.done_at[i], first=viewer.done_at[i] if n.kind == 'op' else None,
                       g=viewer.grad_norms[i]) for i, n in enumerate(viewer.nodes)]
@@ -303,7 +304,8 @@ class _Graph:
                  for n in self.nodes]
         return dict(title=viewer.title, scale=viewer._log_scale(), loss_steps=_loss_steps(viewer.steps),
                     nodes=nodes, edges=[[a, b] for a, b, _ in self.edges], steps=steps,
-                    tensors=[_describe(n, viewer._) for n in viewer.nodes], formulas=viewer.formulas, notes=notes,
+                    tensors=[_describe(n, viewer.translate) for n in viewer.nodes], formulas=viewer.formulas,
+                    notes=notes,
                     modules=sorted({m for s in viewer.steps if s.module for m in _prefixes(s.module)}))
 
 
@@ -418,8 +420,8 @@ def _fit(viewer, data, svg, notes):
     with open(TEMPLATE, encoding='utf-8') as f:
         template = f.read()
     replacements = {'TITLE': _no_scheme(html_lib.escape(viewer.title)), 'SVG': _no_scheme(svg),
-                    'LANG': HTML_LANG[viewer.lang], 'TEXT': _js(page_text(viewer._))}
-    _ = viewer._
+                    'LANG': HTML_LANG[viewer.lang], 'TEXT': _js(page_text(viewer.translate))}
+    _ = viewer.translate
     steps, values = data['steps'], [[v_in, list(v_sent)] for v_in, v_sent in viewer.values]
 
     def page(n_steps, n_values):
@@ -428,8 +430,9 @@ def _fit(viewer, data, svg, notes):
                       "of {steps} steps are shown, to stay under max_bytes={max_bytes}.") if n_steps < len(steps) else
                     _("Values are shown for the first {n_values} of {values} steps, to stay under "
                       "max_bytes={max_bytes}."))
-        data['notes'] = notes + [left_out.format(n_values=n_values, values=len(values), n_steps=n_steps,
-                                                 steps=len(steps), max_bytes=viewer.max_bytes)] * (n_values < len(values))
+        left_out = left_out.format(n_values=n_values, values=len(values), n_steps=n_steps, steps=len(steps),
+                                   max_bytes=viewer.max_bytes)
+        data['notes'] = notes + [left_out] * (n_values < len(values))
         replacements['DATA'] = _js(data)
         text = re.sub(r'__(TITLE|SVG|DATA|TEXT|LANG)__', lambda m: replacements[m.group(1)], template)
         return text, len(text.encode()) - viewer.max_bytes
