@@ -15,18 +15,21 @@ Two articles number their sections from chapter 2, so a number alone does not na
 """
 import collections
 
+from microtensor import i18n
+from microtensor.i18n import N_, _
+
 Article = collections.namedtuple('Article', 'key title gloss short')
 Article.__doc__ = """title: as the article prints it (or our short name); gloss: in English; short: how lessons
 refer to it in a sentence ("the attention article")."""
 
 ARTICLES = {
     'attention': Article('attention', '第二章：智能的原子 —— 注意力机制的解构',
-                         'Chapter 2: The Atom of Intelligence: Deconstructing Attention', 'the attention article'),
+                         'Chapter 2: The Atom of Intelligence: Deconstructing Attention', N_('the attention article')),
     'architecture': Article('architecture', '第二章：Transformer 架构原理',
-                            'Chapter 2: How the Transformer Architecture Works', 'the architecture article'),
+                            'Chapter 2: How the Transformer Architecture Works', N_('the architecture article')),
     'deep_dive': Article('deep_dive', '深入篇',
                          'the deep dive (untitled: it opens with 前言 and "1. 再谈自注意力——从直觉到数学")',
-                         'the deep dive'),
+                         N_('the deep dive')),
 }
 
 # {article key: {section number: (Chinese heading as printed, English gloss)}}, in the articles' order.
@@ -163,15 +166,16 @@ def heading(article, number):
 
 
 def section_line(article, number):
-    """'§2.3.2 Softmax 的饱和区 (softmax's saturation zone)': a section by number, heading and gloss."""
+    """'§2.3.2 Softmax 的饱和区 (softmax's saturation zone)': a section by number, heading and gloss
+    (in Chinese, the heading alone: '§2.3.2 Softmax 的饱和区')."""
     chinese, english = heading(article, number)
-    return f"§{number} {chinese} ({english})"
+    return f"§{number} {chinese}" if i18n.current() == 'zh' else f"§{number} {chinese} ({english})"
 
 
 def cite(article, number):
     """'the attention article §2.3.2': where a number in a lesson's output comes from."""
     heading(article, number)
-    return f"{ARTICLES[article].short} §{number}"
+    return f"{_(ARTICLES[article].short)} §{number}"
 
 
 def header(sections, indent=''):
@@ -185,6 +189,7 @@ def header(sections, indent=''):
         by_article.setdefault(article, []).append(section_line(article, number))
     lines = []
     for article, entries in by_article.items():
-        lines.append(f"{indent}{ARTICLES[article].title} ({ARTICLES[article].short})")
+        title, short = ARTICLES[article].title, _(ARTICLES[article].short)
+        lines.append(f"{indent}{title}" if short == title else f"{indent}{title} ({short})")  # 深入篇 is both
         lines += [f"{indent}  {entry}" for entry in entries]
     return '\n'.join(lines)

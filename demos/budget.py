@@ -20,6 +20,7 @@ import collections
 import os
 
 from microtensor.argcheck import gib, machine_memory
+from microtensor.i18n import _
 
 BYTES = 4                                         # float32
 PER_CORE = 1e10                                   # multiply-adds per second and CPU core (optimistic)
@@ -72,16 +73,18 @@ def refuse(options, cost, device='cpu'):
     named = ', '.join(f"{flag} {value}" for flag, value in options.items())
     have, need = machine_memory(), cost.numbers * BYTES
     if have is not None and need > have:
-        return (f"{named}: the run would hold at least {gib(need)} at once, more than this machine's {gib(have)} "
-                f"of memory; choose smaller values")
+        return _("{options}: the run would hold at least {need} at once, more than this machine's {have} of memory; "
+                 "choose smaller values").format(options=named, need=gib(need), have=gib(have))
     cores = os.cpu_count() or 1
     rate = GPU if device == 'cuda' else PER_CORE * cores
     seconds = cost.work / rate + cost.steps * STEP_SECONDS
     if seconds > LIMIT_SECONDS:
-        where = 'the GPU' if device == 'cuda' else f"this machine's {cores} CPU core{'s' * (cores != 1)}"
-        return (f"{named}: the run would take at least {seconds / 3600:.3g} hours on {where} "
-                f"({cost.work:.3g} multiply-adds in {cost.steps:.3g} steps; the limit is {LIMIT_SECONDS // 3600} "
-                "hours); choose smaller values")
+        where = (_('the GPU') if device == 'cuda' else _("this machine's {n} CPU core").format(n=cores) if cores == 1
+                 else _("this machine's {n} CPU cores").format(n=cores))
+        return _("{options}: the run would take at least {hours} hours on {where} ({work} multiply-adds in {steps} "
+                 "steps; the limit is {limit} hours); choose smaller values").format(
+            options=named, hours=f"{seconds / 3600:.3g}", where=where, work=f"{cost.work:.3g}",
+            steps=f"{cost.steps:.3g}", limit=LIMIT_SECONDS // 3600)
     return None
 
 
@@ -92,14 +95,16 @@ def heads(options, n_kv_heads=None, rope=False):
     the lesson sets one) divides n_heads; with rope=True each head's d_k is even (RoPE rotates pairs)."""
     (d_flag, d_model), (h_flag, n_heads) = options.items()
     if d_model % n_heads:
-        return (f"{h_flag} {n_heads} must divide {d_flag} {d_model}: each head gets d_model / n_heads "
-                f"dimensions (e.g. {h_flag} {_divisor_near(d_model, n_heads)})")
+        return _("{heads} must divide {width}: each head gets d_model / n_heads dimensions (e.g. {example})").format(
+            heads=f"{h_flag} {n_heads}", width=f"{d_flag} {d_model}",
+            example=f"{h_flag} {_divisor_near(d_model, n_heads)}")
     if n_kv_heads is not None and n_heads % n_kv_heads:
-        return (f"{h_flag} {n_heads}: the lesson gives the model {n_kv_heads} K/V heads, which must divide the "
-                f"{n_heads} query heads (each K/V head serves as many query heads as the others)")
+        return _("{heads}: the lesson gives the model {n_kv} K/V heads, which must divide the {n} query heads (each "
+                 "K/V head serves as many query heads as the others)").format(
+            heads=f"{h_flag} {n_heads}", n_kv=n_kv_heads, n=n_heads)
     if rope and (d_model // n_heads) % 2:
-        return (f"{d_flag} {d_model} {h_flag} {n_heads}: each head gets d_k = {d_model // n_heads} dimensions, "
-                "and RoPE rotates pairs of them, so d_k must be even")
+        return _("{options}: each head gets d_k = {d_k} dimensions, and RoPE rotates pairs of them, so d_k must be "
+                 "even").format(options=f"{d_flag} {d_model} {h_flag} {n_heads}", d_k=d_model // n_heads)
     return None
 
 

@@ -12,6 +12,10 @@ runs/, and the list of files written.
     save_lines('lesson', {'scaled': ys, 'unscaled': ys2}, ...)     # -> 'runs/lesson.png' or None
     check_loss(loss.item(), step, 'train_xor')                     # NaN/inf: stop, say what to try
 
+The learner's language (microtensor/i18n.py) is chosen by command_line (--lang); what this file
+prints goes through `_`.  A lesson's option helps and check_loss/check_learned's `tries` are
+translated here, where they are used: mark them N_('...') where the lesson writes them.
+
 Every file a lesson writes goes through wrote(path, what) (save_plot does it), so the tour can
 end with the list in WRITTEN.  matplotlib is optional (pip install matplotlib, or the `demos`
 extra): without it a lesson prints its numbers and says how to get the picture.
@@ -23,12 +27,15 @@ import math
 import os
 import shlex
 import statistics
+import subprocess
 import sys
 import time
 import unicodedata
+import warnings
 
 import microtensor as mt
 from microtensor import i18n
+from microtensor.i18n import N_, _
 
 from . import articles
 
@@ -81,11 +88,12 @@ def command_line(module, doc, options, argv=None, extra=None, check=None):
         raise SystemExit(f"python -m demos.{module}: error: {error}") from None
     sections = getattr(_lesson_module(module), 'SECTIONS', ())
     parser = argparse.ArgumentParser(prog=f'python -m demos.{module}', description=doc,
-                                     epilog=f"Reads with:\n{articles.header(sections, '  ')}" if sections else None,
+                                     epilog=_("Reads with:") + f"\n{articles.header(sections, '  ')}" if sections
+                                     else None,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--device', default='cpu', choices=['cpu', 'cuda', 'auto'],
-                        help='where the tensors live: cuda runs on the GPU via cupy; auto picks cuda when a GPU '
-                             'is usable (default: cpu)')
+                        help=_('where the tensors live: cuda runs on the GPU via cupy; auto picks cuda when a GPU '
+                               'is usable (default: cpu)'))
     i18n.add_option(parser)
     for name, option in options.items():
         _add_option(parser, name, option if isinstance(option, Option) else Option(option))
@@ -97,7 +105,7 @@ def command_line(module, doc, options, argv=None, extra=None, check=None):
     if args.device == 'auto':
         args.device = 'cuda' if mt.cuda.is_available() else 'cpu'
     elif args.device == 'cuda' and not mt.cuda.is_available():
-        parser.error("--device cuda, but no GPU is usable here: " + why_no_gpu())
+        parser.error(_("--device cuda, but no GPU is usable here: {reason}").format(reason=why_no_gpu()))
     message = check(args) if check is not None else None
     if message:
         parser.error(message)
@@ -115,13 +123,15 @@ def _lesson_module(module):
 def _add_option(parser, name, option):
     flag, default = '--' + name.replace('_', '-'), option.default
     many = isinstance(default, (tuple, list))
-    shown = ('yes' if default else 'no') if isinstance(default, bool) else ' '.join(map(str, default)) if many \
+    shown = (_('yes') if default else _('no')) if isinstance(default, bool) else ' '.join(map(str, default)) if many \
         else default
-    text = f"{option.help} (default: {shown})".replace('%', '%%')
+    # option.help is translated here, once the language is chosen (a lesson marks it with N_)
+    text = _("{help} (default: {default})").format(help=_(option.help) if option.help else '',
+                                                   default=shown).replace('%', '%%')
     if isinstance(default, bool):  # --name / --no-name (argparse.BooleanOptionalAction's help differs by version)
         group = parser.add_mutually_exclusive_group()
         group.add_argument(flag, dest=name, action='store_true', default=default, help=text)
-        group.add_argument('--no-' + flag[2:], dest=name, action='store_false', help='the opposite')
+        group.add_argument('--no-' + flag[2:], dest=name, action='store_false', help=_('the opposite'))
     elif many or isinstance(default, (int, float)):
         kind = type(default[0] if many else default)
         parser.add_argument(flag, nargs='+' if many else None, type=_checked(kind, name, option.minimum),
@@ -142,11 +152,11 @@ def _checked(kind, name, minimum):
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, "
-                                             f"got {text!r}") from None
+            raise argparse.ArgumentTypeError((_("expected an integer, got {text}") if kind is int else
+                                              _("expected a number, got {text}")).format(text=repr(text))) from None
         if not math.isfinite(value) or value < low or (strict and value == low):
-            raise argparse.ArgumentTypeError(f"must be {'a finite number' if kind is float else 'an integer'}"
-                                             f"{rule}, got {text}")
+            raise argparse.ArgumentTypeError((_("must be a finite number{rule}, got {text}") if kind is float else
+                                              _("must be an integer{rule}, got {text}")).format(rule=rule, text=text))
         return value
     parse.__name__ = kind.__name__
     return parse
@@ -154,7 +164,8 @@ def _checked(kind, name, minimum):
 
 def why_no_gpu():
     """The engine's reason (backend.no_gpu_reason) plus what a lesson can do instead."""
-    return mt.backend.no_gpu_reason() + ". Run without --device, or with --device auto, to use the CPU."
+    return _("{reason}. Run without --device, or with --device auto, to use the CPU.").format(
+        reason=mt.backend.no_gpu_reason())
 
 
 # ---------------------------------------------------------------------------- training runs
@@ -172,24 +183,31 @@ class Interrupted(Exception):
     step) or None, read back after the interruption, so intact.  run_lesson turns it into one line."""
 
     def __init__(self, step, steps, checkpoint=None, next_checkpoint=None):
-        super().__init__(f"stopped by Ctrl-C after step {step} of {steps}")
+        super().__init__(_("stopped by Ctrl-C after step {step} of {steps}").format(step=step, steps=steps))
         self.step, self.steps, self.checkpoint, self.next_checkpoint = step, steps, checkpoint, next_checkpoint
 
 
-def check_loss(loss, step, lesson, tries=('a lower --lr (say 10x smaller)',)):
+LOWER_LR = N_('a lower --lr (say 10x smaller)')
+
+
+def _tries(tries):
+    """'A, or B': what to try, each marked with N_ where it is written and translated here."""
+    return _(', or ').join(_(t) for t in tries)
+
+
+def check_loss(loss, step, lesson, tries=(LOWER_LR,)):
     """Return loss (a float) when finite; else raise Diverged naming the step and what to try.
 
     Call it before anything is saved at that step, so a NaN never overwrites a good checkpoint.
     """
     if not math.isfinite(loss):
-        raise Diverged(f"{lesson}: the loss became {loss} at step {step}, so training stopped there "
-                       f"(nothing from this step was kept). Try {', or '.join(tries)}; "
-                       "`with mt.detect_anomaly():` names the op that first made a NaN/inf.")
+        raise Diverged(_("{lesson}: the loss became {loss} at step {step}, so training stopped there (nothing from "
+                         "this step was kept). Try {tries}; `with mt.detect_anomaly():` names the op that first made "
+                         "a NaN/inf.").format(lesson=lesson, loss=loss, step=step, tries=_tries(tries)))
     return loss
 
 
-def check_learned(losses, lesson, rose=('a lower --lr (say 10x smaller)',),
-                  flat=('more --steps', 'a higher --lr')):
+def check_learned(losses, lesson, rose=(LOWER_LR,), flat=(N_('more --steps'), N_('a higher --lr'))):
     """Print what to try when a run did not learn, and return that remark (None when it learned).
 
     Learning means the mean of the last tenth of the losses is below 90% of the first loss (the
@@ -202,10 +220,11 @@ def check_learned(losses, lesson, rose=('a lower --lr (say 10x smaller)',),
     last = sum(tail) / len(tail)
     if last < 0.9 * first:
         return None
-    went = "rose" if last > first else "barely moved"
-    over = 'at the last step' if len(tail) == 1 else f"over the last {len(tail)} steps"
-    remark = (f"{lesson}: this run did not learn: the loss {went}, from {first:.4g} at step 1 to {last:.4g} {over}. "
-              f"Try {', or '.join(rose if last > first else flat)}.")
+    went = _("rose") if last > first else _("barely moved")
+    over = _('at the last step') if len(tail) == 1 else _("over the last {n} steps").format(n=len(tail))
+    remark = _("{lesson}: this run did not learn: the loss {went}, from {first} at step 1 to {last} {over}. "
+               "Try {tries}.").format(lesson=lesson, went=went, first=f"{first:.4g}", last=f"{last:.4g}", over=over,
+                                      tries=_tries(rose if last > first else flat))
     print(remark)
     return remark
 
@@ -219,14 +238,19 @@ def resume_command():
 
 def interrupted_message(stop, resumable):
     """One line for a run stopped by Ctrl-C: where it stopped, the checkpoint, how to go on."""
-    text = f"{COMMAND.get('lesson', 'the lesson')}: {stop}"
+    lesson = COMMAND.get('lesson') or _('the lesson')
     if stop.checkpoint is None:
-        first = '' if stop.next_checkpoint is None else f" (the first comes at step {stop.next_checkpoint})"
-        return f"{text}; no checkpoint was written yet{first}: run the same command to start again."
+        if stop.next_checkpoint is None:
+            return _("{lesson}: {stop}; no checkpoint was written yet: run the same command to start again.").format(
+                lesson=lesson, stop=stop)
+        return _("{lesson}: {stop}; no checkpoint was written yet (the first comes at step {step}): run the same "
+                 "command to start again.").format(lesson=lesson, stop=stop, step=stop.next_checkpoint)
     path, step = stop.checkpoint
-    text += f"; the last checkpoint, {path} (step {step}), is intact."
-    return text + (f" Resume with: {resume_command()}" if resumable else " This lesson trains from the start each "
-                   "time: run it again.")
+    if resumable:
+        return _("{lesson}: {stop}; the last checkpoint, {path} (step {step}), is intact. Resume with: "
+                 "{command}").format(lesson=lesson, stop=stop, path=path, step=step, command=resume_command())
+    return _("{lesson}: {stop}; the last checkpoint, {path} (step {step}), is intact. This lesson trains from the "
+             "start each time: run it again.").format(lesson=lesson, stop=stop, path=path, step=step)
 
 
 def run_lesson(run, args):
@@ -239,12 +263,12 @@ def run_lesson(run, args):
     try:
         return run(**vars(args))
     except (Diverged, Refused) as error:
-        raise SystemExit(f"error: {error}") from None
+        raise SystemExit(_("error: {error}").format(error=error)) from None
     except Interrupted as stop:
         print(interrupted_message(stop, resumable='resume' in vars(args)), file=sys.stderr)
     except KeyboardInterrupt:
-        print(f"{COMMAND.get('lesson', 'the lesson')}: stopped by Ctrl-C before it finished: run it again to see the "
-              "rest.", file=sys.stderr)
+        print(_("{lesson}: stopped by Ctrl-C before it finished: run it again to see the rest.").format(
+            lesson=COMMAND.get('lesson') or _('the lesson')), file=sys.stderr)
     raise SystemExit(130)
 
 
@@ -359,20 +383,77 @@ def save_plot(name, draw, title=None, folder=RUNS, panels=1):
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        print("(no plot: matplotlib is not installed; `pip install matplotlib` to get one)")
+        print(_("(no plot: matplotlib is not installed; `pip install matplotlib` to get one)"))
         return None
-    fig = Figure(figsize=(7 if panels == 1 else 4.5 * panels, 4.5), constrained_layout=True)
-    axes = fig.subplots(1, panels, squeeze=False)[0].tolist()
-    draw(axes[0] if panels == 1 else axes)
-    if title:
-        (axes[0].set_title if panels == 1 else fig.suptitle)(title)
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, f"{name}.png")
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fig.savefig(tmp, format='png', dpi=120)
+    import matplotlib
+    with matplotlib.rc_context(_plot_fonts()), warnings.catch_warnings():
+        # without a CJK font, _plot_fonts said so once: not one warning per missing glyph
+        warnings.filterwarnings('ignore', message='Glyph .* missing from')
+        fig = Figure(figsize=(7 if panels == 1 else 4.5 * panels, 4.5), constrained_layout=True)
+        axes = fig.subplots(1, panels, squeeze=False)[0].tolist()
+        draw(axes[0] if panels == 1 else axes)
+        if title:
+            (axes[0].set_title if panels == 1 else fig.suptitle)(title)
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, f"{name}.png")
+        tmp = f"{path}.{os.getpid()}.tmp"
+        fig.savefig(tmp, format='png', dpi=120)
     os.replace(tmp, path)
-    print(f"plot saved to {path}")
+    print(_("plot saved to {path}").format(path=path))
     return wrote(path, title or name)
+
+
+# CJK fonts, preferred first: Simplified Chinese forms, then any font that has the Han characters
+CJK_FONTS = ('Noto Sans CJK SC', 'Source Han Sans SC', 'WenQuanYi Zen Hei', 'WenQuanYi Micro Hei', 'Microsoft YaHei',
+             'PingFang SC', 'Heiti SC', 'SimHei', 'Noto Sans CJK JP', 'Noto Sans CJK TC', 'Droid Sans Fallback',
+             'AR PL UMing CN')
+_FONTS = {}  # language -> matplotlib rc settings for it (found once per process)
+
+
+def _plot_fonts():
+    """matplotlib settings for the plots' text in the current language: for Chinese, a CJK font first
+    in the sans-serif list; when none is installed, {} and one line (once) that says how to get one."""
+    lang = i18n.current()
+    if lang == 'en':
+        return {}
+    if lang not in _FONTS:
+        font = cjk_font()
+        if font is None:
+            print(_("(no CJK font installed: the plots' Chinese text shows as boxes; install one, e.g. "
+                    "`apt-get install fonts-noto-cjk` on Debian or Ubuntu, then run the lesson again)"))
+            _FONTS[lang] = {}
+        else:
+            import matplotlib
+            _FONTS[lang] = {'font.family': 'sans-serif',
+                            'font.sans-serif': [font, *matplotlib.rcParams['font.sans-serif']],
+                            'axes.unicode_minus': False}  # CJK fonts often lack U+2212, the minus sign
+    return _FONTS[lang]
+
+
+def cjk_font():
+    """The name of an installed font with the Chinese characters that matplotlib can use, or None.
+
+    matplotlib caches its list of fonts; a font installed since is found through fontconfig
+    (`fc-list :lang=zh`) and added to it."""
+    from matplotlib import font_manager
+    known = {f.name for f in font_manager.fontManager.ttflist}
+    for name in CJK_FONTS:
+        if name in known:
+            return name
+    try:
+        listing = subprocess.run(['fc-list', ':lang=zh', 'file', 'style'], capture_output=True, text=True,
+                                 timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):  # no fontconfig (Windows, macOS without it)
+        return None
+    paths = sorted({line.split(':')[0].strip() for line in listing.splitlines() if line.strip()},
+                   key=lambda path: ('Regular' not in path, path))  # a regular weight first
+    for path in paths:
+        try:
+            font_manager.fontManager.addfont(path)
+            return font_manager.FontProperties(fname=path).get_name()
+        except (OSError, RuntimeError, ValueError):  # a font matplotlib cannot read: try the next
+            continue
+    return None
 
 
 # ---------------------------------------------------------------------------- backward-pass viewer pages
@@ -394,6 +475,6 @@ def save_viewer(name, loss, title, params=None, folder=RUNS, group=None):
             page.scale = scale
             page.save(other)
     size = os.path.getsize(path)
-    print(f"backward-pass viewer saved to {path} "
-          f"({f'{size / 1e6:.1f} MB' if size > 1e6 else f'{size / 1e3:.0f} kB'}; open it in a browser)")
-    return wrote(path, f"backward-pass viewer: {title}")
+    print(_("backward-pass viewer saved to {path} ({size}; open it in a browser)").format(
+        path=path, size=f'{size / 1e6:.1f} MB' if size > 1e6 else f'{size / 1e3:.0f} kB'))
+    return wrote(path, _("backward-pass viewer: {title}").format(title=title))

@@ -4,6 +4,8 @@ What a lesson, the tour, the workbook or the viewer prints goes through `_`:
 
     from microtensor.i18n import _
     print(_("{n} steps, loss {loss:.4f}").format(n=n, loss=loss))   # a template with named fields
+    WHAT = {'xor': N_('an MLP learns XOR')}     # made at import, before the language is chosen: marked,
+    print(_(WHAT['xor']))                       # and translated where it is used
 
 The catalogs are Python's gettext's: microtensor/locale/<lang>/LC_MESSAGES/microtensor.po (the
 text a translator reviews) and the compiled .mo beside it, which is what gettext reads.  Both are
@@ -66,6 +68,14 @@ def current():
     return _active['lang']
 
 
+def translator(lang):
+    """The `_` of language `lang` (one of LANGUAGES), whatever the current language: for a page
+    written in a language of its own (BackpropViewer(..., lang='zh'))."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"no such language here: {lang!r}; choose one of {', '.join(LANGUAGES)}")
+    return gettext.translation(DOMAIN, LOCALE_DIR, languages=[lang], fallback=True).gettext
+
+
 def _(message):
     """`message` in the current language; the English text itself where there is no translation."""
     current()
@@ -91,10 +101,22 @@ def requested(argv):
 
 
 def add_option(parser):
-    """Give an argparse parser the --lang option (its default: the environment's choice)."""
+    """Give an argparse parser the --lang option (its default: the environment's choice), and
+    argparse's own words (its headings, -h's help) in the current language."""
     parser.add_argument('--lang', choices=LANGUAGES, default=None,
                         help=_('the language of the output: en or zh (default: MICROTENSOR_LANG, '
                                'then the locale, then en)'))
+    parser._positionals.title = _('positional arguments')
+    parser._optionals.title = _('options')
+    for action in parser._actions:
+        if action.dest == 'help':
+            action.help = _('show this help message and exit')
+    usage_prefix = _('usage: ')
+
+    class Formatter(parser.formatter_class):  # argparse's 'usage: ' is its own gettext's, not ours
+        def add_usage(self, usage, actions, groups, prefix=None):
+            super().add_usage(usage, actions, groups, usage_prefix if prefix is None else prefix)
+    parser.formatter_class = Formatter
 
 
 def catalog_path(lang, suffix):

@@ -288,3 +288,32 @@ def test_bad_viewer_and_graph_arguments_name_the_argument_and_leave_no_grad():
         mt.draw_graph(loss, max_depth='2')
     with pytest.raises(ValueError, match=r"draw_graph: max_depth .* not -1"):
         mt.draw_graph(loss, max_depth=-1)
+
+
+def test_a_page_in_chinese_has_the_same_data_in_other_words():
+    from microtensor import i18n
+    loss, encoder, _ = encoder_loss()
+    english = mt.BackpropViewer(loss, params=encoder, retain_graph=True, lang='en').html()
+    chinese_viewer = mt.BackpropViewer(loss, params=encoder, retain_graph=True, lang='zh')
+    chinese = chinese_viewer.html()
+    assert '<html lang="zh-CN">' in chinese and '<html lang="en">' in english
+    assert chinese_viewer.title.startswith('反向传播：') and f'<title>{chinese_viewer.title}</title>' in chinese
+    text = json.loads(re.search(r'const TEXT = (.*?);\n', chinese).group(1))
+    assert text['next'] == '下一步 ▶' and text['legend_title'].startswith('边的颜色')
+    assert text.keys() == json.loads(re.search(r'const TEXT = (.*?);\n', english).group(1)).keys()
+    en, zh = page_data(english), page_data(chinese)
+    for key in ('steps', 'nodes', 'edges', 'scale', 'formulas', 'modules', 'loss_steps'):  # numbers and op names
+        assert en[key] == zh[key], key
+    # the page's words are the catalog's: each key of the template is one of page_text's, and back
+    with open(mt.inspect.viewer.TEMPLATE, encoding='utf-8') as f:
+        template = re.sub(r'<!--.*?-->', '', f.read(), flags=re.S)  # (its comment names the attributes)
+    used = set(re.findall(r'data-(?:text|tip)="(\w+)"', template)) | set(re.findall(r'TEXT\.(\w+)', template)) | \
+        set(re.findall(r"(?:words|say)\('(\w+)'", template))
+    assert used == set(text), used ^ set(text)
+    i18n.use('zh')
+    try:  # by default, the language the lessons speak
+        assert mt.BackpropViewer((mt.randn(3, requires_grad=True) * 2).sum()).lang == 'zh'
+    finally:
+        i18n.use('en')
+    with pytest.raises(ValueError, match="lang must be one of en, zh"):
+        mt.BackpropViewer(loss, lang='fr')

@@ -130,13 +130,13 @@ FIRST_SCREEN = """(() => {
 })()"""
 
 
-def deep_viewer(n_layers=8):
+def deep_viewer(n_layers=8, lang=None):
     mt.manual_seed(0)
     encoder = Encoder(n_layers, 8, 2, d_ff=16)  # a graph many times taller than the window
     x = mt.randn(2, 3, 8, requires_grad=True, name='x')
     with mt.record_modules(encoder):
         out = encoder(x)
-    return mt.BackpropViewer((out * mt.randn(*out.shape)).sum(), params=encoder,
+    return mt.BackpropViewer((out * mt.randn(*out.shape)).sum(), params=encoder, lang=lang,
                              title='a long title ' * 12)  # (cut on one line, not wrapped)
 
 
@@ -203,3 +203,35 @@ def test_pages_of_one_lesson_share_one_colour_scale(browser, tmp_path, monkeypat
         viewer.save(tmp_path / f'{name}-alone.html')
     own = [look(tmp_path / f'{name}-alone.html') for name in losses]
     assert own[0][0] != own[1][0] and own[0][1] != own[1][1]
+
+
+def cjk_font_installed():
+    """Whether fontconfig (which Chromium on Linux asks for fonts) knows a font with the Chinese characters."""
+    import shutil
+    import subprocess
+    if shutil.which('fc-list') is None:
+        return False
+    return bool(subprocess.run(['fc-list', ':lang=zh', 'family'], capture_output=True, text=True).stdout.strip())
+
+
+def test_a_page_in_chinese_fits_its_toolbar_on_one_line(browser, tmp_path):
+    if not cjk_font_installed():
+        pytest.skip("no CJK font (Debian: apt-get install fonts-noto-cjk): the Chinese page would show boxes")
+    page = deep_viewer(lang='zh')
+    open_page(browser, page, tmp_path / 'zh.html')
+    first = browser.js(FIRST_SCREEN)
+    assert first['windowW'] == 1400
+    assert first['oneLine'] and first['headerOverflow'] <= 0, first  # the toolbar is one line at 1400 px
+    assert first['module'].startswith('损失'), first
+    said = browser.js("({lang: document.documentElement.lang, next: document.getElementById('next').textContent, "
+                      "tip: document.getElementById('next').title, "
+                      "counter: document.getElementById('counter').textContent, "
+                      "legend: document.querySelector('#legend div').textContent, "
+                      "arriving: document.querySelector('.in-row td').textContent})")
+    assert said == {'lang': 'zh-CN', 'next': '下一步 ▶', 'tip': '下一步（右方向键）',
+                    'counter': f'第 #0 步（最后 #{len(page.steps) - 1}）',
+                    'legend': '边的颜色：它传过的 |梯度|（对数刻度）', 'arriving': '到达的梯度：g = dL/d(output)'}, said
+    browser.click_element('#next')
+    assert_shows(shown(browser), page, 1)  # the numbers and op names are the English page's
+    assert browser.js("document.getElementById('play').textContent") == '▶ 播放'
+    browser.screenshot(tmp_path / 'viewer-zh.png')

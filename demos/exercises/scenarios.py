@@ -134,10 +134,10 @@ def returned(case, grads, tensors, out):
                       .format(type=type(grads).__name__, grads=', '.join('dL/d' + name for name in names)),
                       type(grads).__name__)
     if len(grads) != n:
-        raise Failure('shape', _("backward returned {count} {gradients} for {n} {inputs}; return ({grads})").format(
-            count=len(grads), gradients=_("gradient") if len(grads) == 1 else _("gradients"), n=n,
-            inputs=_("input") if n == 1 else _("inputs"), grads=', '.join('dL/d' + name for name in names)),
-            len(grads))
+        returned = (_("{count} gradient") if len(grads) == 1 else _("{count} gradients")).format(count=len(grads))
+        wanted = (_("{n} input") if n == 1 else _("{n} inputs")).format(n=n)
+        raise Failure('shape', _("backward returned {returned} for {wanted}; return ({grads})").format(
+            returned=returned, wanted=wanted, grads=', '.join('dL/d' + name for name in names)), len(grads))
     for name, x, gx in zip(names, tensors, grads):
         if gx is None:
             continue

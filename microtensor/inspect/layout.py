@@ -15,16 +15,16 @@ import re
 from .graph import INSTALL_DOT, LEAF_STYLE, add_clusters
 
 
-def svg(graph, how):
+def svg(graph, how, _=str):
     """(svg, note): `how` = 'dot', 'layered', or 'auto': dot when it is installed, else layered
-    (the note then says so)."""
+    (the note then says so, in the language of `_`, the page's translator; str: English)."""
     if how in ('auto', 'dot'):
         try:
             return _dot_svg(graph), None
         except _NoDot as missing:
             if how == 'dot':
                 raise RuntimeError(f"BackpropViewer(layout='dot'): {missing}") from None
-            note = f"Laid out without Graphviz ({missing}); with it the layout is tidier."
+            note = _("Laid out without Graphviz ({missing}); with it the layout is tidier.").format(missing=missing)
             return _layered_svg(graph), note
     return _layered_svg(graph), None
 

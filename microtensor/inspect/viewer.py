@@ -29,6 +29,10 @@ scale=(lo, hi) fixes the span instead, so that pages side by side share one scal
     a, b = mt.BackpropViewer(loss_a), mt.BackpropViewer(loss_b)
     a.scale = b.scale = mt.inspect.shared_scale(a, b)   # before .save(): equal colours, equal norms
 
+Language: lang='zh' writes the page in Chinese (its labels, buttons, tooltips, help and notes;
+numbers and op names stay as they are); by default, the language the lessons speak
+(microtensor.i18n: --lang, MICROTENSOR_LANG, the locale).
+
 Size limits: above `max_nodes` nodes the graph shows one box per module (the finest
 module depth that fits) instead of one per op, and values (then whole steps) are
 left out beyond `max_bytes`; the page says so in a note.
@@ -43,7 +47,7 @@ import os
 import re
 from typing import NamedTuple
 
-from .. import argcheck, backend
+from .. import argcheck, backend, i18n
 from ..atomic_write import write_atomically
 from ..tensor import Tensor
 from . import layout
@@ -86,6 +90,7 @@ class BackpropViewer:
     page's own .norm_range.  May also be set later, before .html() or .save().
     max_nodes: above this many nodes, one node per module; max_bytes: the page's size limit
     (values, then steps, are left out beyond it; the drawing itself is bounded by max_nodes).
+    lang: the page's language, 'en' or 'zh' (None: the current one, microtensor.i18n.current()).
 
     What was recorded: .steps (a StepRecord per op, in backward order), .nodes (a Node per
     op and leaf), .edges ((input node, op node, road) per input of each step), .grad_norms
@@ -93,7 +98,7 @@ class BackpropViewer:
     """
 
     def __init__(self, tensor, grad=None, params=None, retain_graph=False, title=None, layout='auto',
-                 max_nodes=2000, max_bytes=4_000_000, scale=None):
+                 max_nodes=2000, max_bytes=4_000_000, scale=None, lang=None):
         if not isinstance(tensor, Tensor):
             raise TypeError(f"BackpropViewer: tensor must be a Tensor (the loss whose backward pass to show), "
                             f"not {argcheck.describe(tensor)}")
@@ -101,13 +106,19 @@ class BackpropViewer:
             raise no_graph('BackpropViewer', tensor)
         if layout not in ('auto', 'dot', 'layered'):
             raise ValueError(f"BackpropViewer: layout must be 'auto', 'dot' or 'layered', not {layout!r}")
+        if lang is not None and lang not in i18n.LANGUAGES:
+            raise ValueError(f"BackpropViewer: lang must be one of {', '.join(i18n.LANGUAGES)} (or None: the "
+                             f"current language), not {lang!r}")
+        self.lang = i18n.current() if lang is None else lang
+        self.translate = i18n.translator(self.lang)  # the page's `_`: its own language, whatever the lessons speak
         self.layout = layout
         self.max_nodes = argcheck.integer(max_nodes, 'BackpropViewer', 'max_nodes', min=1)
         self.max_bytes = argcheck.integer(max_bytes, 'BackpropViewer', 'max_bytes', min=1)
         self.scale = scale
         self.nodes, self.edges, self.steps, self.values, self.formulas = [], [], [], [], {}
         self._record(tensor, grad, retain_graph, tensor_names(params))
-        self.title = title or f"Backward pass: {len(self.steps)} ops"
+        _ = self.translate
+        self.title = title or _("Backward pass: {n} ops").format(n=len(self.steps))
         self._drawing = None  # (graph, svg, notes): laid out once; the page is rebuilt when the scale changes
 
     @property
@@ -192,9 +203,9 @@ class BackpropViewer:
             notes = []
             graph = _Graph.of(self)
             if len(self.nodes) > self.max_nodes:
-                graph = graph.by_module(self.max_nodes)
+                graph = graph.by_module(self.max_nodes, self.translate)
                 notes.append(graph.note)
-            svg, layout_note = layout.svg(graph, self.layout)
+            svg, layout_note = layout.svg(graph, self.layout, self.translate)
             self._drawing = graph, svg, notes + [layout_note] * bool(layout_note)
         graph, svg, notes = self._drawing
         data = graph.data(self, list(notes))
@@ -228,7 +239,8 @@ class _Graph:
     @classmethod
     def of(cls, viewer):
         """One node per op and leaf, one edge per input."""
-        nodes = [dict(kind=n.kind, label=_label(n, False), short=_label(n, True), module=n.module,
+        _ = viewer.translate
+        nodes = [dict(kind=n.kind, label=_label(n, False, _), short=_label(n, True, _), module=n.module,
                       residual=bool(n.residual),
                       done=viewer.done_at[i], first=viewer.done_at[i] if n.kind == 'op' else None,
                       g=viewer.grad_norms[i]) for i, n in enumerate(viewer.nodes)]
@@ -236,8 +248,9 @@ class _Graph:
         return cls(nodes, list(viewer.edges), [s.node for s in viewer.steps],
                    [[next(edge) for _ in s.inputs] for s in viewer.steps])
 
-    def by_module(self, max_nodes):
-        """One node per module, at the finest module depth that leaves at most max_nodes // 2 of them.
+    def by_module(self, max_nodes, _):
+        """One node per module, at the finest module depth that leaves at most max_nodes // 2 of them
+        (`_`: the page's translator).
 
         Nodes made outside every module are grouped in runs of consecutive steps, sized to
         fill the rest of max_nodes.
@@ -256,18 +269,19 @@ class _Graph:
         for i, key in enumerate(keys):
             groups.setdefault(key, len(groups))
             members.setdefault(key, []).append(i)
-        merged = [_merge(nodes, key, ids) for key, ids in members.items()]
+        merged = [_merge(nodes, key, ids, _) for key, ids in members.items()]
         group_of = [groups[k] for k in keys]
         pairs, edge_map = {}, []
-        for a, b, _ in self.edges:
+        for a, b, _road in self.edges:
             ga, gb = group_of[a], group_of[b]
             if ga == gb:
                 edge_map.append(-1)  # inside one module: not drawn
             else:
                 edge_map.append(pairs.setdefault((ga, gb), len(pairs)))
-        where = f"module depth {depth}" if depth else "runs of consecutive steps (modules: see mt.record_modules)"
-        note = (f"{len(self.nodes)} nodes are too many to draw one by one (max_nodes={max_nodes}): "
-                f"each box is a group ({where}); the steps still go op by op.")
+        where = (_("module depth {depth}").format(depth=depth) if depth else
+                 _("runs of consecutive steps (modules: see mt.record_modules)"))
+        note = _("{n} nodes are too many to draw one by one (max_nodes={max_nodes}): each box is a group "
+                 "({where}); the steps still go op by op.").format(n=len(self.nodes), max_nodes=max_nodes, where=where)
         return _Graph(merged, [(a, b, None) for a, b in pairs], [group_of[i] for i in self.node_of_step],
                       [[edge_map[e] for e in row] for row in self.edge_of_sent], note)
 
@@ -290,7 +304,8 @@ class _Graph:
                  for n in self.nodes]
         return dict(title=viewer.title, scale=viewer._log_scale(), loss_steps=_loss_steps(viewer.steps),
                     nodes=nodes, edges=[[a, b] for a, b, _ in self.edges], steps=steps,
-                    tensors=[_describe(n) for n in viewer.nodes], formulas=viewer.formulas, notes=notes,
+                    tensors=[_describe(n, viewer.translate) for n in viewer.nodes], formulas=viewer.formulas,
+                    notes=notes,
                     modules=sorted({m for s in viewer.steps if s.module for m in _prefixes(s.module)}))
 
 
@@ -302,20 +317,20 @@ def _loss_steps(steps):
     return 0 if first is None else first
 
 
-def _merge(nodes, key, ids):
+def _merge(nodes, key, ids, _):
     """The node that stands for a group of nodes (a module, or a run of steps outside modules)."""
     ops = [i for i in ids if nodes[i]['kind'] == 'op']
     firsts = [nodes[i]['first'] for i in ops if nodes[i]['first'] is not None]
     done = [nodes[i]['done'] for i in ids if nodes[i]['done'] is not None]
     grads = [nodes[i]['g'] for i in ops if nodes[i]['g'] is not None]
     if key[0] == '#':
-        name = f"ops #{min(firsts)}-#{max(firsts)}" if firsts else 'leaves'
+        name = _("ops #{first}-#{last}").format(first=min(firsts), last=max(firsts)) if firsts else _('leaves')
         module = cluster = None
     else:
         module = key[1]
-        name = module or '(model)'
+        name = module or _('(model)')
         cluster = module.rpartition('.')[0] or None
-    counts = f"{len(ops)} ops, {len(ids) - len(ops)} leaves"
+    counts = _("{ops} ops, {leaves} leaves").format(ops=len(ops), leaves=len(ids) - len(ops))
     label = f"{name}\n{counts}"
     return dict(kind='group', label=label, short=label, module=module, cluster=cluster, residual=False,
                 tip=f"{name}: {counts}", done=max(done, default=None), first=min(firsts, default=None),
@@ -347,7 +362,7 @@ def _roads(op, n_inputs):
     return tuple(('+1' if i in highways else 'F') if highways else None for i in range(n_inputs))
 
 
-def _label(n, short):
+def _label(n, short, _):
     """The text in a node's box; short: names relative to the module box the node is drawn in."""
     name = n.name
     if short and name and n.module and name.startswith(n.module + '.'):
@@ -355,17 +370,18 @@ def _label(n, short):
     if n.kind == 'op':
         lines = [n.title, n.residual, name]
     else:  # a leaf: its name, or a scalar constant's value, or what it is
-        lines = [n.title or name or ('leaf' if n.kind == 'param' else 'constant')]
+        lines = [n.title or name or (_('leaf') if n.kind == 'param' else _('constant'))]
     return '\n'.join([line for line in lines if line] + [str(n.shape)] * (n.kind == 'op' or not n.title))
 
 
-def _describe(n):
+def _describe(n, _):
     """An input or output as the side panel names it: 'ffn.W_1.weight (8, 16)', 'MatMul output (2, 4, 16)'."""
     if n.kind == 'op':
-        return f"{n.name or n.title + ' output'} {n.shape}"
+        name = n.name or _('{op} output').format(op=n.title)
+        return f"{name} {n.shape}"
     if n.title:
-        return f"constant {n.title}"
-    return f"{n.name or ('leaf' if n.kind == 'param' else 'constant')} {n.shape}"
+        return _("constant {value}").format(value=n.title)
+    return f"{n.name or (_('leaf') if n.kind == 'param' else _('constant'))} {n.shape}"
 
 
 def _group_key(module, depth):
@@ -404,18 +420,22 @@ def _fit(viewer, data, svg, notes):
     """Fill the template; leave out values (from the last step back), then steps, to stay under max_bytes."""
     with open(TEMPLATE, encoding='utf-8') as f:
         template = f.read()
-    replacements = {'TITLE': _no_scheme(html_lib.escape(viewer.title)), 'SVG': _no_scheme(svg)}
+    replacements = {'TITLE': _no_scheme(html_lib.escape(viewer.title)), 'SVG': _no_scheme(svg),
+                    'LANG': HTML_LANG[viewer.lang], 'TEXT': _js(page_text(viewer.translate))}
+    _ = viewer.translate
     steps, values = data['steps'], [[v_in, list(v_sent)] for v_in, v_sent in viewer.values]
 
     def page(n_steps, n_values):
         data['steps'], data['values'] = steps[:n_steps], values[:n_values]
-        data['notes'] = notes + [f"Values are shown for the first {n_values} of {len(values)} steps, and "
-                                 f"only the first {n_steps} of {len(steps)} steps are shown, to stay under "
-                                 f"max_bytes={viewer.max_bytes}." if n_steps < len(steps) else
-                                 f"Values are shown for the first {n_values} of {len(values)} steps, to stay "
-                                 f"under max_bytes={viewer.max_bytes}."] * (n_values < len(values))
+        left_out = (_("Values are shown for the first {n_values} of {values} steps, and only the first {n_steps} "
+                      "of {steps} steps are shown, to stay under max_bytes={max_bytes}.") if n_steps < len(steps) else
+                    _("Values are shown for the first {n_values} of {values} steps, to stay under "
+                      "max_bytes={max_bytes}."))
+        left_out = left_out.format(n_values=n_values, values=len(values), n_steps=n_steps, steps=len(steps),
+                                   max_bytes=viewer.max_bytes)
+        data['notes'] = notes + [left_out] * (n_values < len(values))
         replacements['DATA'] = _js(data)
-        text = re.sub(r'__(TITLE|SVG|DATA)__', lambda m: replacements[m.group(1)], template)
+        text = re.sub(r'__(TITLE|SVG|DATA|TEXT|LANG)__', lambda m: replacements[m.group(1)], template)
         return text, len(text.encode()) - viewer.max_bytes
 
     text, over = page(len(steps), len(values))
@@ -433,6 +453,47 @@ def _fit(viewer, data, svg, notes):
         n_values, n_steps = (n_values * 19 // 20, n_steps) if n_values else (0, n_steps * 19 // 20)
         text, over = page(n_steps, n_values)
     return text
+
+
+HTML_LANG = {'en': 'en', 'zh': 'zh-CN'}  # <html lang>: the browser picks its fonts by it (Simplified Chinese)
+
+
+def page_text(_):
+    """The page's words, {key: text} in the language of `_` (the page's translator): viewer.html
+    puts them in its elements (data-text, data-tip); a {field} marks where an element or a number goes."""
+    return {
+        'first': _('\u00ab first'), 'first_tip': _('first step (Home)'),
+        'prev': _('\u25c0 prev'), 'prev_tip': _('previous step (left arrow)'),
+        'play': _('\u25b6 play'), 'pause': _('\u23f8 pause'), 'play_tip': _('play / pause (space)'),
+        'next': _('next \u25b6'), 'next_tip': _('next step (right arrow)'),
+        'last': _('last \u00bb'), 'last_tip': _('last step (End)'),
+        'speed': _('speed {slider} {value}/s'), 'speed_tip': _('steps per second while playing'),
+        'counter': _('step #{index} (last #{last})'),
+        'module_filter': _('module {menu}'), 'all_modules': _('(all)'),
+        'zoom_out_tip': _('zoom out'), 'zoom_in_tip': _('zoom in'),
+        'fit_width': _('fit width'), 'fit_width_tip': _('fit the width'),
+        'fit_page': _('fit page'), 'fit_page_tip': _('fit the whole graph in the window'),
+        'overview_tip': _('the whole graph: the frame is the window, red the current op (click or drag to move)'),
+        'backward_step': _('backward, step #{index}'),
+        'module': _('module'), 'output': _('output'),
+        'residual_note': _('A residual connection: the gradient splits. x gets g unchanged (the {highway} road, the '
+                           'highway); F(x) gets alpha\u00b7g (the {branch} road, back into the sub-layer).'),
+        'gradient': _('gradient'), 'arriving': _('arriving: g = dL/d(output)'),
+        'sent_to': _('sent to {road}{tensor}'), 'road': _('{road} road: '),
+        'no_gradient': _('none (needs no gradient)'),
+        'values_arriving': _('values: g arriving'), 'values_sent': _('values: {sent}'),
+        'values_left_out': _('values: not embedded (size limit)'),
+        'values_shown': _('showing the first {rows} of {all_rows} rows, {columns} of {all_columns} columns of '
+                          'shape {shape}'),
+        'legend_title': _('edge colour: |gradient| it carried (log scale)'),
+        'not_reached': _('not reached yet'), 'current_op': _('current op'), 'residual': _('residual (+1 / F)'),
+        'parameter': _('parameter'), 'dashed': _('dashed: no gradient'),
+        'model': _('(model)'), 'loss': _('loss'),
+        'loss_module': _("loss (computed from the model's output, outside its modules)"),
+        'outside_modules': _('\u2014 (outside the recorded modules; see mt.record_modules)'),
+        'kind_op': _('op'), 'kind_param': _('leaf, requires grad'), 'kind_const': _('constant, no gradient'),
+        'node_module': _('module: {module}'), 'click_node': _('click: jump to its step'),
+    }
 
 
 def _no_scheme(text):
