@@ -9,6 +9,10 @@ from ..tensor import Tensor
 class MatMul(Function):
     """Y = A @ B,  A: (..., n, k), B: (..., k, m) -> Y: (..., n, m)
         dL/dA = G @ B^T,   dL/dB = A^T @ G    (the backward loop sums these over broadcast batch axes)
+
+    One matrix B for a stack of A's (x @ W with x (B, T, k)): dL/dB is A^T @ G summed over the
+    stack, which is A^T @ G with the stack's rows as one matrix, A (N, k) and G (N, m): one
+    product instead of one per matrix of the stack and a sum.
     """
 
     def forward(self, a, b):
@@ -17,6 +21,8 @@ class MatMul(Function):
     def backward(self, g):
         a, b = self.inputs
         ga = g @ b.swapaxes(-1, -2) if self.needs_grad(0) else None
+        if b.ndim == 2 and a.ndim > 2:  # one B for the whole stack: its rows are one matrix
+            a, g = a.reshape(-1, a.shape[-1]), g.reshape(-1, g.shape[-1])
         gb = a.swapaxes(-1, -2) @ g if self.needs_grad(1) else None
         return ga, gb
 
