@@ -9,10 +9,6 @@ from ..tensor import Tensor
 class MatMul(Function):
     """Y = A @ B,  A: (..., n, k), B: (..., k, m) -> Y: (..., n, m)
         dL/dA = G @ B^T,   dL/dB = A^T @ G    (the backward loop sums these over broadcast batch axes)
-
-    One matrix B for a stack of A's (x @ W with x (B, T, k)): dL/dB is A^T @ G summed over the
-    stack, which is A^T @ G with the stack's rows as one matrix, A (N, k) and G (N, m): one
-    product instead of one per matrix of the stack and a sum.
     """
 
     def forward(self, a, b):
@@ -21,14 +17,17 @@ class MatMul(Function):
     def backward(self, g):
         a, b = self.inputs
         ga = g @ b.swapaxes(-1, -2) if self.needs_grad(0) else None
-        if b.ndim == 2 and a.ndim > 2:  # one B for the whole stack: its rows are one matrix
-            a, g = a.reshape(-1, a.shape[-1]), g.reshape(-1, g.shape[-1])
         gb = a.swapaxes(-1, -2) @ g if self.needs_grad(1) else None
         return ga, gb
 
 
 def matmul(a, b):
-    """a @ b with numpy's rules: 1-D operands are promoted to matrices and squeezed back."""
+    """a @ b with numpy's rules: 1-D operands are promoted to matrices and squeezed back.
+
+    A stack of matrices times one matrix (x (B, T, k) @ W (k, m)) is the stack's rows, one
+    matrix (B*T, k), times W: one MatMul between two Reshapes, so its three products (Y, dL/dx,
+    and dL/dW = x^T @ G, summed over the stack) are each one 2-D BLAS call instead of one per
+    matrix of the stack."""
     if not (isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype == b.dtype):  # a constant, or mixed dtypes
         if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
             raise TypeError(f"matmul: needs a Tensor as a or b, got {type(a).__name__} and {type(b).__name__}")
@@ -46,6 +45,8 @@ def matmul(a, b):
         return MatMul.apply(a.expand_dims(0), b).squeeze(-2)
     if b_ndim == 1:
         return MatMul.apply(a, b.expand_dims(1)).squeeze(-1)
+    if a_ndim > 2 and b_ndim == 2:  # x @ W: the stack's rows times W, one product (numpy's @: one per matrix)
+        return MatMul.apply(a.reshape(-1, k), b).reshape(a.shape[:-1] + b.shape[1:])
     return MatMul.apply(a, b)
 
 
