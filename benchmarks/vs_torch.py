@@ -209,7 +209,8 @@ def compare(d_model, threads, args, use_torch):
     """Alternating rounds of every worker at one configuration.
 
     Returns {label: dict(ms, cpu_ms, rss, loss)}: medians over all timed steps, the peak
-    RSS, and the first step's loss.  Labels: 'microtensor', each --compare checkout, 'torch'.
+    RSS, and the first step's loss.  Labels: 'microtensor', 'textbook', each --compare checkout and
+    '<checkout> textbook', 'torch'.
     """
     with tempfile.TemporaryDirectory() as tmp:
         init_path = os.path.join(tmp, 'init.npz')
@@ -220,6 +221,8 @@ def compare(d_model, threads, args, use_torch):
                     for root in args.compare]  # same seed, same model: they need no weights file
         if not (args.gemm or args.fused_only):
             workers.append(Worker('microtensor-textbook', 'textbook', sys.executable, d_model, threads, ''))
+            workers += [Worker('microtensor-textbook', root + ' textbook', sys.executable, d_model, threads, '',
+                               root=root) for root in args.compare]
         if use_torch:
             workers.append(Worker('torch' + suffix, 'torch', args.torch_python, d_model, threads, init_path,
                                   torch_attention=args.torch_attention))
@@ -341,6 +344,8 @@ def main():
                 print(f"| {d_model} | {threads} | {m['ms']:.1f} | {m['cpu_ms']:.1f} | {m['rss']:.0f} "
                       f"| {m['loss']:.5f} |", flush=True)
             others += [(d_model, threads, label, r[label], r['microtensor']) for label in args.compare]
+            others += [(d_model, threads, label + ' textbook', r[label + ' textbook'], r['textbook'])
+                       for label in args.compare if label + ' textbook' in r]
             if 'textbook' in r:
                 textbook.append((d_model, threads, r['textbook'], m, r.get('torch')))
     if textbook:  # the textbook ops, measured in the same rounds
@@ -353,7 +358,9 @@ def main():
             print(f"| {d_model} | {threads} | {o['ms']:.1f} | {vs_torch} | {o['ms'] / m['ms']:.2f} "
                   f"| {o['cpu_ms']:.1f} | {vs_torch_cpu} | {o['rss']:.0f} |")
     if others:  # the other checkouts, measured in the same rounds
-        print("\n| d_model | threads | checkout | ms | CPU ms | this checkout / it (ms) | (CPU) | RSS MiB |")
+        print("\nThe other checkouts, in the same rounds (their fused layer against this one's, their textbook "
+              "against this one's):\n")
+        print("| d_model | threads | checkout | ms | CPU ms | this checkout / it (ms) | (CPU) | RSS MiB |")
         print("|---:|---:|---|---:|---:|---:|---:|---:|")
         for d_model, threads, label, o, m in others:
             print(f"| {d_model} | {threads} | {label} | {o['ms']:.1f} | {o['cpu_ms']:.1f} | {m['ms'] / o['ms']:.2f} "
