@@ -72,19 +72,3 @@ def test_scalar_tensors_cannot_be_matrix_multiplied():
     x = mt.tensor(np.float64(2.0), requires_grad=True)
     with pytest.raises(ValueError, match=r"MatMul: .*\(\).*\(3,\).*use \*"):
         x @ mt.tensor(np.ones(3))
-
-
-def test_a_stack_times_one_matrix_is_one_product_each_way(monkeypatch):
-    """x (B, T, k) @ W (k, m): MatMul sees the stack's rows as one matrix (B*T, k), so the forward,
-    dL/dx and dL/dW (summed over the stack by the product itself) are one 2-D product each."""
-    from microtensor.ops.linalg import MatMul
-    seen, real = [], MatMul.forward
-    monkeypatch.setattr(MatMul, 'forward', lambda self, a, b: seen.append((a.shape, b.shape)) or real(self, a, b))
-    x, w = mt.randn(2, 3, 4, requires_grad=True), mt.randn(4, 5, requires_grad=True)
-    y = x @ w
-    assert y.shape == (2, 3, 5) and seen == [((6, 4), (4, 5))]
-    g = mt.randn(2, 3, 5)
-    y.backward(g)
-    assert sorted(seen[1:]) == [((4, 6), (6, 5)), ((6, 5), (5, 4))]
-    np.testing.assert_allclose(w.grad.numpy(), np.einsum('btk,btm->km', x.numpy(), g.numpy()), rtol=1e-5)
-    np.testing.assert_allclose(x.grad.numpy(), g.numpy() @ w.numpy().T, rtol=1e-5)

@@ -22,12 +22,7 @@ class MatMul(Function):
 
 
 def matmul(a, b):
-    """a @ b with numpy's rules: 1-D operands are promoted to matrices and squeezed back.
-
-    A stack of matrices times one matrix (x (B, T, k) @ W (k, m)) is the stack's rows, one
-    matrix (B*T, k), times W: one MatMul between two Reshapes, so its three products (Y, dL/dx,
-    and dL/dW = x^T @ G, summed over the stack) are each one 2-D BLAS call instead of one per
-    matrix of the stack."""
+    """a @ b with numpy's rules: 1-D operands are promoted to matrices and squeezed back."""
     if not (isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype == b.dtype):  # a constant, or mixed dtypes
         if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
             raise TypeError(f"matmul: needs a Tensor as a or b, got {type(a).__name__} and {type(b).__name__}")
@@ -45,8 +40,6 @@ def matmul(a, b):
         return MatMul.apply(a.expand_dims(0), b).squeeze(-2)
     if b_ndim == 1:
         return MatMul.apply(a, b.expand_dims(1)).squeeze(-1)
-    if a_ndim > 2 and b_ndim == 2:  # x @ W: the stack's rows times W, one product (numpy's @: one per matrix)
-        return MatMul.apply(a.reshape(-1, k), b).reshape(a.shape[:-1] + b.shape[1:])
     return MatMul.apply(a, b)
 
 
