@@ -86,9 +86,10 @@ def load_microtensor_weights(model, w):
             copy(getattr(layer, norm).bias, w[p + f'{norm}.beta'])
 
 
-def train_step(model, ids, vocab, **adamw):
-    """step(): forward, next-token cross-entropy, backward, AdamW(**adamw); returns the loss as a
-    float (a host copy: on a GPU it waits for the step, as microtensor's loss.item() does)."""
+def train_step(model, ids, vocab, update=True, **adamw):
+    """step(): forward, next-token cross-entropy, backward, AdamW(**adamw) (update=False: without
+    the update); returns the loss as a float (a host copy: on a GPU it waits for the step, as
+    microtensor's loss.item() does)."""
     import torch
     import torch.nn.functional as F
     opt = torch.optim.AdamW(model.parameters(), **adamw)
@@ -98,7 +99,8 @@ def train_step(model, ids, vocab, **adamw):
         loss = F.cross_entropy(logits[:, :-1].reshape(-1, vocab), ids[:, 1:].reshape(-1))
         opt.zero_grad()
         loss.backward()
-        opt.step()
+        if update:
+            opt.step()
         return loss.item()
 
     return step

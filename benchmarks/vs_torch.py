@@ -8,6 +8,7 @@
     python benchmarks/vs_torch.py --compare /tmp/old-checkout             # also time another version, same rounds
     python benchmarks/vs_torch.py --gemm                                  # only the step's matrix products (gemms.py)
     python benchmarks/vs_torch.py --fused-only                            # without the textbook rows
+    python benchmarks/vs_torch.py --forward-backward                      # forward + backward, no AdamW update
 
 The model (both systems): a decoder-only GPT, pre-LN, learned positions, 2 layers, 4 heads,
 d_ff = 4 d_model, GELU (tanh form), separate W_Q/W_K/W_V/W_O with biases, an untied head
@@ -78,9 +79,9 @@ def _proc_status(field):
     return None
 
 
-def microtensor_step(d_model, init_path, root=ROOT, fused=True):
+def microtensor_step(d_model, init_path, root=ROOT, fused=True, update=True):
     """Build the GPT (microtensor from `root`, its fused layer on or off), write its initial weights
-    and the batch to init_path; return step()."""
+    and the batch to init_path; return step() (update=False: forward and backward, no AdamW update)."""
     sys.path.insert(0, root)
     import numpy as np
     import microtensor as mt
@@ -105,13 +106,14 @@ def microtensor_step(d_model, init_path, root=ROOT, fused=True):
         loss = next_token_loss(model(ids), ids)
         opt.zero_grad()
         loss.backward()
-        opt.step()
+        if update:
+            opt.step()
         return loss.item()
 
     return step
 
 
-def torch_step(d_model, init_path, attention):
+def torch_step(d_model, init_path, attention, update=True):
     """The same GPT in PyTorch (torch_gpt.py), initialised from the microtensor worker's weights."""
     import numpy as np
     import torch
@@ -122,7 +124,7 @@ def torch_step(d_model, init_path, attention):
         w = {name: saved[name] for name in saved.files}
     torch_gpt.load_microtensor_weights(model, w)
     ids = torch.from_numpy(w['ids'].astype(np.int64))
-    return torch_gpt.train_step(model, ids, c['vocab'], lr=c['lr'], weight_decay=c['weight_decay'])
+    return torch_gpt.train_step(model, ids, c['vocab'], update=update, lr=c['lr'], weight_decay=c['weight_decay'])
 
 
 def worker(args):
@@ -135,9 +137,10 @@ def worker(args):
         shape = {k: CONFIG[k] for k in ('vocab', 'n_layers', 'n_heads', 'context', 'batch')}
         step = gemms.products(args.worker[:-len('-gemm')], args.d_model, **shape)
     elif args.worker == 'torch':
-        step = torch_step(args.d_model, args.init, args.torch_attention)
+        step = torch_step(args.d_model, args.init, args.torch_attention, update=not args.forward_backward)
     else:
-        step = microtensor_step(args.d_model, args.init, args.root, fused=args.worker == 'microtensor')
+        step = microtensor_step(args.d_model, args.init, args.root, fused=args.worker == 'microtensor',
+                                update=not args.forward_backward)
     reply({'ready': True})
     for line in sys.stdin:
         command = line.split()
@@ -172,10 +175,12 @@ def reply(message):
 class Worker:
     """One system in its own process; ask() sends a command and waits for the JSON answer."""
 
-    def __init__(self, system, label, python, d_model, threads, init_path, root=ROOT, torch_attention='manual'):
+    def __init__(self, system, label, python, d_model, threads, init_path, root=ROOT, torch_attention='manual',
+                 forward_backward=False):
         env = dict(os.environ, **{name: str(threads) for name in THREAD_VARIABLES})
         command = [python, os.path.abspath(__file__), '--worker', system, '--d-model', str(d_model),
                    '--threads', str(threads), '--init', init_path, '--root', root, '--torch-attention', torch_attention]
+        command += ['--forward-backward'] if forward_backward else []
         self.label = label
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
         self.answer()  # 'ready'
@@ -209,20 +214,26 @@ def compare(d_model, threads, args, use_torch):
     """Alternating rounds of every worker at one configuration.
 
     Returns {label: dict(ms, cpu_ms, rss, loss)}: medians over all timed steps, the peak
-    RSS, and the first step's loss.  Labels: 'microtensor', each --compare checkout, 'torch'.
+    RSS, and the first step's loss.  Labels: 'microtensor', 'textbook', each --compare checkout and
+    '<checkout> textbook', 'torch'.
     """
     with tempfile.TemporaryDirectory() as tmp:
         init_path = os.path.join(tmp, 'init.npz')
         suffix = '-gemm' if args.gemm else ''
+        fb = args.forward_backward
         workers = [Worker('numpy' + suffix if args.gemm else 'microtensor', 'microtensor', sys.executable,
-                          d_model, threads, init_path)]
-        workers += [Worker('microtensor', root, sys.executable, d_model, threads, '', root=root)
+                          d_model, threads, init_path, forward_backward=fb)]
+        workers += [Worker('microtensor', root, sys.executable, d_model, threads, '', root=root,
+                           forward_backward=fb)
                     for root in args.compare]  # same seed, same model: they need no weights file
         if not (args.gemm or args.fused_only):
-            workers.append(Worker('microtensor-textbook', 'textbook', sys.executable, d_model, threads, ''))
+            workers.append(Worker('microtensor-textbook', 'textbook', sys.executable, d_model, threads, '',
+                                  forward_backward=fb))
+            workers += [Worker('microtensor-textbook', root + ' textbook', sys.executable, d_model, threads, '',
+                               root=root, forward_backward=fb) for root in args.compare]
         if use_torch:
             workers.append(Worker('torch' + suffix, 'torch', args.torch_python, d_model, threads, init_path,
-                                  torch_attention=args.torch_attention))
+                                  torch_attention=args.torch_attention, forward_backward=fb))
         try:
             first = {w.label: w.ask('first')['loss'] for w in workers}
             for w in workers:
@@ -292,6 +303,8 @@ def main():
     parser.add_argument('--profile', action='store_true', help="only profile microtensor's step (in this process)")
     parser.add_argument('--gemm', action='store_true',
                         help="only the step's matrix products: numpy's BLAS vs PyTorch's (gemms.py)")
+    parser.add_argument('--forward-backward', action='store_true',
+                        help='time forward + loss + backward only, without the AdamW update')
     parser.add_argument('--fused-only', action='store_true',
                         help="leave out microtensor's textbook ops (its fused layer off), timed by default")
     parser.add_argument('--worker', choices=['microtensor', 'microtensor-textbook', 'torch', 'numpy-gemm', 'torch-gemm'],
@@ -314,7 +327,8 @@ def main():
     if args.gemm:
         return gemm_table(args, use_torch)
     c = CONFIG
-    print(f"tiny GPT training step (forward + backward + AdamW), float32: {c['n_layers']} layers, "
+    what = 'forward + backward, no update' if args.forward_backward else 'forward + backward + AdamW'
+    print(f"tiny GPT training step ({what}), float32: {c['n_layers']} layers, "
           f"{c['n_heads']} heads, "
           f"context {c['context']}, batch {c['batch']}, vocab {c['vocab']}; median of {args.rounds} alternating rounds "
           f"x {args.steps} steps" + (f"; PyTorch attention: {args.torch_attention}" if use_torch
@@ -341,6 +355,8 @@ def main():
                 print(f"| {d_model} | {threads} | {m['ms']:.1f} | {m['cpu_ms']:.1f} | {m['rss']:.0f} "
                       f"| {m['loss']:.5f} |", flush=True)
             others += [(d_model, threads, label, r[label], r['microtensor']) for label in args.compare]
+            others += [(d_model, threads, label + ' textbook', r[label + ' textbook'], r['textbook'])
+                       for label in args.compare if label + ' textbook' in r]
             if 'textbook' in r:
                 textbook.append((d_model, threads, r['textbook'], m, r.get('torch')))
     if textbook:  # the textbook ops, measured in the same rounds
@@ -353,7 +369,9 @@ def main():
             print(f"| {d_model} | {threads} | {o['ms']:.1f} | {vs_torch} | {o['ms'] / m['ms']:.2f} "
                   f"| {o['cpu_ms']:.1f} | {vs_torch_cpu} | {o['rss']:.0f} |")
     if others:  # the other checkouts, measured in the same rounds
-        print("\n| d_model | threads | checkout | ms | CPU ms | this checkout / it (ms) | (CPU) | RSS MiB |")
+        print("\nThe other checkouts, in the same rounds (their fused layer against this one's, their textbook "
+              "against this one's):\n")
+        print("| d_model | threads | checkout | ms | CPU ms | this checkout / it (ms) | (CPU) | RSS MiB |")
         print("|---:|---:|---|---:|---:|---:|---:|---:|")
         for d_model, threads, label, o, m in others:
             print(f"| {d_model} | {threads} | {label} | {o['ms']:.1f} | {o['cpu_ms']:.1f} | {m['ms'] / o['ms']:.2f} "

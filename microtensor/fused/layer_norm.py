@@ -16,6 +16,11 @@ from . import rows
 class FusedLayerNorm(LayerNormOp):
     """LayerNormOp's formulas (see there), with x_hat and 1/sigma kept by the forward:
         dL/dx = (dx_hat - mean(dx_hat) - x_hat * mean(dx_hat * x_hat)) / sigma,   dx_hat = g * gamma
+        dL/dgamma = sum of g * x_hat over the rows,   dL/dbeta = sum of g over the rows
+    Every array a block of rows touches is made and used while the block is in the CPU's cache:
+    x - mu is written into x_hat's memory, the mean of squares is a dot product per row (no
+    temporary), g * x_hat (gamma's gradient before the sum over rows) is made in the same pass
+    as dL/dx; the sums over rows are rows.sum_rows (BLAS) on the whole arrays.
     """
 
     def forward(self, x, gamma, beta, eps):
@@ -24,11 +29,11 @@ class FusedLayerNorm(LayerNormOp):
         y = xp.empty(x.shape, xp.result_type(x, gamma, beta))
         self.x_hat, self.inv_sigma = xp.empty(x.shape, x.dtype), xp.empty(x.shape[:-1] + (1,), x.dtype)
 
-        def layer_norm(x, y, x_hat_out, inv_sigma_out):  # a block of rows (rows.by_rows), into the outputs
-            centered = x - _row_mean(x)
-            inv_sigma_out[...] = (_row_mean(centered * centered) + eps) ** -0.5
-            xp.multiply(centered, inv_sigma_out, out=x_hat_out)
-            xp.multiply(x_hat_out, gamma, out=y)
+        def layer_norm(x, y, x_hat, inv_sigma):  # a block of rows (rows.by_rows), into the outputs
+            xp.subtract(x, _row_mean(x), out=x_hat)  # x - mu
+            inv_sigma[...] = (_row_mean_of_products(x_hat, x_hat) + eps) ** -0.5
+            x_hat *= inv_sigma
+            xp.multiply(x_hat, gamma, out=y)
             y += beta
 
         rows.by_rows(layer_norm, x, y, self.x_hat, self.inv_sigma)
@@ -38,17 +43,30 @@ class FusedLayerNorm(LayerNormOp):
         if is_grad_enabled():  # create_graph=True: the textbook's backward, on tensors, is differentiable
             return super().backward(g)
         x, gamma, _ = self.inputs
-        xp = backend.array_module(g.data)
-        dx = xp.empty(x.shape, xp.result_type(g.data, gamma.data, x.data))
+        g, gamma, n = g.data, gamma.data, x.shape[-1]
+        xp = backend.array_module(g)
+        dx = xp.empty(x.shape, xp.result_type(g, gamma, x.data))
+        g_x_hat = xp.empty(x.shape, xp.result_type(g, self.x_hat))  # dL/dgamma before the sum over rows
 
-        def layer_norm_dx(g, x_hat, inv_sigma, dx):
-            dx_hat = g * gamma.data
-            dx[...] = (dx_hat - _row_mean(dx_hat) - x_hat * _row_mean(dx_hat * x_hat)) * inv_sigma
+        def layer_norm_grads(g, x_hat, inv_sigma, dx, g_x_hat):  # a block of rows (rows.by_rows)
+            dx_hat = g * gamma
+            xp.multiply(x_hat, _row_mean_of_products(dx_hat, x_hat), out=dx)
+            dx += _row_mean(dx_hat)
+            xp.subtract(dx_hat, dx, out=dx)
+            dx *= inv_sigma
+            xp.multiply(g, x_hat, out=g_x_hat)
 
-        rows.by_rows(layer_norm_dx, g.data, self.x_hat, self.inv_sigma, dx)
-        return Tensor._wrap(dx), g * Tensor._wrap(self.x_hat), g
+        rows.by_rows(layer_norm_grads, g, self.x_hat, self.inv_sigma, dx, g_x_hat)
+        # the sums over rows on the whole arrays, so that the block size changes no bit
+        return tuple(Tensor._wrap(a) for a in (dx, rows.sum_rows(g_x_hat.reshape(-1, n)),
+                                               rows.sum_rows(g.reshape(-1, n))))
 
 
 def _row_mean(x):
     """The mean over the last axis (keepdims), by rows.sum_along (an einsum)."""
     return rows.sum_along(x, -1) / x.shape[-1]
+
+
+def _row_mean_of_products(a, b):
+    """mean(a * b) over the last axis (keepdims), as one dot product per row: no temporary a * b."""
+    return backend.array_module(a).einsum('...i,...i->...', a, b)[..., None] / a.shape[-1]
