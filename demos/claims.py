@@ -169,6 +169,7 @@ LATEX = {r'\sqrt': '√', r'\cdot': '·', r'\approx': '≈', r'\times': '×', r'
 def _squash(text):
     """The text as it reads: LaTeX's $, braces and \\text dropped, its symbols as characters, no white space."""
     text = re.sub(r'\\frac\{([^{}]*)\}\{([^{}]*)\}', r'\1/\2', text.replace('²', '^2'))
+    text = re.sub(r'\\([%#&_])', r'\1', text)
     text = re.sub(r'\\(text|mathrm|operatorname|left|right)', '', text)
     text = re.sub(r'\\[a-zA-Z]+', lambda m: LATEX.get(m.group(0), m.group(0)), text)
     return re.sub(r'[\s${}]+', '', text)
