@@ -25,7 +25,7 @@ import microtensor as mt
 from transformer import BatchNorm1d, LayerNorm
 from transformer import article_data as article
 
-from . import budget
+from . import budget, claims
 from .report import command_line, options_of, run_lesson, save_lines, table
 
 # the articles' sections this lesson checks (demos/articles.py)
@@ -127,6 +127,11 @@ def run(d_model=8, companions=3, batch_sizes=BATCH_SIZES, seed=0, device='cpu'):
     changes = {'LayerNorm': largest_change(results, 0), 'BatchNorm1d': largest_change(results, 1)}
     print(f"largest change of x's output across the situations: LayerNorm {changes['LayerNorm']:.1e}, "
           f"BatchNorm1d {changes['BatchNorm1d']:.2f}")
+    claims.record('deep_dive', '5.3', ['不看 batch', '训练 = 推理', '训练和推理行为不同'], 'holds',
+                  "the same token's LayerNorm output changes by {ln:.1e} across {n} situations (other tokens, padding, "
+                  "a batch of one, eval mode), BatchNorm's by up to {bn:.2f}",
+                  'the table "situation, LayerNorm(x), BatchNorm1d(x)" and the line "largest change"',
+                  ln=changes['LayerNorm'], n=len(results), bn=changes['BatchNorm1d'])
 
     curves, device = by_batch_size(d_model, batch_sizes, seed, device)
     print("\nx with N - 1 random companions (training mode), x's first output feature:")
