@@ -49,7 +49,7 @@ import microtensor as mt
 from microtensor import optim
 from transformer import GPT, generate, next_token_loss
 
-from . import budget
+from . import budget, claims
 from . import corpus as texts
 from .report import (RUNS, Diverged, Interrupted, Option, Refused, check_learned, check_loss, command_line, run_lesson,
                      save_plot, table, window_means, wrote)
@@ -421,11 +421,27 @@ def run(preset='tiny', corpus=None, text_file=None, out=os.path.join(RUNS, 'trai
     print(table(['steps', 'mean training loss'], window_means(losses)))
     check_learned(losses, 'train_gpt', rose=TRIES, flat=('more --steps', 'a higher --lr'))
     plot_losses(result, name, out)
-    if sample_length:
+    written = samples(model, chars, prompt, sample_length) if sample_length else {}
+    if written:
         print(f"\nContinuations of {prompt!r}:")
-        for label, sample in samples(model, chars, prompt, sample_length).items():
+        for label, sample in written.items():
             print(f"--- {label}\n{sample}")
+    if result['val']:
+        _record(result, written, prompt, name, corpus)
     return result
+
+
+def _record(result, written, prompt, name, corpus):
+    """The verdicts on the architecture article's decoder-only claims (§2.8, §2.9.1) from this run."""
+    best_step, best = min(result['val'], key=lambda v: v[1])
+    depends = 'the Python version (the stdlib corpus is its docstrings)' if corpus == 'stdlib' else None
+    continued = sum(sample.startswith(prompt) and len(sample) > len(prompt) for sample in written.values())
+    claims.record('architecture', '2.9.1', '都能统一表达成「续写」这一件事', 'holds',
+                  "for what a lesson can show: one loss, next-token cross-entropy at every position, trains the GPT on "
+                  "{name} (validation loss {best:.2f} at best, step {step}, against the unigram baseline "
+                  "{baseline:.2f}), and {continued} of {n} samples continue the prompt",
+                  'the validation lines and the continuations', depends_on=depends, seeds='1 seed', name=name,
+                  best=best, step=best_step, baseline=result['baseline'], continued=continued, n=len(written))
 
 
 def main(argv=None):
