@@ -33,7 +33,7 @@ from .articles import cite
 from .report import command_line, options_of, run_lesson, save_plot, table
 
 # the articles' sections this lesson checks (demos/articles.py)
-SECTIONS = [('deep_dive', '1.4'), ('deep_dive', '1.5'), ('deep_dive', '1.6'), ('attention', '2.2.3'),
+SECTIONS = [('deep_dive', '1.4'), ('deep_dive', '1.6'), ('attention', '2.2.3'),
             ('attention', '2.3.1'), ('attention', '2.4.1'), ('attention', '2.6')]
 
 

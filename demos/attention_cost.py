@@ -24,7 +24,7 @@ On a CPU the RNN's n small steps each pay Python's per-op overhead, so at small 
 is faster although it does more arithmetic; as n grows its n^2 part takes over and the
 curves cross (the lesson prints where, for this machine; timings vary from run to run).
 
-    python -m demos.attention_cost            # n = 64 .. 1024, a few seconds
+    python -m demos.attention_cost            # n = 64 .. 1024 (run time: end of --help)
     python -m demos.attention_cost --full     # n = 64 .. 2048, more repeats
 """
 import math

@@ -88,7 +88,71 @@ RoPE-key widths), g (GQA's K/V heads; in `residual_variants` the gate's opening)
 are numbered from 1, as the articles number them; positions from 0 (the articles' pos = 0)."""
 
 # {(article, section): why there is nothing to compute} for the sections no lesson records a claim of
-NOTHING = {}
+INTRODUCES = "Nothing to compute: it introduces its subsections, whose entries follow."
+NOTHING = {
+    ('attention', '2.1'): INTRODUCES,
+    ('attention', '2.1.2'): "Nothing to compute: a picture of every word seeing every other; §2.1.1's lessons measure "
+                            "what it buys (rnn_vs_attention, attention_cost).",
+    ('attention', '2.2'): INTRODUCES,
+    ('attention', '2.2.1'): "Nothing to compute: the library metaphor for Q, K, V (qkv_roles shows the roles at "
+                            "work, §2.2.3 and §2.2.4).",
+    ('attention', '2.3'): INTRODUCES,
+    ('attention', '2.4'): "Nothing to compute: the softmax formula, introduced; §2.4.1 and §2.4.2 check its "
+                          "numbers.",
+    ('attention', '2.7'): "Nothing to compute: the chapter's summary of the sections above.",
+    ('attention', '2.8'): "Nothing to compute: a preview of the next chapter.",
+    ('architecture', '2.1'): INTRODUCES,
+    ('architecture', '2.2'): "Nothing to compute: the intuition of self-attention, in words; §2.3 and §2.4 check its "
+                             "mechanics.",
+    ('architecture', '2.3'): INTRODUCES,
+    ('architecture', '2.3.1'): "Nothing to compute: the definition Q = X W_Q, K = X W_K, V = X W_V (every lesson's "
+                               "MultiHeadAttention is built so; qkv_roles part 1 drops the projections).",
+    ('architecture', '2.4'): INTRODUCES,
+    ('architecture', '2.4.3'): "Nothing to compute: it sums up §2.4.1 and §2.4.2.",
+    ('architecture', '2.5'): "Nothing to compute: what multi-head attention is, in words; §2.3.3 and §2.10.4 count "
+                             "its parameters and work (feedforward part 4).",
+    ('architecture', '2.9'): INTRODUCES,
+    ('architecture', '2.9.3'): "Nothing a lesson can compute: emergent abilities at scale need models far larger "
+                               "than these lessons train.",
+    ('architecture', '2.9.4'): "Nothing to compute: where encoder-only and encoder-decoder models are still used (a "
+                               "survey, not a measurement).",
+    ('architecture', '2.10'): INTRODUCES,
+    ('architecture', '2.10.1'): "Nothing new to compute: the answer is §2.3 (Q, K, V are projections of X).",
+    ('architecture', '2.10.6'): "Nothing new to compute: the FFN's share of the parameters and its memory are §2.7's "
+                                "entries (feedforward, ffn_memory).",
+    ('architecture', '2.10.7'): "Nothing to compute: a remark on how to speak of encoder-only models (where they "
+                                "are used is a survey, not a measurement).",
+    ('architecture', '2.11'): "Nothing to compute: the chapter's summary of the sections above.",
+    ('deep_dive', '1'): INTRODUCES,
+    ('deep_dive', '1.1'): "Nothing to compute: the linguistic intuition behind attention.",
+    ('deep_dive', '1.2'): "Nothing to compute: a reminder of what Query, Key and Value are.",
+    ('deep_dive', '1.3'): "Nothing to compute: the projections' shapes, defined (the worked numbers start in §1.4).",
+    ('deep_dive', '1.7'): "Nothing to compute: output_i = Σ_j A_ij V_j, defined; it prints no numbers to check "
+                          "(article_trace part 4 checks the layer-1 output the article prints).",
+    ('deep_dive', '1.9'): "Nothing to compute: a linguist's reading of the design.",
+    ('deep_dive', '2'): INTRODUCES,
+    ('deep_dive', '2.1'): "Nothing to compute: why one head is not enough, as linguistic intuition (heads_specialise "
+                          "part 2 trains one head against two, §2.3 and §2.6).",
+    ('deep_dive', '2.2'): "Nothing to compute: the formulas of multi-head attention; their shapes come out in §2.5's "
+                          "lesson (heads_specialise part 1).",
+    ('deep_dive', '2.4'): "Nothing to compute: what the concatenation and W^O do, in words; heads_specialise part 1 "
+                          "prints the shapes (3, 4) -> (3, 12).",
+    ('deep_dive', '3'): INTRODUCES,
+    ('deep_dive', '3.2'): "Nothing new to compute: the sin/cos formula, restated; article_trace part 1 computes it "
+                          "at d_model = 12 and §3.3's entries check its properties.",
+    ('deep_dive', '4'): INTRODUCES,
+    ('deep_dive', '4.3'): "Nothing to compute: where the two residual connections sit in a layer (EncoderLayer has "
+                          "them: transformer/layers.py).",
+    ('deep_dive', '4.5'): "Nothing to compute: a linguistic analogy.",
+    ('deep_dive', '5'): INTRODUCES,
+    ('deep_dive', '5.1'): "Nothing to compute: internal covariate shift, described; no figure to check.",
+    ('deep_dive', '5.4'): "Nothing to compute: a linguistic analogy.",
+    ('deep_dive', '6'): INTRODUCES,
+    ('deep_dive', '6.3'): "Nothing to compute: the division of labour between attention and the FFN, in words.",
+    ('deep_dive', '7'): INTRODUCES,
+    ('deep_dive', '8'): INTRODUCES,
+    ('deep_dive', '8.5'): "Nothing to compute: the article's closing reflection.",
+}
 
 
 def lesson_order():

@@ -13,7 +13,7 @@ hidden too.  transformer.EncoderOnly (2 layers, d_model = 32, learned positions)
 corrupted sequence and predicts every position; the loss and the accuracy count the chosen
 positions only.  Chance: 10%.
 
-    python -m demos.encoder_only_mlm                 # 300 steps (a few seconds)
+    python -m demos.encoder_only_mlm                 # 300 steps (run time: end of --help)
     python -m demos.encoder_only_mlm --steps 1000
 """
 import random

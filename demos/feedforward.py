@@ -18,7 +18,7 @@ multi-head attention with d_k = d_model / h "keeps the parameter count the same 
 4. The parameter counts of an EncoderLayer (d_model = 512, h = 8) and of MultiHeadAttention
    with 1, 8 and 64 heads, counted from the modules.
 
-    python -m demos.feedforward            # a few seconds
+    python -m demos.feedforward            # the defaults (run time: end of --help)
     python -m demos.feedforward --full     # 3 seeds for every comparison, longer training
 """
 import math

@@ -17,7 +17,7 @@
    FFN's rows of W_1 are keys, the rows of W_2 values": for each fact, does the hidden unit that
    fires most write (its W_2 row) towards the right object?
 
-    python -m demos.ffn_memory            # a few seconds
+    python -m demos.ffn_memory            # the defaults (run time: end of --help)
     python -m demos.ffn_memory --full     # 1024 facts, a wider FFN too
 """
 import math

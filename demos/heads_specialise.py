@@ -15,7 +15,7 @@
    readout cannot tell which token came from which side.  With two or more heads, training
    alone decides who looks where; printed: each head's weight on t-1, t and t+1, and accuracy.
 
-    python -m demos.heads_specialise            # a few seconds
+    python -m demos.heads_specialise            # the defaults (run time: end of --help)
     python -m demos.heads_specialise --full     # longer training, 8 heads too
 """
 import math

@@ -116,6 +116,9 @@ def run(d_model=8, companions=3, batch_sizes=BATCH_SIZES, seed=0, device='cpu'):
     print(f"The deep dive's example (§5.2): LayerNorm([2, 8, -4, -6]) with its gamma, beta, eps = 0:\n"
           f"  [{', '.join(f'{v:.3f}' for v in y)}]   article: {article.LAYERNORM_EXAMPLE['y']} "
           "(it rounds x_hat to 3 decimals first)")
+    claims.record('deep_dive', '5.2', 'x = [2.0, 8.0, -4.0, -6.0] … = [0.538, 1.069, -0.730, -1.444]', 'holds',
+                  "transformer.LayerNorm gives [{y}], the printed one to within the article's rounding of x̂",
+                  'the first lines', y=', '.join(f"{v:.3f}" for v in y))
     results = token_in_company(d_model, companions, seed, device)
     print(f"\nOne token x (d = {d_model}) normalised in different company; the output for x, first 4 features:")
     print(table(['situation', 'LayerNorm(x)', 'BatchNorm1d(x)'],

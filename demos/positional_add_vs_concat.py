@@ -14,7 +14,7 @@
    positions, 16 tokens): tokens + PE at width 16; tokens (8) ⊕ PE (8) at width 16; tokens (16) ⊕
    PE (16) at width 32.  And how much adding interferes: |cos(token embedding, PE row)|.
 
-    python -m demos.positional_add_vs_concat            # a few seconds
+    python -m demos.positional_add_vs_concat            # the defaults (run time: end of --help)
     python -m demos.positional_add_vs_concat --full     # 1000 steps, three seeds
 """
 import math

@@ -27,7 +27,7 @@ cross-entropy head, L = 3, 6, 12, 24, averaged over seeds.  Part 2: a small GPT 
 copy (the second half of each sequence repeats the first; loss on the second half; chance
 is ln 10 = 2.30), Adam at lr 1e-2, with and without a linear warm-up.
 
-    python -m demos.pre_vs_post_ln            # quick: 4 layers, 80 steps, 1 seed (a few seconds)
+    python -m demos.pre_vs_post_ln            # quick: 4 layers, 80 steps, 1 seed (run time: end of --help)
     python -m demos.pre_vs_post_ln --full     # 6 layers, 200 steps, 3 seeds
 """
 import math
@@ -256,7 +256,7 @@ def main(argv=None):
                          warmup='warm-up steps (linear, from 0 to --lr)', lr='peak learning rate of part 2',
                          seeds='training seeds per configuration', depths='depths L of part 1',
                          grad_seeds='seeds averaged per depth in part 1',
-                         full='6 layers, 200 steps, warm-up 50, 3 seeds; 10 seeds in part 1 (about a minute)')
+                         full='6 layers, 200 steps, warm-up 50, 5 seeds; 10 seeds in part 1')
     return run_lesson(run, command_line('pre_vs_post_ln', __doc__, options, argv, check=_budget))
 
 

@@ -26,7 +26,7 @@
    it was too tired", their sum, the score gaps they imply, and how they fit the heat map
    of §2.6.
 
-    python -m demos.qkv_roles            # a few seconds
+    python -m demos.qkv_roles            # the defaults (run time: end of --help)
     python -m demos.qkv_roles --full     # longer training, three seeds for the lookup
 """
 import math

@@ -29,7 +29,7 @@ import unicodedata
 
 import microtensor as mt
 
-from . import articles
+from . import articles, claims
 
 RUNS = 'runs'  # relative to where you run the lesson (ignored by git)
 WRITTEN = []   # (path, what) for every file the lessons wrote in this process, oldest first
@@ -74,8 +74,9 @@ def command_line(module, doc, options, argv=None, extra=None, check=None):
     the options fit together.
     """
     sections = getattr(_lesson_module(module), 'SECTIONS', ())
-    parser = argparse.ArgumentParser(prog=f'python -m demos.{module}', description=doc,
-                                     epilog=f"Reads with:\n{articles.header(sections, '  ')}" if sections else None,
+    epilog = '\n'.join(filter(None, [f"Reads with:\n{articles.header(sections, '  ')}" if sections else None,
+                                     claims.run_time(module)]))
+    parser = argparse.ArgumentParser(prog=f'python -m demos.{module}', description=doc, epilog=epilog or None,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--device', default='cpu', choices=['cpu', 'cuda', 'auto'],
                         help='where the tensors live: cuda runs on the GPU via cupy; auto picks cuda when a GPU '

@@ -18,7 +18,7 @@ standard, scaled and gated forms (the gate's bias set to start it nearly closed,
 or nearly open).  Part 2: a 2-layer gated GPT learns the copy task; the gates and the
 share are read before and after training.
 
-    python -m demos.residual_variants            # a few seconds
+    python -m demos.residual_variants            # the defaults (run time: end of --help)
     python -m demos.residual_variants --steps 400
 """
 import random

@@ -20,7 +20,7 @@
    rich in gradient".  Both softmaxes, and the gradient dp_1/dx_1 = p_1 (1 - p_1) from the
    engine's backward pass.
 
-    python -m demos.scale_alternatives          # a few seconds
+    python -m demos.scale_alternatives          # the defaults (run time: end of --help)
     python -m demos.scale_alternatives --full   # more samples, longer training
 """
 import math

@@ -26,7 +26,7 @@ more training complexity).
    200 steps, against 0.98); with Adam 1.7x.  So the table's "extremely slow" holds
    with SGD, much less with Adam, and "extremely poor" not at all on a task this small.
 
-    python -m demos.scale_variants           # a few seconds
+    python -m demos.scale_variants           # the defaults (run time: end of --help)
     python -m demos.scale_variants --full    # longer training, larger d_k
 """
 import math

@@ -119,6 +119,9 @@ def run(steps=300, length=6, n_test=200, batch_size=32, d_model=64, n_heads=4, n
     print(f"\n{n_test} test sequences of length {length}, held out of training (which saw {len(seen)} "
           f"distinct ones of the {DIGITS ** length:,}):")
     print(f"token accuracy {100 * token_acc:.1f}% (chance 10%), whole sequences right {100 * seq_acc:.1f}%")
+    claims.record('architecture', '2.8', 'Encoder-Decoder Encoder 双向 + Decoder 单向 + Cross-Attention', 'holds',
+                  "transformer.Transformer (encoder, causal decoder, cross-attention) learns to reverse unseen digit "
+                  "sequences: {token:.1%} of the tokens", 'the line "token accuracy ..."', seeds='1 seed', token=token_acc)
     claims.record('deep_dive', '7.5', 'Decoder 的每个词用自己的 Q 去查询 Encoder 输出（X_2）的 K 和 V。这就是翻译的"对齐"', 'holds',
                   "trained to reverse digits, the encoder-decoder gets {token:.1%} of held-out tokens ({seq:.1%} of whole "
                   "sequences) right, reading the source only through cross-attention; `python -m demos attention_maps` "

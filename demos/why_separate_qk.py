@@ -29,7 +29,7 @@ W_Q = W_K: fewer parameters, but less expressive".
    "less expressive" holds; "cannot attend directionally" is too strong once positions
    are learned.
 
-    python -m demos.why_separate_qk            # a few seconds
+    python -m demos.why_separate_qk            # the defaults (run time: end of --help)
     python -m demos.why_separate_qk --full     # longer training
 """
 import microtensor as mt
@@ -162,6 +162,12 @@ def run(steps=200, seq_len=8, d_model=32, batch_size=32, seed=0, full=False, dev
     print(table(['t', 'S_{t,t-1}', 'S_{t,t}', 'A_{t,t-1}', 'A_{t,t}'], staircase))
     runs = [results] + [compare(steps, seed + k, n=n, **sizes) for k in range(1, FULL['seeds'] if full else 1)]
     shared_runs, separate_runs = [r[shared_name] for r in runs], [r[separate_name] for r in runs]
+    claims.record('attention', '2.2.4', '共享投影 W_Q = W_K 减少参数，但损失表达能力', 'holds',
+                  "the shared model has {shared_p} parameters against {separate_p}, and its attention is blurrier: "
+                  "weight {shared} on t-1 against {separate}", 'part 2: the table "projection, parameters, ..."',
+                  seeds=claims.seeds_note(len(runs)), shared_p=shared['model'].num_parameters(),
+                  separate_p=separate['model'].num_parameters(), shared=claims.between([r['back'] for r in shared_runs]),
+                  separate=claims.between([r['back'] for r in separate_runs]))
     claims.record('attention', '2.2.2', 'Q 和 K 的分离，是为了打破对称性，建立有向的关注。',
                   'partly' if min(r['accuracy'] for r in shared_runs) > 0.9 else 'holds',
                   "the shared model still learns to copy the previous token ({acc} test accuracy) through learned "
