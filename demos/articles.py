@@ -195,9 +195,17 @@ def header(sections, indent=''):
 PAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'docs', 'articles.md')
 
 
+# the command line of a lesson's record over several seeds: its --full, or the quick run with --seeds 5
+SEEDED = {'positions': ['--seeds', '5'], 'pre_vs_post_ln': ['--seeds', '5'], 'feedforward': ['--seeds', '5']}
+
+
+def seeded_argv(lesson):
+    return SEEDED.get(lesson, ['--full'])
+
+
 def run_for_records(lesson, full=False):
-    """Run a lesson as `python -m demos LESSON [--full]` would, in a scratch folder, its output hidden;
-    (its claims, the seconds it took, the load average when it started)."""
+    """Run a lesson as `python -m demos LESSON` would (full: with seeded_argv(lesson)), in a scratch folder,
+    its output hidden; (its claims, the seconds it took, the load average when it started)."""
     import contextlib
     import importlib
     import io
@@ -212,7 +220,7 @@ def run_for_records(lesson, full=False):
         os.chdir(scratch)
         try:
             start = time.perf_counter()
-            module.main(['--full'] if full else [])
+            module.main(seeded_argv(lesson) if full else [])
             seconds = time.perf_counter() - start
         finally:
             os.chdir(here)
@@ -221,7 +229,7 @@ def run_for_records(lesson, full=False):
 
 def has_full(lesson):
     import importlib
-    return hasattr(importlib.import_module(f"demos.{lesson}"), 'FULL')
+    return lesson in SEEDED or hasattr(importlib.import_module(f"demos.{lesson}"), 'FULL')
 
 
 def write_page(folder=None):

@@ -111,9 +111,11 @@ def path_of(lesson, full=False):
 
 
 def write_records(lesson, claims, seconds, full=False, load=None, folder=None):
-    """Save a run's claims as docs/claims/LESSON.json (LESSON.full.json for --full), atomically."""
+    """Save a run's claims as docs/claims/LESSON.json (LESSON.full.json for the run over several seeds:
+    --full, or --seeds 5, articles.seeded_argv), atomically."""
+    from .articles import seeded_argv
     data = {'lesson': lesson, 'mode': 'full' if full else 'quick',
-            'command': f"python -m demos {lesson}{' --full' if full else ''}",
+            'command': ' '.join(['python -m demos', lesson] + (seeded_argv(lesson) if full else [])),
             'run_time_s': round(seconds, 1), 'load': load, 'machine': machine(),
             'claims': [dataclasses.asdict(c) for c in claims]}
     path = path_of(lesson, full) if folder is None else os.path.join(folder, os.path.basename(path_of(lesson, full)))
@@ -163,7 +165,7 @@ def section_text(article, section, folder):
 
 
 LATEX = {r'\sqrt': '√', r'\cdot': '·', r'\approx': '≈', r'\times': '×', r'\pi': 'π', r'\alpha': 'α',
-         r'\partial': '∂', r'\theta': 'θ', r'\le': '≤', r'\ge': '≥', r'\to': '→', r'\rightarrow': '→'}
+         r'\partial': '∂', r'\theta': 'θ', r'\pm': '±', r'\le': '≤', r'\ge': '≥', r'\to': '→', r'\rightarrow': '→'}
 
 
 def _squash(text):
@@ -223,6 +225,6 @@ def run_time(lesson, folder=RECORDS):
                 found.append(json.load(f))
     if not found:
         return None
-    times = ', '.join(f"{r['run_time_s']:g} s ({'--full' if r['mode'] == 'full' else 'the defaults'}{_load(r)})"
+    times = ', '.join(f"{r['run_time_s']:g} s ({r['command'].split(lesson, 1)[1].strip() or 'the defaults'}{_load(r)})"
                       for r in found)
     return f"Typical run time: {times}, measured on {found[0]['machine']} (docs/claims/)."

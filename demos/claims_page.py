@@ -184,9 +184,9 @@ def run_line(lesson, used, claims):
     """'Run `python -m demos NAME` (it took 2.9 s under load 1.7): look at ...' for one lesson's claims."""
     modes = {r['mode']: r for r in used}
     modes = [modes[m] for m in ('quick', 'full') if m in modes]
-    command = ' and '.join(f"`python -m demos {lesson}{' --full' if r['mode'] == 'full' else ''}`" for r in modes)
-    times = '; '.join(f"{'`--full` ' if r['mode'] == 'full' else ''}{_seconds(r['run_time_s'])}{_load(r)}"
-                      for r in modes)
+    command = ' and '.join(f"`{r['command']}`" for r in modes)
+    times = '; '.join(f"{'the second ' if r['mode'] == 'full' and len(modes) > 1 else ''}{_seconds(r['run_time_s'])}"
+                      f"{_load(r)}" for r in modes)
     looks = list(dict.fromkeys(c.look for c in claims if c.look))
     look = f": look at {'; '.join(looks)}" if looks else ''
     return f"Run {command} (it took {times}){look}."

@@ -222,7 +222,7 @@ def run(train_len=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu
     print(table(['m', 'm + 3', 'q_m . k_(m+3)'], [[m, m + 3, f"{s:.10f}"] for m, s in scores.items()]))
     spread = max(scores.values()) - min(scores.values())
     print(f"spread {spread:.1e}: the score depends on the offset only.")
-    claims.record('deep_dive', '3.5', '使 q_i^T k_j 自然包含位置差信息', 'holds',
+    claims.record('deep_dive', '3.5', '将位置信息通过一个旋转矩阵"旋入"Q 和 K 的计算中——不是"加"到 Embedding 上，而是直接修改 QK^T 的计算', 'holds',
                   "the score of the same q, k at positions m and m + 3 is the same for m = {first} … {last} (spread "
                   "{spread:.1e})", 'part 3: the table "m, m + 3, q_m . k_(m+3)"', first=min(scores), last=max(scores),
                   spread=spread)
@@ -275,6 +275,7 @@ def run(train_len=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu
                f'Trained on length {N} (positions 0..{N - 1}), tested on length {4 * N}',
                x=list(range(4 * N)), logy=False, mark=(N - 0.5, f'the training length, {N}'))
     acc = {k: {T: claims.spread(a) if None not in a else None for T, a in r['accs'].items()} for k, r in results.items()}
+    rope_better = all(results['rope']['acc'][T] > results['sinusoidal']['acc'][T] for T in (2 * N, 4 * N))
     seeds_note, look = claims.seeds_note(seeds), 'part 5: the table "positions, train loss, acc, n = ..."'
     claims.record('attention', '2.5.1', '可学习 2018 PE = Embedding(pos) 简单有效 不可外推', 'holds',
                   "the learned table cannot even run past position {last}", look, last=N - 1)
@@ -290,6 +291,10 @@ def run(train_len=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu
                   "{four}, which is what no positions at all score ({none}): it runs, but what it learned of positions "
                   "is gone", look, seeds=seeds_note, N=N, two=2 * N, four=4 * N, a=acc['sinusoidal'][N],
                   b=acc['sinusoidal'][2 * N], c=acc['sinusoidal'][4 * N], none=acc['none'][4 * N])
+    claims.record('deep_dive', '3.5', 'RoPE…数学上更优雅，外推能力更好', 'holds' if rope_better else 'partly',
+                  "trained on length {N}, RoPE scores {rope2} at {two} and {rope4} at {four}, sinusoidal {sin2} and "
+                  "{sin4}", look, seeds=seeds_note, N=N, two=2 * N, four=4 * N, rope2=acc['rope'][2 * N],
+                  rope4=acc['rope'][4 * N], sin2=acc['sinusoidal'][2 * N], sin4=acc['sinusoidal'][4 * N])
     claims.record('deep_dive', '3.3', '如果推理时遇到了位置 1024，那个位置的向量从未被训练过，模型会崩溃', 'holds',
                   "learned positions cannot run past their table (position {last})", look, last=N - 1)
     return {'gaps': gaps, 'shift_errors': errors, 'rope_scores': scores, 'wavelengths': lam, 'extrapolation': results,
