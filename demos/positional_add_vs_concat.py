@@ -28,7 +28,7 @@ from .articles import cite
 from .report import command_line, options_of, run_lesson, table
 from .toy_training import copy_previous, tail_mean
 
-SECTIONS = [('deep_dive', '3.3'), ('deep_dive', '3.4'), ('deep_dive', '3.6'), ('attention', '2.5.2')]
+SECTIONS = [('deep_dive', '3.4'), ('deep_dive', '3.6'), ('attention', '2.5.2')]
 OFFSETS = (0, 1, 2, 5, 40)
 
 
