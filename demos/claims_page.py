@@ -23,8 +23,9 @@ nothing to compute says so in one line. The way back is built into every lesson:
 naming its articles and sections (`python -m demos --list` shows them all), and prints each
 verdict below where it computes it.
 
-Every figure below is what the lessons recorded when this page was written (quick runs, seed 0,
-unless an entry says `--full` and how many seeds). Run times and speed ratios are timings: they
+Every figure below is what the lessons recorded when this page was written: their quick (tour)
+runs, seed 0, unless the entry's command has `--full` or `--seeds 5`; a verdict that rests on
+training says on how many seeds. Run times and speed ratios are timings: they
 are marked so, with the machine and its load, and vary from run to run; everything else is
 reproducible, and the tests check it against a fresh run."""
 
@@ -187,7 +188,7 @@ def run_line(lesson, used, claims):
     command = ' and '.join(f"`{r['command']}`" for r in modes)
     times = '; '.join(f"{'the second ' if r['mode'] == 'full' and len(modes) > 1 else ''}{_seconds(r['run_time_s'])}"
                       f"{_load(r)}" for r in modes)
-    looks = list(dict.fromkeys(c.look for c in claims if c.look))
+    looks = list(dict.fromkeys(part for c in claims for part in c.look.split('; ') if part))
     look = f": look at {'; '.join(looks)}" if looks else ''
     return f"Run {command} (it took {times}){look}."
 
