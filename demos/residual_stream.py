@@ -154,9 +154,11 @@ def run(steps=150, seed=0, full=False, device='cpu'):
           f"added {pre_96[1]:.1f}x its\nlength and x_0's direction is only cos = {pre_96[0]:.2f} of the stream.  In "
           f"Post-LN each LayerNorm rescales the sum: cos = {post_96[0]:.2f}\nat layer 96, x_0 is gone.  '100% kept' "
           "is wrong as a measure: the term stays (Pre-LN), its share does not.")
-    claims.record('attention', '2.3.5', '原始信息始终 100% 保留（通过残差连接）', 'the article is wrong',
-                  "as a measure: through 96 fresh EncoderLayers cos(x_0, x_96) is {pre:.2f} with Pre-LN (the x_0 term "
-                  "stays, but the layers add {added:.1f}x its length) and {post:.2f} with Post-LN",
+    claims.record('attention', '2.3.5', '原始信息始终 100% 保留（通过残差连接）', 'partly',
+                  "the x_0 term does stay in a Pre-LN stream (x_l = x_0 + f_1 + ... + f_l), but not its share: through "
+                  "96 fresh EncoderLayers cos(x_0, x_96) is {pre:.2f} (the layers add {added:.1f}x its length), and "
+                  "{post:.2f} with Post-LN, whose LayerNorms rescale the sum every layer; whether x_0 can still be read "
+                  "back from x_96 is not what cos measures: a probe trained to recover it would test that",
                   'part 1: the table "layer l, article: kept, ..., Pre-LN cos(x_0, x_l)"', pre=pre_96[0],
                   added=pre_96[1], post=post_96[0])
     (layer, normed) = article_layer(device=device)

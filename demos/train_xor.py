@@ -46,7 +46,7 @@ def run(steps=300, lr=0.5, hidden=8, seed=0, device='cpu', verbose=True):
         claims.record('deep_dive', '6.1', '如果没有它，两层线性变换叠加 = 一层线性变换', 'holds' if right == 4 else 'partly',
                       "two Linears around tanh get {right} of the 4 XOR points right after {steps} steps; no linear map "
                       "of (x_1, x_2) can (XOR is not linearly separable), and without the tanh the two Linears are one",
-                      'the line "predictions ... targets ..."', right=right, steps=steps)
+                      'the line "predictions ... targets ..."', seeds='1 seed', right=right, steps=steps)
         check_learned(losses, 'train_xor', flat=('more --steps', 'a higher --lr', 'more --hidden units'))
         save_lines('train_xor', {'training loss': losses}, 'step', 'cross-entropy (nats)',
                    f'XOR, {hidden} hidden units, lr {lr}')
