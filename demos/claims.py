@@ -195,6 +195,8 @@ def quote_in(quote, text):
 
 def spread(fractions):
     """'91.4%' for one run (or several that agree to 0.1%), '88.1-93.0%' for several: the range over the seeds."""
+    if not fractions:
+        return '-'
     low, high = f"{100 * min(fractions):.1f}", f"{100 * max(fractions):.1f}"
     return f"{low}%" if low == high else f"{low}-{high}%"
 
@@ -206,6 +208,8 @@ def seeds_note(n):
 
 def between(values, spec='.2f'):
     """'0.73' or '0.70-0.76': a figure over the seeds, formatted with `spec`."""
+    if not values:
+        return '-'
     low, high = format(min(values), spec), format(max(values), spec)
     return low if low == high else f"{low}-{high}"
 

@@ -74,8 +74,8 @@ def command_line(module, doc, options, argv=None, extra=None, check=None):
     the options fit together.
     """
     sections = getattr(_lesson_module(module), 'SECTIONS', ())
-    epilog = '\n'.join(filter(None, [f"Reads with:\n{articles.header(sections, '  ')}" if sections else None,
-                                     claims.run_time(module)]))
+    epilog = '\n'.join(filter(None, [claims.run_time(module),
+                                     f"Reads with:\n{articles.header(sections, '  ')}" if sections else None]))
     parser = argparse.ArgumentParser(prog=f'python -m demos.{module}', description=doc, epilog=epilog or None,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--device', default='cpu', choices=['cpu', 'cuda', 'auto'],

@@ -83,3 +83,12 @@ def test_the_readme_figures_of_each_lesson_are_in_its_records():
             assert any(figure in text for text in texts), f"README's row for {lesson} says {figure}, which its " \
                                                          f"records do not: run python -m demos {lesson} and update it"
     assert checked > 10
+
+
+def test_every_lesson_help_gives_its_measured_run_time(capsys):
+    import importlib
+    for lesson, record in RECORDS.items():
+        with pytest.raises(SystemExit):
+            importlib.import_module(f"demos.{lesson}").main(['--help'])
+        out = ' '.join(capsys.readouterr().out.split())
+        assert f"Typical run time: {record['run_time_s']:g} s (the defaults" in out, lesson
