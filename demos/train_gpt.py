@@ -453,7 +453,7 @@ def _record(result, written, prompt, name, corpus):
     claims.record('architecture', '2.9.1', '都能统一表达成「续写」这一件事', 'holds',
                   "for what a lesson can show: one loss, next-token cross-entropy at every position, trains the GPT on "
                   "{name} (validation loss {best:.2f} at best, step {step}, against the unigram baseline "
-                  "{baseline:.2f}), and {continued} of {n} samples continue the prompt",
+                  "{baseline:.2f})" + (", and {continued} of {n} samples continue the prompt" if written else ""),
                   'the validation lines and the continuations', depends_on=depends, seeds='1 seed', name=name,
                   best=best, step=best_step, baseline=result['baseline'], continued=continued, n=len(written))
 

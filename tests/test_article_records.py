@@ -92,3 +92,19 @@ def test_every_lesson_help_gives_its_measured_run_time(capsys):
             importlib.import_module(f"demos.{lesson}").main(['--help'])
         out = ' '.join(capsys.readouterr().out.split())
         assert f"Typical run time: {record['run_time_s']:g} s (the defaults" in out, lesson
+
+
+def test_the_readme_stdlib_sample_names_what_it_depends_on_and_reads_like_train_gpt():
+    """README's train_gpt output on the stdlib corpus depends on the Python version (its docstrings are
+    the text), so it is not compared digit for digit: it names the version it was made with, and its
+    lines are train_gpt's progress and validation lines."""
+    from readme import ROOT
+    with open(os.path.join(ROOT, 'README.md'), encoding='utf-8') as f:
+        text = f.read()
+    intro = text[text.index('tiny preset on the stdlib corpus'):]
+    assert re.match(r"tiny preset on the stdlib corpus, on a CPU, with CPython \d+\.\d+\.\d+ ", ' '.join(intro.split()))
+    block = intro[intro.index('```text') + 7:intro.index('```', intro.index('```text') + 7)].strip().splitlines()
+    progress = r"step +\d+/\d+  loss \d\.\d{4}  lr \d\.\d\de[-+]\d\d  tok/s [\d,]+"
+    validation = r"step \d+: validation loss \d\.\d{4} \(unigram baseline \d\.\d{4}\)"
+    assert block and all(re.fullmatch(progress, line) or re.fullmatch(validation, line) or line == '...'
+                         for line in block), block
