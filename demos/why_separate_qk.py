@@ -168,12 +168,15 @@ def run(steps=200, seq_len=8, d_model=32, batch_size=32, seed=0, full=False, dev
                   seeds=claims.seeds_note(len(runs)), shared_p=shared['model'].num_parameters(),
                   separate_p=separate['model'].num_parameters(), shared=claims.between([r['back'] for r in shared_runs]),
                   separate=claims.between([r['back'] for r in separate_runs]))
+    learned_shared = sum(r['accuracy'] > 0.9 for r in shared_runs)
     claims.record('attention', '2.2.2', 'Q 和 K 的分离，是为了打破对称性，建立有向的关注。',
-                  'partly' if min(r['accuracy'] for r in shared_runs) > 0.9 else 'holds',
-                  "the shared model still learns to copy the previous token ({acc} test accuracy) through learned "
-                  "positions, but blurrier (weight {shared} on t-1 against {separate} with separate projections)",
+                  'partly' if 2 * learned_shared >= len(shared_runs) else 'holds',
+                  "the shared model still learns to copy the previous token (above 90% in {learned} of {n} seeds; "
+                  "{acc} test accuracy) through learned positions, but blurrier (weight {shared} on t-1 against "
+                  "{separate} with separate projections)",
                   'part 2: the table "projection, parameters, final loss" and the staircase table "t, S_{{t,t-1}}"',
                   seeds=claims.seeds_note(len(runs)), acc=claims.spread([r['accuracy'] for r in shared_runs]),
+                  learned=learned_shared, n=len(shared_runs),
                   shared=claims.between([r['back'] for r in shared_runs]), separate=claims.between([r['back'] for r in separate_runs]))
     save_lines('why_separate_qk', {name: r['losses'] for name, r in results.items()}, 'step', 'cross-entropy',
                'Copy the previous token: shared vs separate W_Q, W_K')
