@@ -163,10 +163,12 @@ def _record(runs, steps, d_model, learned):
                   adam=claims.between([ratio('Adam', r) for r in runs], '.1f') + 'x')
     at = [{name: steps_to_learn(r['losses']) or steps for name, r in adam.items()} for adam, _ in runs]
     claims.record('attention', '2.3.3', '无缩放 低 慢 差', 'partly',
-                  "not slower here: no scale learns at step {none_at} with Adam against {fixed_at} for 1/√d_k; its loss "
+                  "no scale learns at step {none_at} with Adam against {fixed_at} for 1/√d_k (later in {slower} of {n} "
+                  "seeds); its loss "
                   "in the second half of training peaks at {spike} (1/√d_k: {fixed_spike}), the largest late loss of "
                   "the four scales in {spiky} of {n} seeds; the copy task still ends learned",
                   look, seeds=seeds, n=n, spiky=spiky, none_at=claims.between([a['no scale'] for a in at], 'd'),
+                  slower=sum(a['no scale'] > a['1/sqrt(d_k)'] for a in at),
                   fixed_at=claims.between([a['1/sqrt(d_k)'] for a in at], 'd'),
                   spike=claims.between([worst['no scale'] for worst in late], '.2g'),
                   fixed_spike=claims.between([worst['1/sqrt(d_k)'] for worst in late], '.2g'))
