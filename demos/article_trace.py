@@ -34,10 +34,11 @@ from microtensor import nn
 from transformer import Encoder, SinusoidalPositionalEncoding, TokenEmbedding
 from transformer import article_checks, article_data as article
 
+from . import claims
 from .report import command_line, options_of, run_lesson, save_heatmaps, save_viewer, table
 
 # the articles' sections this lesson checks (demos/articles.py)
-SECTIONS = [('deep_dive', '7.1'), ('deep_dive', '7.2'), ('deep_dive', '7.3'), ('deep_dive', '7.4')]
+SECTIONS = [('deep_dive', '7.1'), ('deep_dive', '7.2'), ('deep_dive', '7.3'), ('deep_dive', '7.4'), ('deep_dive', '7.6')]
 
 ENGLISH = {'猫': 'cat', '吃': 'eats', '鱼': 'fish'}  # for plots: matplotlib's default font has no CJK
 
@@ -92,6 +93,21 @@ def save_backward_viewer(seed=0, device='cpu'):
     return save_viewer('article_trace', loss, '猫 吃 鱼 through a 2-layer encoder (random weights)', model)
 
 
+def stream_shapes(X0, device='cpu', seed=0):
+    """[(name, (tokens, width))] of X0 and of what each of 2 EncoderLayer(12, 3, 48, Post-LN) makes of it."""
+    mt.manual_seed(seed)
+    encoder = Encoder(2, article.D_MODEL, article.N_HEADS, d_ff=article.D_FF, norm='post').to(device)
+    X = mt.tensor([X0], device=device)
+    shapes = [('X0', tuple(X.shape[1:]))]
+    with mt.no_grad():
+        for i, layer in enumerate(encoder.layers, 1):
+            shapes.append((f"MHA {i}", tuple(layer.self_attn(X).shape[1:])))
+            shapes.append((f"FFN hidden {i}", tuple(layer.ffn.W_1(X).shape[1:])))
+            X = layer(X)
+            shapes.append((f"layer {i}", tuple(X.shape[1:])))
+    return shapes
+
+
 def max_difference(a, b):
     return max(abs(x - y) for row_a, row_b in zip(a, b) for x, y in zip(row_a, row_b))
 
@@ -125,6 +141,14 @@ def run(device='cpu', html=False):
     agree = all(round(X0[i][d], 2) == article.X0_PRINTED[i][d] for i in range(3) for d in range(4))
     print(f"The article's X0 {'matches' if agree else 'does NOT match'} the formula's PE; with its own printed "
           f"PE (0.2338), 吃 dim 2 would be {X0_with_typos[1][2]:.2f}, not {article.X0_PRINTED[1][2]:.2f}.")
+    claims.record('deep_dive', '7.2', 'PE(吃, pos=1): [0.8415, 0.5403, 0.2338, 0.9769, 0.0096, 0.9999, ...]',
+                  'the article is wrong', "in {n} places of PE(吃) and PE(鱼): the formula gives {formula}",
+                  'part 1: the table "pos, dim, article, formula" (rows marked typo)', n=len(typos),
+                  formula=', '.join(f"{v:.4f}" for _, _, _, v in typos))
+    claims.record('deep_dive', '7.2', 'X₀(吃): [1.22, 0.77, 1.12, 1.40, ...]', 'holds' if agree else 'the article is wrong',
+                  "the printed X0 follows from the formula's PE (with the printed typo, 吃 dim 2 would be {typo:.2f}, "
+                  "not {printed:.2f})", 'part 2: the table "word, article, with the formula PE"',
+                  typo=X0_with_typos[1][2], printed=article.X0_PRINTED[1][2])
 
     print("\n3. Layer 1 attention (§7.3): A = softmax(Q K^T / sqrt(d_k)), d_k = 4, from the article's printed Q K^T "
           "(heads numbered from 1, as the article numbers them)")
@@ -141,6 +165,16 @@ def run(device='cpu', html=False):
                     [r + ['|'] + printed for r, printed in zip(_rows(A), article.LAYER1_WEIGHTS[head])], fmt='.4f'))
         difference = max_difference(A, article.LAYER1_WEIGHTS[head])
         print(f"largest difference: {difference:.1e} (the article rounds to 4 decimals)")
+    worst = max(max_difference(weights[h].tolist(), article.LAYER1_WEIGHTS[h]) for h in (1, 2))
+    claims.record('deep_dive', '7.3', '除以 √4 = 2', 'holds',
+                  "then softmax, for heads 1 and 2 from their printed Q K^T: equal to the printed tables within {worst:.1e} "
+                  "(4 decimals)", 'part 3: "largest difference"', worst=worst)
+    sums = [sum(row) for h in (1, 2, 3) for row in article.LAYER1_WEIGHTS[h]]
+    cat = dict(zip(article.TOKENS, article.LAYER1_WEIGHTS[2][0]))
+    claims.record('deep_dive', '7.3', '「猫」（主语）把 47% 的注意力给了「鱼」（宾语），35% 给动词「吃」，只有 19% 给自己', 'holds',
+                  "row 猫 of the printed A₂ is {fish:.2%} / {eat:.2%} / {me:.2%}; every printed row of the three heads "
+                  "sums to {low:.4f}-{high:.4f}", 'part 3: head 2\'s tables', fish=cat['鱼'], eat=cat['吃'], me=cat['猫'],
+                  low=min(sums), high=max(sums))
     words = [ENGLISH[w] for w in article.TOKENS]
     save_heatmaps('article_trace', {f"head {head}": weights[head].tolist() for head in weights}, words, words,
                   'Layer-1 attention A = softmax(Q K^T / 2): row = query, column = key')
@@ -153,8 +187,51 @@ def run(device='cpu', html=False):
           f"({cell(high_at)}), by the article's own table.\n"
           "In head 2 every word puts its largest weight on 鱼 (its 'semantic head').  Head 3's scores and\n"
           "layer 2's are not printed, nor are the weight matrices, so the attention cannot be recomputed further.")
+    claims.record('deep_dive', '7.3', '头 1 的模式：近乎均匀。 每个词给三个词（包括自己）的注意力都在 30%-37%', 'the article is wrong',
+                  "its own table ranges over {low:.1%} ({low_cell}) to {high:.1%} ({high_cell})",
+                  'the paragraph "Head 1 is near uniform"', low=low, high=high, low_cell=cell(low_at),
+                  high_cell=cell(high_at))
+    column_means = lambda A: [sum(row[k] for row in A) / len(A) for k in range(len(A[0]))]  # noqa: E731
+    layer1, layer2 = column_means(article.LAYER1_WEIGHTS[1]), column_means(article.LAYER2_WEIGHTS[1])
+    print(f"Mean weight each word receives (column means), head 1: layer 1 {' / '.join(f'{v:.3f}' for v in layer1)}, "
+          f"layer 2 {' / '.join(f'{v:.3f}' for v in layer2)} (猫 / 吃 / 鱼, from the printed tables)")
+    claims.record('deep_dive', '7.4', '对比 Layer 1 Head 1（近乎均匀的 0.33/0.35/0.30）', 'partly',
+                  "the printed A₁'s column means are {means}: near uniform, but the first is 0.35, not 0.33",
+                  'the line "Mean weight each word receives"', means='/'.join(f"{v:.3f}" for v in layer1))
+    claims.record('deep_dive', '7.4', 'Layer 2 的 Head 1 呈现出明显的模式：「猫」权重最高（~44%），「鱼」最低（~18%）', 'holds',
+                  "the printed Layer 2 Head 1 gives 猫 {cat:.1%} and 鱼 {fish:.1%} on average over the three queries "
+                  "(every row: 猫 {cat_low:.1%}-{cat_high:.1%}, 鱼 {fish_low:.1%}-{fish_high:.1%})",
+                  'the line "Mean weight each word receives"', cat=layer2[0], fish=layer2[2],
+                  cat_low=min(r[0] for r in article.LAYER2_WEIGHTS[1]), cat_high=max(r[0] for r in article.LAYER2_WEIGHTS[1]),
+                  fish_low=min(r[2] for r in article.LAYER2_WEIGHTS[1]),
+                  fish_high=max(r[2] for r in article.LAYER2_WEIGHTS[1]))
     for title, header, rows in article_checks.tables(X0):  # the residual sum and the similarities (§7.3-7.4)
         print('\n' + title + '\n' + table(header, rows))
+    x_mid = article_checks.residual_sum(X0)
+    gap = max(abs(a - b) for row, printed in zip(x_mid, article.X_MID_RAW_PRINTED) for a, b in zip(row, printed))
+    claims.record('deep_dive', '7.3', 'X_mid_raw = X_0 + MHA(X_0)', 'holds', "within {gap:.1e} of the printed rows",
+                  'part 4', gap=gap)
+    before, after = article_checks.cosine_similarities(X0), article.COS_X2_PRINTED
+    changes = article_checks.relative_changes(article.COS_X0_PRINTED, after)
+    top = max(changes, key=changes.get)
+    claims.record('deep_dive', '7.4', '「猫」-「鱼」的相似度提升最大（从 0.73 到 0.91，提升 25%）',
+                  'holds' if top == ('猫', '鱼') else 'the article is wrong',
+                  "cos(猫₀, 鱼₀) = {x0:.4f} recomputed from all 12 dimensions, {x2:.4f} printed for X2: {rise:+.1%}, the "
+                  "largest rise ({top}); X2 itself cannot be recomputed: only 4 of its 12 dimensions are printed (X0's "
+                  "recomputed: {all_x0})", 'part 5', x0=before['猫', '鱼'], x2=after['猫', '鱼'], rise=changes['猫', '鱼'],
+                  top='-'.join(top), all_x0=', '.join(f"{'-'.join(pair)} {v:.4f}" for pair, v in before.items()))
+    shapes = stream_shapes(X0, device)
+    print(f"\n6. Shapes through a 2-layer encoder of the article's sizes (random weights): " +
+          ', '.join(f"{name} {shape}" for name, shape in shapes))
+    stream = {shape for name, shape in shapes if 'hidden' not in name}
+    claims.record('deep_dive', '7.6', '在整个 Encoder 中，维度始终是 3 × 12——从未改变。', 'holds' if stream == {(3, 12)} else
+                  'the article is wrong', "through EncoderLayer(12, 3, 48) x 2 the stream is {stream} at all {n} points "
+                  "(X0, each MHA output, each layer's output); only the FFN's hidden layer is wider, {hidden}",
+                  'part 6', stream=' and '.join(map(str, sorted(stream))), n=len(shapes) - 2,
+                  hidden=next(shape for name, shape in shapes if 'hidden' in name))
+    claims.record('deep_dive', '7.1', 'd_model = 12（模型维度）… h = 3（注意力头数）… d_k = d_v = 4', 'holds',
+                  "the trace runs through the library's modules at exactly these sizes (d_ff = {d_ff}), and its printed "
+                  "numbers come out (parts 1-6)", 'parts 1-6', d_ff=article.D_FF)
     if html:
         save_backward_viewer(device=device)
     return {'pe': pe, 'typos': typos, 'x0': X0, 'x0_with_printed_pe': X0_with_typos, 'weights': weights,

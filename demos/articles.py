@@ -14,6 +14,7 @@ The deep dive has no title, so it goes by a short name (docs/articles.md says wh
 Two articles number their sections from chapter 2, so a number alone does not name a section.
 """
 import collections
+import os
 
 from microtensor import i18n
 from microtensor.i18n import N_, _
@@ -193,3 +194,81 @@ def header(sections, indent=''):
         lines.append(f"{indent}{title}" if short == title else f"{indent}{title} ({short})")  # 深入篇 is both
         lines += [f"{indent}  {entry}" for entry in entries]
     return '\n'.join(lines)
+
+
+# ---------------------------------------------------------------------------- docs/articles.md
+PAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'docs', 'articles.md')
+
+
+# the command line of a lesson's record over several seeds: its --full, or the quick run with --seeds 5
+SEEDED = {'positions': ['--seeds', '5'], 'pre_vs_post_ln': ['--seeds', '5'], 'feedforward': ['--seeds', '5']}
+
+
+def seeded_argv(lesson):
+    return SEEDED.get(lesson, ['--full'])
+
+
+def run_for_records(lesson, full=False):
+    """Run a lesson as `python -m demos LESSON` would (full: with seeded_argv(lesson)), in a scratch folder,
+    its output hidden; (its claims, the seconds it took, the load average when it started)."""
+    import contextlib
+    import importlib
+    import io
+    import tempfile
+    import time
+    from . import claims
+    module = importlib.import_module(f"demos.{lesson}")
+    first = len(claims.RECORDED)
+    load = os.getloadavg()[0] if hasattr(os, 'getloadavg') else None
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as scratch, contextlib.redirect_stdout(io.StringIO()):
+        os.chdir(scratch)
+        try:
+            start = time.perf_counter()
+            module.main(seeded_argv(lesson) if full else [])
+            seconds = time.perf_counter() - start
+        finally:
+            os.chdir(here)
+    return claims.RECORDED[first:], seconds, load
+
+
+def has_full(lesson):
+    import importlib
+    return lesson in SEEDED or hasattr(importlib.import_module(f"demos.{lesson}"), 'FULL')
+
+
+def write_page(folder=None):
+    """Render docs/articles.md from the records under docs/claims/ (atomically); returns its path."""
+    from microtensor.atomic_write import write_atomically
+    from . import claims, claims_page
+    text = claims_page.render(claims.read_records(*([folder] if folder else [])))
+    write_atomically(PAGE, lambda f: f.write(text.encode('utf-8')), who='demos.articles --write')
+    return PAGE
+
+
+def main(argv=None):
+    """python -m demos.articles --write [--full] [LESSON ...]: run the lessons, save their claims under
+    docs/claims/ and render docs/articles.md from them; --render only renders the saved records."""
+    import argparse
+    from . import claims, claims_page
+    parser = argparse.ArgumentParser(prog='python -m demos.articles', description=main.__doc__)
+    parser.add_argument('lessons', nargs='*', help='only these lessons (default: every lesson that records claims)')
+    parser.add_argument('--write', action='store_true', help="run the lessons' quick (tour) mode and save")
+    parser.add_argument('--full', action='store_true', help='also run --full (several seeds) where a lesson has it')
+    parser.add_argument('--render', action='store_true', help='only render docs/articles.md from the saved records')
+    args = parser.parse_args(argv)
+    if not (args.write or args.render):
+        parser.error('say --write (run the lessons, save, render) or --render (render the saved records)')
+    lessons = args.lessons or claims_page.lesson_order()
+    if args.write:
+        for lesson in lessons:
+            for full in (False, True) if args.full and has_full(lesson) else (False,):
+                found, seconds, load = run_for_records(lesson, full)
+                if found:
+                    path = claims.write_records(lesson, found, seconds, full, load)
+                    print(f"{lesson}{' --full' if full else ''}: {len(found)} claims in {seconds:.1f} s -> {path}")
+    print(f"wrote {write_page()}")
+
+
+if __name__ == '__main__':
+    main()

@@ -28,12 +28,12 @@ import math
 import microtensor as mt
 from transformer import article_data as article
 
-from . import budget
+from . import budget, claims
 from .articles import cite
 from .report import command_line, options_of, run_lesson, save_plot, table
 
 # the articles' sections this lesson checks (demos/articles.py)
-SECTIONS = [('deep_dive', '1.4'), ('deep_dive', '1.5'), ('deep_dive', '1.6'), ('attention', '2.2.3'),
+SECTIONS = [('deep_dive', '1.4'), ('deep_dive', '1.6'), ('attention', '2.2.3'),
             ('attention', '2.3.1'), ('attention', '2.4.1'), ('attention', '2.6')]
 
 
@@ -161,6 +161,20 @@ def run(samples=20000, seed=0, device='cpu'):
     print(table(['cell', 'the text says', 'value', 'S at that cell', 'where the value is'],
                 [[f"S_{{{i},{j}}}", named, value, actual, holder]
                  for (i, j), named, value, actual, holder in text_cells()]))
+    cells = {cell: (value, actual, holder) for cell, _, value, actual, holder in text_cells()}
+    look = 'part 1: the first table and "The cells the text names"'
+    claims.record('deep_dive', '1.4', '爱(Q): [ 2.1, 0.3, 4.7 ]', 'holds',
+                  "S / 2 recomputed from the printed S = QK^T of 我 爱 你 equals the printed S / 2 (largest difference "
+                  "{diff:.2f})", look, diff=max(abs(a - b) for r, q in zip(scaled, scaled_printed) for a, b in zip(r, q)))
+    claims.record('deep_dive', '1.4', 'S_{2,1}=2.1（"你"对"爱"也有相当关注…）', 'the article is wrong',
+                  "with the 0-based indices that make its S_{{1,2}} = {s12} (爱 → 你) right, S_{{2,1}} is {s21}; "
+                  "{value} is {holder}", look, s12=cells[1, 2][1], s21=cells[2, 1][1], value=cells[2, 1][0],
+                  holder=cells[2, 1][2])
+    claims.record('deep_dive', '1.6', '"我"把 72% 的注意力放在自己身上', 'the article is wrong',
+                  "rows 我 and 你 of the printed A are not the softmax of the printed S / 2: 我 keeps {me:.0%} on "
+                  "itself (not 72%), 你 gives {you:.0%} to 爱 (not 70%); row 爱 is right", 'part 1: the table '
+                  '"A = softmax(S / 2): computed | printed" and the list of printed weights that are not softmax(S / 2)',
+                  me=A[0][0], you=A[2][1])
 
     plot_love(A)
 
@@ -175,6 +189,14 @@ def run(samples=20000, seed=0, device='cpu'):
           "(the 1 / T in front),\n"
           "then collapses to 0 once every row is one-hot (p(1 - p) -> 0 faster than 1 / T grows):")
     print(table(['T', '|dL/dS|'], result['temperatures']))
+    claims.record('attention', '2.2.3', '硬注意力 Argmax(QK^T)·V 只选一个最匹配的 不可导', 'holds',
+                  "the gradient reaching the scores is exactly {hard} for the hard version (autograd finds no path; "
+                  "central differences agree), {soft:.3f} for the soft one", 'part 2: the table "attention, |dL/dS|"',
+                  hard=result['hard'][0], soft=result['soft'][0])
+    claims.record('attention', '2.4.1', 'Argmax 是"硬"选择，不可导，无法反向传播', 'holds',
+                  "see §2.2.3; softmax(S / T) tends to the argmax as T → 0 and its gradient collapses to {grad:.1e} "
+                  "at T = {T}", 'part 2: the table "T, |dL/dS|"', T=result['temperatures'][-1][0],
+                  grad=result['temperatures'][-1][1])
 
     small = small_numbers(samples, seed, device)
     logits, printed, p = small['softmax']
@@ -190,6 +212,21 @@ def run(samples=20000, seed=0, device='cpu'):
     print(f"\nstd of q . k for q, k ~ N(0, 1), {samples} samples per d_k (the attention article, §2.3.1):")
     print(table(['d_k', 'article', 'sqrt(d_k)', 'sampled', '2 std (article: 20)'], small['stds'], fmt='.2f'))
     print("The attention article's '-20 到 +20 (2 倍标准差范围)' is 2 std for d_k = 100; for d_k = 512 it is +-45.")
+    stds = {row[0]: row for row in small['stds']}
+    claims.record('attention', '2.4.1', 'Argmax 输出：[0, 1, 0]', 'the article is wrong',
+                  "for [2.0, 1.0, 0.1] the largest entry is the first, argmax is {one_hot}", 'part 3: the row "argmax"',
+                  one_hot=small['argmax'][2])
+    claims.record('attention', '2.6', 'animal │ 0.1 │ 0.3 │ 0.1 │ 0.4 │ 0.2', 'the article is wrong',
+                  "this row of the heat map sums to {total:.1f}, which no softmax row can (the table shows 5 of 11 "
+                  "tokens, so a row may sum to less than 1, never more)", "part 3: the rows \"heat-map row 'animal'\"",
+                  total=small['heatmap_sums']['animal'])
+    claims.record('attention', '2.3.1', 'd_k = 64 时，标准差 = 8 … 128 时，标准差 = 11.3 … 512 时，标准差 = 22.6',
+                  'holds',
+                  "sampled std of q·k {std}", 'part 3: the table "d_k, article, sqrt(d_k), sampled"',
+                  std=', '.join(f"{row[3]:.2f}" for row in small['stds']))
+    claims.record('attention', '2.3.1', '点积结果可能在 -20 到 +20 之间波动（2 倍标准差范围）', 'the article is wrong',
+                  "±20 is two standard deviations for d_k = 100; at the article's d_k = 512 two standard deviations are "
+                  "±{two:.2f}", 'part 3: the column "2 std (article: 20)"', two=stds[512][4])
     return {'A': A, 'scaled': scaled, 'wrong': wrong, 'text_cells': text_cells(), 'hard_vs_soft': result,
             'small': small, 'device': device}
 

@@ -24,7 +24,7 @@ On a CPU the RNN's n small steps each pay Python's per-op overhead, so at small 
 is faster although it does more arithmetic; as n grows its n^2 part takes over and the
 curves cross (the lesson prints where, for this machine; timings vary from run to run).
 
-    python -m demos.attention_cost            # n = 64 .. 1024, a few seconds
+    python -m demos.attention_cost            # n = 64 .. 1024 (run time: end of --help)
     python -m demos.attention_cost --full     # n = 64 .. 2048, more repeats
 """
 import math
@@ -33,7 +33,7 @@ import microtensor as mt
 from microtensor.autograd import topological_order
 from transformer import RNN, MultiHeadAttention
 
-from . import budget
+from . import budget, claims
 from .report import command_line, draw_lines, median_seconds, options_of, run_lesson, save_plot, table
 
 # the articles' sections this lesson checks (demos/articles.py)
@@ -122,6 +122,29 @@ def run(max_n=1024, d=64, repeats=3, full=False, device='cpu'):
     else:
         print(f"Measured: the curves do not cross for n <= {last['n']}: attention is "
               f"{'faster' if last['attention_s'] < last['rnn_s'] else 'slower'} at every n here.")
+    look = 'the columns "sequential steps: attention, RNN"'
+    claims.record('attention', '2.1.1', '无法并行：必须等前一个词处理完，才能处理后一个词', 'holds',
+                  "the longest chain of ops is {att} for attention at every n, 4n + 2 for the RNN ({rnn} at n = {n})",
+                  look, att=last['attention_depth'], rnn=last['rnn_depth'], n=last['n'])
+    claims.record('architecture', '2.1.1', '第 N 步必须等第 N-1 步算完才能开始', 'holds',
+                  "the RNN's longest chain of ops is 4n + 2 ({rnn} at n = {n}), attention's {att} at every n", look,
+                  att=last['attention_depth'], rnn=last['rnn_depth'], n=last['n'])
+    claims.record('architecture', '2.10.3', '复杂度从 O(N) 变成 O(N^2)', 'holds',
+                  "the score matrix's memory has log-log slope {memory:.2f} against n ({mib:.0f} MiB at n = {n} for 4 "
+                  "heads), the RNN's chain of steps {steps:.2f}", 'the slope table, "score memory"',
+                  memory=slopes['score memory'], mib=last['score_bytes'] / 2 ** 20, n=last['n'],
+                  steps=slopes['RNN sequential steps'])
+    claims.record('deep_dive', '1.8', '唯一出现"n × n"矩阵的地方是注意力分数和权重——这是 O(n^2) 复杂度的来源…高度可并行', 'holds',
+                  "the score matrix (h x n x n) grows with slope {memory:.2f}; attention's chain of ops stays {att} "
+                  "long at every n", 'the slope table and the column "sequential steps: attention"',
+                  memory=slopes['score memory'], att=last['attention_depth'])
+    claims.record('deep_dive', '8.1', 'RNN 的复杂度看似更小（O(n·d^2)），但必须串行', 'holds',
+                  "the RNN does less arithmetic at every n, yet one attention layer's forward pass is "
+                  + ("faster up to n ~ {cross:.0f} and slower beyond" if cross else "{faster} at every n up to {n}")
+                  + " (time slopes: attention {att_slope:.2f}, RNN {rnn_slope:.2f}, over the larger n)",
+                  'the columns "attention ms, RNN ms" and the slope table', timing=True, cross=cross, n=last['n'],
+                  faster='faster' if last['attention_s'] < last['rnn_s'] else 'slower',
+                  att_slope=slopes['attention time'], rnn_slope=slopes['RNN time'])
     times = {f"attention (slope {slopes['attention time']:.2f})": [1e3 * r['attention_s'] for r in rows],
              f"RNN (slope {slopes['RNN time']:.2f})": [1e3 * r['rnn_s'] for r in rows]}
     memory = {f"attention's score matrix (slope {slopes['score memory']:.2f})":

@@ -13,17 +13,17 @@ hidden too.  transformer.EncoderOnly (2 layers, d_model = 32, learned positions)
 corrupted sequence and predicts every position; the loss and the accuracy count the chosen
 positions only.  Chance: 10%.
 
-    python -m demos.encoder_only_mlm                 # 300 steps (a few seconds)
+    python -m demos.encoder_only_mlm                 # 300 steps (run time: end of --help)
     python -m demos.encoder_only_mlm --steps 1000
 """
 import random
 
 import microtensor as mt
 from microtensor import optim
-from transformer import EncoderOnly
+from transformer import EncoderOnly, causal_mask, next_token_loss, scaled_dot_product_attention
 from transformer.mlm import IGNORE, masked_accuracy, mlm_loss, mlm_mask
 
-from . import budget
+from . import budget, claims
 from .copy_task import copy_batch
 from .report import check_learned, check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
 
@@ -80,6 +80,30 @@ def train(steps=300, B=32, lr=3e-3, seed=0, device='cpu'):
     return model, losses
 
 
+def masked_weights_above_diagonal(n, seed=0, device='cpu'):
+    """{'causal': the largest weight above the diagonal with causal_mask, 'none': the smallest without a mask}."""
+    mt.manual_seed(seed)
+    q, k, v = (mt.randn(1, n, 8).to(device) for _ in range(3))
+    above = [[j > i for j in range(n)] for i in range(n)]
+    out = {}
+    for name, mask in (('causal', causal_mask(n, device=device)), ('none', None)):
+        _, weights = scaled_dot_product_attention(q, k, v, mask=mask)
+        values = [weights[0, i, j].item() for i in range(n) for j in range(n) if above[i][j]]
+        out[name] = max(values) if name == 'causal' else min(values)
+    return out
+
+
+def signal_shares(ids, labels):
+    """{'MLM': share, 'CLM': share} of the positions whose logits receive a gradient from each loss (measured by
+    backward through random logits)."""
+    shares = {}
+    for name in ('MLM', 'CLM'):
+        logits = mt.randn(*ids.shape, DIGITS + 1).to(ids.device).requires_grad_()
+        (mlm_loss(logits, labels) if name == 'MLM' else next_token_loss(logits, ids)).backward()
+        shares[name] = (logits.grad.abs().sum(axis=-1) > 0).astype('float32').mean().item()
+    return shares
+
+
 def run(steps=300, batch_size=32, n_test=500, seed=0, device='cpu'):
     model, losses = train(steps, batch_size, seed=seed, device=device)
     mt.manual_seed(seed + 1)
@@ -91,6 +115,15 @@ def run(steps=300, batch_size=32, n_test=500, seed=0, device='cpu'):
     print(table(['chosen of all positions', '[MASK]', 'random token', 'kept'],
                 [[f"{100 * shares['chosen']:.1f}%"] + [f"{100 * shares[k]:.1f}%" for k in ('mask', 'random', 'kept')]]))
     print("(target 15%; of those 80 / 10 / 10, a random token equal to the original counting as kept)")
+    signal = signal_shares(ids, labels)
+    print(f"Positions whose logits get a gradient from the loss, on the same batch: MLM {signal['MLM']:.1%}, "
+          f"CLM (next_token_loss) {signal['CLM']:.1%} (every position but the last, {2 * HALF - 1} of {2 * HALF})")
+    claims.record('architecture', '2.9.2', 'MLM 每个样本只有 15% 的位置产生训练信号，CLM 是每个位置都产生信号', 'holds',
+                  "{mlm:.1%} of the positions get a gradient from the MLM loss (chosen {chosen:.1%}; of those {mask:.1%} "
+                  "become [MASK], {random:.1%} a random token, {kept:.1%} stay: BERT's 80/10/10), {clm:.1%} from the "
+                  "CLM loss (every position but the last of {n})",
+                  'the corruption table and the line "Positions whose logits get a gradient"', mlm=signal['MLM'],
+                  clm=signal['CLM'], n=2 * HALF, **shares)
 
     print(f"\nEncoderOnly trained {steps} steps, batch {batch_size}:")
     print(table(['steps', 'MLM loss'], window_means(losses, 6)))
@@ -108,6 +141,21 @@ def run(steps=300, batch_size=32, n_test=500, seed=0, device='cpu'):
     print(f"Chance is 10%.  {100 * ceiling:.1f}% of the chosen positions have a partner that still shows their digit; "
           f"the rest can only be\nguessed, so the best possible is about {100 * best:.1f}%.  The first half reads "
           "its answer from the right: a causal (GPT)\nmodel could not, the encoder attends in both directions.")
+    above = masked_weights_above_diagonal(2 * HALF, seed, ids.device)
+    print(f"Attention weights above the diagonal (future keys) of random q, k over {2 * HALF} tokens: causal mask "
+          f"(decoder-only) largest {above['causal']:.1f}, no mask (this encoder) smallest {above['none']:.2g}")
+    claims.record('architecture', '2.8', '因果掩码的实现很简单：在 softmax 之前把注意力分数矩阵的上三角置为负无穷，这样每个位置对未来位置的注意力权重就变成 0。',
+                  'holds', "with transformer.causal_mask every weight above the diagonal is exactly {causal:.1f} (the "
+                  "largest of {n} x {n}); without a mask, as in this encoder, the smallest is {none:.2g}",
+                  'the line "Attention weights above the diagonal"', causal=above['causal'], none=above['none'],
+                  n=2 * HALF)
+    claims.record('architecture', '2.8', 'Encoder-only 双向，无遮蔽 MLM … Decoder-only 因果掩码，只看前面 CLM',
+                  'holds' if acc['first half'] > 0.5 else 'partly',
+                  "the encoder-only model fills masked digits ({all:.1%} of the chosen positions, best possible about "
+                  "{best:.1%}), {first:.1%} in the first half, whose partner is to the right: a causal model could not "
+                  "read it; train_gpt (decoder-only, CLM) and train_reverse (encoder-decoder, cross-attention) train "
+                  "the other two", 'the table "chosen positions, accuracy"', seeds='1 seed', all=acc['all'], best=best,
+                  first=acc['first half'])
     save_lines('encoder_only_mlm', {'MLM loss': losses}, 'step', 'cross-entropy on the chosen positions',
                'Encoder-only model, masked-language modelling')
     return {'losses': losses, 'shares': shares, 'accuracy': acc, 'recoverable': ceiling, 'best': best,

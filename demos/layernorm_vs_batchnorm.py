@@ -25,7 +25,7 @@ import microtensor as mt
 from transformer import BatchNorm1d, LayerNorm
 from transformer import article_data as article
 
-from . import budget
+from . import budget, claims
 from .report import command_line, options_of, run_lesson, save_lines, table
 
 # the articles' sections this lesson checks (demos/articles.py)
@@ -116,6 +116,9 @@ def run(d_model=8, companions=3, batch_sizes=BATCH_SIZES, seed=0, device='cpu'):
     print(f"The deep dive's example (§5.2): LayerNorm([2, 8, -4, -6]) with its gamma, beta, eps = 0:\n"
           f"  [{', '.join(f'{v:.3f}' for v in y)}]   article: {article.LAYERNORM_EXAMPLE['y']} "
           "(it rounds x_hat to 3 decimals first)")
+    claims.record('deep_dive', '5.2', 'x = [2.0, 8.0, -4.0, -6.0] … = [0.538, 1.069, -0.730, -1.444]', 'holds',
+                  "transformer.LayerNorm gives [{y}], the printed one to within the article's rounding of x̂",
+                  'the first lines', y=', '.join(f"{v:.3f}" for v in y))
     results = token_in_company(d_model, companions, seed, device)
     print(f"\nOne token x (d = {d_model}) normalised in different company; the output for x, first 4 features:")
     print(table(['situation', 'LayerNorm(x)', 'BatchNorm1d(x)'],
@@ -127,6 +130,11 @@ def run(d_model=8, companions=3, batch_sizes=BATCH_SIZES, seed=0, device='cpu'):
     changes = {'LayerNorm': largest_change(results, 0), 'BatchNorm1d': largest_change(results, 1)}
     print(f"largest change of x's output across the situations: LayerNorm {changes['LayerNorm']:.1e}, "
           f"BatchNorm1d {changes['BatchNorm1d']:.2f}")
+    claims.record('deep_dive', '5.3', ['不看 batch', '训练 = 推理', '训练和推理行为不同'], 'holds',
+                  "the same token's LayerNorm output changes by {ln:.1e} across {n} situations (other tokens, padding, "
+                  "a batch of one, eval mode), BatchNorm's by up to {bn:.2f}",
+                  'the table "situation, LayerNorm(x), BatchNorm1d(x)" and the line "largest change"',
+                  ln=changes['LayerNorm'], n=len(results), bn=changes['BatchNorm1d'])
 
     curves, device = by_batch_size(d_model, batch_sizes, seed, device)
     print("\nx with N - 1 random companions (training mode), x's first output feature:")

@@ -31,15 +31,16 @@ from microtensor import optim
 from transformer import GPT, MultiHeadAttention, RotaryEmbedding, SinusoidalPositionalEncoding
 from transformer.positional import relative_position_bucket
 
-from . import budget
+from . import budget, claims
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table
 
 # the articles' sections this lesson checks (demos/articles.py)
-SECTIONS = [('deep_dive', '3.1'), ('deep_dive', '3.3'), ('deep_dive', '3.5'), ('attention', '2.5.1')]
+SECTIONS = [('deep_dive', '3.1'), ('deep_dive', '3.3'), ('deep_dive', '3.5'), ('attention', '2.5'), ('attention', '2.5.1'),
+            ('architecture', '2.6'), ('architecture', '2.10.5')]
 
 KINDS = ('none', 'sinusoidal', 'learned', 'rope', 'alibi', 'relative')
 N_KEYS, VOCAB = 6, 16  # tokens 0-5 are keys, 6-15 fillers
-FULL = dict(steps=400, batch_size=32, seeds=3)  # --full
+FULL = dict(steps=400, batch_size=32, seeds=5)  # --full
 
 
 # ---------------------------------------------------------------------------- 1. permutation equivariance
@@ -166,7 +167,7 @@ def extrapolation(N=16, steps=150, B=16, seeds=1, kinds=KINDS, device='cpu'):
                 if T == 4 * N and seed == 0:
                     per_position = positions
         out[kind] = {'acc': {T: None if None in a else sum(a) / len(a) for T, a in accs.items()},
-                     'per_position': per_position, 'loss': sum(losses) / len(losses),
+                     'accs': accs, 'per_position': per_position, 'loss': sum(losses) / len(losses),
                      'device': model.parameters()[0].device}
     return out
 
@@ -188,6 +189,22 @@ def run(train_len=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu
     print("Without positions reordering the words only reorders the outputs.  Bidirectional ALiBi's bias\n"
           "-m|i - j| is the same read backwards, so it cannot tell 猫吃鱼 from its reversal 鱼吃猫 (with a\n"
           "causal mask, as in GPT, it can); any other reordering changes its output.")
+    none, moved = gaps['none']['reversed'], min(v for k, g in gaps.items() if k != 'none' for v in g.values()
+                                                 if v > 1e-9)
+    look = 'part 1: the table "positions, reversed, first two swapped", row "none"'
+    permuted = ("without positions the reversed sentence gives the same output vectors in the reversed order (max "
+                "|f(P X) - P f(X)| = {none:.1e}): each word's output is the same, the sequence of outputs is permuted, "
+                "not identical; any positional scheme changes them (by {moved:.0e} or more{alibi})")
+    alibi = '; bidirectional ALiBi not for a reversal' if gaps.get('alibi', {}).get('reversed', 1) < 1e-9 else ''
+    claims.record('attention', '2.5', '“我爱中国"和"中国爱我"的 Attention 计算结果一样！', 'partly', permuted, look,
+                  none=none, moved=moved, alibi=alibi)
+    claims.record('architecture', '2.6', '「我打你」和「你打我」对 Attention 来说可能得到一样的结果', 'partly', permuted, look,
+                  none=none, moved=moved, alibi=alibi)
+    claims.record('architecture', '2.10.5', 'Self-Attention 本身对顺序不敏感', 'partly', permuted, look,
+                  none=none, moved=moved, alibi=alibi)
+    claims.record('deep_dive', '3.1', '自注意力是置换等变的', 'holds',
+                  "max |f(PX) - P f(X)| = {none:.1e} without positions (float64); every positional scheme breaks it "
+                  "({moved:.0e} or more){alibi}", look, none=none, moved=moved, alibi=alibi)
 
     errors = shift_errors(device=device)
     print("\n2. Relative position, the deep dive's second reason (§3.3).  PE[pos + k] = PE[pos] @ M_k, M_k\n"
@@ -195,12 +212,20 @@ def run(train_len=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu
     print(table(['k', 'max |PE[pos+k] - PE[pos] M_k|'], [[k, f"{e:.1e}"] for k, e in errors.items()]))
     print(f"M_1's first block: {[[round(v, 4) for v in row[:2]] for row in shift_matrix(1, 512)[:2].tolist()]} "
           "= [[cos 1, -sin 1], [sin 1, cos 1]]")
+    claims.record('deep_dive', '3.3', '可以通过 PE_pos 的线性变换得到 PE_pos+k', 'holds',
+                  "PE[pos + k] = PE[pos] M_k with M_k a block of 2x2 rotations, to {err:.1e} for k = {ks}",
+                  'part 2: the table "k, max |PE[pos+k] - PE[pos] M_k|"', err=max(errors.values()),
+                  ks=', '.join(map(str, errors)))
 
     scores = rope_scores(device=device)
     print("\n3. RoPE (the deep dive §3.5): the same q and k placed at positions m and m + 3:")
     print(table(['m', 'm + 3', 'q_m . k_(m+3)'], [[m, m + 3, f"{s:.10f}"] for m, s in scores.items()]))
     spread = max(scores.values()) - min(scores.values())
     print(f"spread {spread:.1e}: the score depends on the offset only.")
+    claims.record('deep_dive', '3.5', '将位置信息通过一个旋转矩阵"旋入"Q 和 K 的计算中——不是"加"到 Embedding 上，而是直接修改 QK^T 的计算', 'holds',
+                  "the score of the same q, k at positions m and m + 3 is the same for m = {first} … {last} (spread "
+                  "{spread:.1e})", 'part 3: the table "m, m + 3, q_m . k_(m+3)"', first=min(scores), last=max(scores),
+                  spread=spread)
 
     lam = wavelengths()
     print("\n4. Many scales, the deep dive's third reason (§3.3).  Sinusoidal wavelengths, d_model = 512:\n"
@@ -214,6 +239,10 @@ def run(train_len=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu
           f"({pe[0][0]:.2f}, {pe[0][1]:.2f}) vs ({pe[6][0]:.2f}, {pe[6][1]:.2f}), near as the article says.\n"
           f"{sum(w > 512 for w in lam)} of the 256 pairs have a wavelength beyond 512 positions: within a "
           "512-token sentence they never repeat, so together they pin the position down.")
+    claims.record('deep_dive', '3.3', 'i = d_model/2 - 1（高维度）：波长 = 10000·2π ≈ 62832', 'partly',
+                  "the last pair's wavelength is 2π·10000^(510/512) = {last:.0f} (10000·2π would need i = d_model/2); "
+                  "position 50000 is less than one period either way", 'part 4: the table "i, dims, wavelength"',
+                  last=lam[-1])
 
     print("\n5. Extrapolation (the deep dive §3.3's first reason; the attention article's table, §2.5.1):")
     print(f"   trained on sequences of length n = {N} ({steps} steps, batch {batch_size}, {seeds} "
@@ -245,6 +274,29 @@ def run(train_len=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu
                f'position in a test sequence of length {4 * N}', 'accuracy',
                f'Trained on length {N} (positions 0..{N - 1}), tested on length {4 * N}',
                x=list(range(4 * N)), logy=False, mark=(N - 0.5, f'the training length, {N}'))
+    acc = {k: {T: claims.spread(a) if None not in a else None for T, a in r['accs'].items()} for k, r in results.items()}
+    rope_better = all(results['rope']['acc'][T] > results['sinusoidal']['acc'][T] for T in (2 * N, 4 * N))
+    seeds_note, look = claims.seeds_note(seeds), 'part 5: the table "positions, train loss, acc, n = ..."'
+    claims.record('attention', '2.5.1', '可学习 2018 PE = Embedding(pos) 简单有效 不可外推', 'holds',
+                  "the learned table cannot even run past position {last}", look, last=N - 1)
+    claims.record('attention', '2.5.1', 'ALiBi 2021 线性偏置 无需位置编码 长序列性能下降', 'not tested by this task',
+                  "trained on length {N} and tested on {far}, ALiBi scores {alibi} (RoPE {rope}, sinusoidal {sin}): "
+                  "it holds {rank} here, but the task needs only the latest key, which suits ALiBi's recency bias, so "
+                  "it does not ask for what the article says degrades; what would test it is a task that must attend "
+                  "far back in sequences longer than the training ones (recall the first token at length {far})",
+                  look, seeds=seeds_note, N=N, far=4 * N, alibi=acc['alibi'][4 * N], rope=acc['rope'][4 * N],
+                  sin=acc['sinusoidal'][4 * N], rank='best' if best == 'alibi' else f"behind {best}")
+    claims.record('deep_dive', '3.3', '训练时见过 0-511 的位置，推理时可以处理 512-1023 的位置（虽然效果可能略差，但不会完全失效）',
+                  'partly', "trained on length {N}, sinusoidal positions fall from {a} to {b} at {two} and {c} at "
+                  "{four}, which is what no positions at all score ({none}): it runs, but what it learned of positions "
+                  "is gone", look, seeds=seeds_note, N=N, two=2 * N, four=4 * N, a=acc['sinusoidal'][N],
+                  b=acc['sinusoidal'][2 * N], c=acc['sinusoidal'][4 * N], none=acc['none'][4 * N])
+    claims.record('deep_dive', '3.5', 'RoPE…数学上更优雅，外推能力更好', 'holds' if rope_better else 'partly',
+                  "trained on length {N}, RoPE scores {rope2} at {two} and {rope4} at {four}, sinusoidal {sin2} and "
+                  "{sin4}", look, seeds=seeds_note, N=N, two=2 * N, four=4 * N, rope2=acc['rope'][2 * N],
+                  rope4=acc['rope'][4 * N], sin2=acc['sinusoidal'][2 * N], sin4=acc['sinusoidal'][4 * N])
+    claims.record('deep_dive', '3.3', '如果推理时遇到了位置 1024，那个位置的向量从未被训练过，模型会崩溃', 'holds',
+                  "learned positions cannot run past their table (position {last})", look, last=N - 1)
     return {'gaps': gaps, 'shift_errors': errors, 'rope_scores': scores, 'wavelengths': lam, 'extrapolation': results,
             'N': N, 'unseen_buckets': sorted(set(used) - set(seen)), 'device': results['none']['device']}
 
@@ -252,7 +304,7 @@ def run(train_len=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu
 def main(argv=None):
     options = options_of(run, train_len=('training length n (tested at n, 2n and 4n)', 2),
                          steps='Adam steps per model', batch_size='sequences per batch',
-                         seeds='seeds per kind of position', full='400 steps, batch 32, 3 seeds (about a minute)')
+                         seeds='seeds per kind of position', full='400 steps, batch 32, 5 seeds (a few minutes)')
     return run_lesson(run, command_line('positions', __doc__, options, argv, check=_budget))
 
 

@@ -26,7 +26,7 @@
    it was too tired", their sum, the score gaps they imply, and how they fit the heat map
    of §2.6.
 
-    python -m demos.qkv_roles            # a few seconds
+    python -m demos.qkv_roles            # the defaults (run time: end of --help)
     python -m demos.qkv_roles --full     # longer training, three seeds for the lookup
 """
 import math
@@ -39,7 +39,7 @@ from transformer import article_data as article
 from transformer.mla import MultiHeadLatentAttention
 
 from . import article_trace, toy_training, why_separate_qk
-from . import budget
+from . import budget, claims
 from .articles import cite
 from .report import command_line, options_of, run_lesson, table
 from .toy_training import accuracy, fit, tail_mean
@@ -215,7 +215,7 @@ def it_table():
 
 
 LOOKUP_D_KS = (2, 4, 8)
-FULL = dict(steps=1000, lookup_steps=1000, seeds=3)  # --full
+FULL = dict(steps=1000, lookup_steps=1000, seeds=5)  # --full
 
 
 def run(steps=200, lookup_steps=400, seed=0, full=False, device='cpu'):
@@ -243,6 +243,15 @@ def run(steps=200, lookup_steps=400, seed=0, full=False, device='cpu'):
                  for name, p in (('W_Q, W_K, W_V', True), ('Q = K = V = X', False))]))
     print("(chance: 10%)  Without projections the embeddings are all that can learn, and a row's largest score "
           "stays on its own\ntoken: the article's point holds.")
+    copies = [results[False]] + [copy_previous(False, steps, seed=seed + s, device=device) for s in range(1, seeds)]
+    claims.record('architecture', '2.3.2', '如果让 Q/K/V 都直接等于 X 不做变换，模型就没法学到「该从什么角度提问」', 'holds',
+                  "with Q = K = V = X each word's largest weight is itself ({itself} on the deep dive's X0; {is_max} "
+                  "of the rows of random X of equal-length rows), and copying the previous token is not learned "
+                  "({without}, chance 10%; {with_} with W_Q, W_K, W_V)",
+                  "part 1: the 猫 吃 鱼 table and the table \"attention, final loss, test accuracy\"",
+                  seeds=claims.seeds_note(seeds),
+                  itself=', '.join(f"{w} {A[i][i]:.0%}" for i, w in enumerate(words)), is_max=f"{is_max:.0%}",
+                  without=claims.spread([c['accuracy'] for c in copies]), with_=f"{100 * results[True]['accuracy']:.1f}%")
 
     d_ks = LOOKUP_D_KS
     lookup = {(tie, d_k): [train_lookup(tie, d_k, lookup_steps, seed=seed + s, device=device) for s in range(seeds)]
@@ -259,6 +268,17 @@ def run(steps=200, lookup_steps=400, seed=0, full=False, device='cpu'):
           "holds where d_k is tight;\n" + (f"with room for both (d_k = {roomy[0]} here) a shared projection does "
                                           "the job too: 'must' is too strong." if roomy else
                                           "here no d_k tried gave the shared projection enough room."))
+    mean = {key: sum(r[2] for r in runs) / seeds for key, runs in lookup.items()}
+    claims.record('attention', '2.2.3', ['it 可能会通过匹配 animal 的词性（Key）找到它。',
+                                         '但 it 真正需要的是 animal 的语义（Value）'], 'partly' if roomy else 'holds',
+                  "with W_V tied to W_K one head reaches {tied} at d_k = {d_ks} against {separate} with separate "
+                  "projections" + ("; at d_k = {roomy} the shared projection has room for address and content and "
+                                   "also reaches {roomy_acc}: \"must\" is too strong" if roomy else ""),
+                  'part 2: the table "d_k, W_V separate, W_V = W_K"', seeds=claims.seeds_note(seeds),
+                  tied=' / '.join(f"{100 * mean[True, d]:.1f}%" for d in d_ks if d not in roomy),
+                  d_ks=' / '.join(str(d) for d in d_ks if d not in roomy),
+                  separate=claims.spread([mean[False, d] for d in d_ks]), roomy=roomy[0] if roomy else None,
+                  roomy_acc=f"{100 * mean[True, roomy[0]]:.1f}%" if roomy else None)
 
     four = fourth_projection(seed=seed, device=device)
     a, b, c = four['abc']
@@ -270,6 +290,11 @@ def run(steps=200, lookup_steps=400, seed=0, full=False, device='cpu'):
     print(table(['check', 'largest difference'],
                 [['Q K_1^T + Q K_2^T  vs  Q (K_1 + K_2)^T: two key projections are one', four['merged']],
                  ['W_Q columns x s_i, W_K columns / s_i: the scores do not change', four['rescaled']]], fmt='.1e'))
+    claims.record('attention', '2.2.4', '第四个向量可以被前三个的线性组合表示：U = a·Q + b·K + c·V',
+                  'the article is wrong',
+                  "for a random fourth projection the best a, b, c leave {left:.1%} of W_U unexplained.  What holds is "
+                  "that a fourth matrix in a role already filled adds nothing: Q K_1^T + Q K_2^T = Q (K_1 + K_2)^T "
+                  "(difference {merged:.1e})", 'part 3', left=four['residual'], merged=four['merged'])
 
     mla = mla_queries(device=device)
     (full_q, full_formula, full_cache), (small_q, small_formula, small_cache) = mla[None], mla[24]
@@ -285,6 +310,11 @@ def run(steps=200, lookup_steps=400, seed=0, full=False, device='cpu'):
           f"compresses its queries to d_c' = {v2['d_cq']}: {v2_small / 1e6:.1f} M query\nnumbers per layer instead "
           f"of {v2_full / 1e6:.1f} M, the cache unchanged.  So 'Q stays full' is not what DeepSeek-V2 does; what "
           "holds is\nthat queries are never cached, so compressing them saves no cache (in transformer.mla: d_cq).")
+    claims.record('attention', '2.2.4', '但 Q 保持完整，保证查询能力', 'the article is wrong',
+                  "for DeepSeek-V2, which compresses its queries too (d_c' = {d_cq}: {small:.1f} M query numbers per "
+                  "layer instead of {full:.1f} M); queries are never cached, so the cache is the same ({cache} numbers "
+                  "per token in the lesson's MLA with and without `d_cq`)", "part 4",
+                  d_cq=v2['d_cq'], small=v2_small / 1e6, full=v2_full / 1e6, cache=full_cache)
 
     it = it_table()
     print(f"\n5. The 'it' table ({cite('attention', '2.1.3')}).  'gap to street' = ln(p / p_street): how much "
@@ -296,6 +326,15 @@ def run(steps=200, lookup_steps=400, seed=0, full=False, device='cpu'):
           f"{it['heat_sum']:.2f},\nbut gives 'The' {it['heat_the']:.2f} alone ({cite('attention', '2.1.3')}: 'The' "
           "is among the 6 'other words' sharing 0.05).\nWith because at 0.05 as well, the remaining five words "
           "would get 0, which a softmax never gives: the two tables\ndo not quite agree.")
+    claims.record('attention', '2.1.3', 'it 的注意力分布：… animal │ 0.65 … tired │ 0.15 … 其他词 │ 0.05', 'holds',
+                  "the six weights sum to {total:.2f} (the {n} \"other words\" get {each:.4f} each); animal's weight "
+                  "means a scaled score ln(0.65 / 0.05) = {gap:.2f} above street's", "part 5: the 'it' table",
+                  total=it['sum'], n=len(it['others']), each=it['each_other'], gap=it['gaps']['animal'])
+    claims.record('attention', '2.6', 'it │ 0.05 │ 0.65 │ 0.05 │ 0.05 │ 0.15', 'partly',
+                  "the 'it' row of the heat map gives 'The' {the:.2f} alone and sums to {heat:.2f}, while §2.1.3's "
+                  "table counts 'The' among the {n} words that share 0.05; with because at 0.05 (§2.1.3) the other "
+                  "five words would get 0, which a softmax never gives", "part 5: the lines under the 'it' table",
+                  the=it['heat_the'], heat=it['heat_sum'], n=len(it['others']))
     return {'device': results[True]['model'].head.weight.device,
             'x0': (S, A), 'diagonal': (is_max, on_diag), 'copy': results, 'lookup': lookup, 'fourth': four,
             'mla': mla, 'deepseek_v2_queries': (v2_full, v2_small), 'it': it}

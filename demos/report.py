@@ -37,7 +37,7 @@ import microtensor as mt
 from microtensor import i18n
 from microtensor.i18n import N_, _
 
-from . import articles
+from . import articles, claims
 
 RUNS = 'runs'  # relative to where you run the lesson (ignored by git)
 WRITTEN = []   # (path, what) for every file the lessons wrote in this process, oldest first
@@ -87,9 +87,9 @@ def command_line(module, doc, options, argv=None, extra=None, check=None):
     except ValueError as error:
         raise SystemExit(f"python -m demos.{module}: error: {error}") from None
     sections = getattr(_lesson_module(module), 'SECTIONS', ())
-    parser = argparse.ArgumentParser(prog=f'python -m demos.{module}', description=doc,
-                                     epilog=_("Reads with:") + f"\n{articles.header(sections, '  ')}" if sections
-                                     else None,
+    epilog = '\n'.join(filter(None, [claims.run_time(module),
+                                     _("Reads with:") + f"\n{articles.header(sections, '  ')}" if sections else None]))
+    parser = argparse.ArgumentParser(prog=f'python -m demos.{module}', description=doc, epilog=epilog or None,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--device', default='cpu', choices=['cpu', 'cuda', 'auto'],
                         help=_('where the tensors live: cuda runs on the GPU via cupy; auto picks cuda when a GPU '

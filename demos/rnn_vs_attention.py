@@ -24,7 +24,7 @@ import microtensor as mt
 from microtensor.inspect import norm
 from transformer import RNN, MultiHeadAttention
 
-from . import budget
+from . import budget, claims
 from .report import command_line, options_of, run_lesson, save_lines, table
 
 # the articles' sections this lesson checks (demos/articles.py)
@@ -67,6 +67,21 @@ def run(seq_len=32, d_model=16, batch_size=8, seed=0, device='cpu'):
     print("The RNN's gradient is a product of one Jacobian per step, so it fades geometrically with the\n"
           "distance; attention reaches every position in one hop, so distance does not matter.\n"
           "(Distance 0 is larger for attention: the last position is also the query.)")
+    look = 'the table by distance and the line "from distance 1 to ..."'
+    figures = dict(far=far, rnn=rnn_ratio, step=per_step, attention=attention_ratio)
+    claims.record('attention', '2.1.1', '梯度消失问题……连乘结果会指数级衰减', 'holds',
+                  "the RNN's gradient shrinks about {step:.2f}x per step, {rnn:.1e} from distance 1 to {far}; "
+                  "attention's changes {attention:.2f}x over the same distances", look, **figures)
+    claims.record('architecture', '2.1.2', '梯度在反向传播时会指数级衰减', 'holds',
+                  "about {step:.2f}x per step, {rnn:.1e} from distance 1 to {far}", look, **figures)
+    claims.record('deep_dive', '7.7', ['梯度要穿过 512 层', '一跳直达'], 'holds',
+                  "the RNN's gradient is a product of one Jacobian per step ({step:.2f}x each); attention's is the "
+                  "same size at every distance ({attention:.2f}x from 1 to {far})", look, **figures)
+    claims.record('deep_dive', '8.2', ['穿 50 步，梯度可能衰减到可以忽略', '梯度路径长度：1……"一跳直达"'], 'holds',
+                  "from distance 1 to {far} the RNN's gradient falls by {rnn:.1e}, attention's changes by "
+                  "{attention:.2f}x; the lesson measures {far} steps, not the article's 50 (`--seq-len 51` measures "
+                  "50): at {step:.2f}x per step 50 steps would leave {fifty:.0e}", look, fifty=per_step ** 50,
+                  **figures)
 
     save_lines('rnn_vs_attention', grads, 'distance n - t', '|dL/dx_t|',
                'Gradient from the last position back to each input', x=list(range(n)))

@@ -20,7 +20,7 @@
    rich in gradient".  Both softmaxes, and the gradient dp_1/dx_1 = p_1 (1 - p_1) from the
    engine's backward pass.
 
-    python -m demos.scale_alternatives          # a few seconds
+    python -m demos.scale_alternatives          # the defaults (run time: end of --help)
     python -m demos.scale_alternatives --full   # more samples, longer training
 """
 import math
@@ -29,7 +29,7 @@ import microtensor as mt
 from transformer import LayerNorm, MultiHeadAttention
 
 from . import qkv_roles
-from . import budget
+from . import budget, claims
 from .articles import cite
 from .report import command_line, options_of, run_lesson, table
 
@@ -98,11 +98,11 @@ def trained_scores(steps=200, seed=0, device='cpu'):
             'spread': spread, 'back': result['back'], 'accuracy': result['accuracy']}
 
 
-FULL = dict(rows=2000, steps=1000)  # --full
+FULL = dict(rows=2000, seeds=5)  # --full: 10x the rows, the trainings over 5 seeds
 
 
 def run(rows=200, steps=200, seed=0, full=False, device='cpu'):
-    rows, steps = (FULL['rows'], FULL['steps']) if full else (rows, steps)
+    rows, seeds = (FULL['rows'], range(seed, seed + FULL['seeds'])) if full else (rows, [seed])
     d = dot_products(rows=rows, seed=seed, device=device)
     z = 30 / math.sqrt(128)
     print(f"1. q . k at d_k = 128 ({cite('architecture', '2.4.1')}: std ≈ 11.3, 'spread over ±30'), "
@@ -116,6 +116,11 @@ def run(rows=200, steps=200, seed=0, full=False, device='cpu'):
     print(f"30 is {z:.2f} standard deviations: about {d['beyond']:.1%} of the scores pass it, but a row of 512 keys "
           f"typically holds\na few, and its largest is about {d['row_max']:.0f}.  '±30' is the reach of a row, not "
           "the typical score (68% lie within ±11.3): it holds.")
+    claims.record('architecture', '2.4.1', 'd_k = 128 时标准差是 √128 ≈ 11.3，意味着点积数值会散布在 ±30 这种很大的范围',
+                  'holds', "30 is {z:.2f} standard deviations, passed by {beyond:.2%} of the scores (normal: {normal:.2%}), "
+                  "{keys:.1f} keys in a row of 512, whose largest |q·k| is {top:.1f} on average",
+                  'part 1: the table "measured, normal distribution"', z=z, beyond=d['beyond'],
+                  normal=normal_beyond(z), keys=512 * d['beyond'], top=d['row_max'])
 
     pre = pre_ln_scores(device=device)
     print(f"\n2. Alternatives to the scale ({cite('architecture', '2.4.2')}).  Pre-LN: one head on LayerNorm(x), "
@@ -134,6 +139,17 @@ def run(rows=200, steps=200, seed=0, full=False, device='cpu'):
     print("(chance: 1/32 = 3.1%)  " + (f"At d_k = {', '.join(map(str, short))} the unscaled scores are harmless, but "
                                        "the head cannot hold 32 addresses:\nthe capacity the article says it costs."
                                        if short else "Every d_k tried held the 32 addresses: no capacity cost seen."))
+    claims.record('architecture', '2.4.2', '用 Layer Norm 归一化（Pre-LN） 严格说是「在 Attention 之前做归一化」，不是真的替换 √d_k',
+                  'holds', "on LayerNorm(x) the unscaled scores still grow {growth:.1f}x from d_k = {first} to {last} "
+                  "(sqrt: {sqrt:.0f}x)", 'part 2: the table "d_k, std of q . k, std / sqrt(d_k), growth"',
+                  growth=pre[max(pre)] / pre[first], first=first, last=max(pre), sqrt=math.sqrt(max(pre) / first))
+    smalls = [small] + [small_d_k(steps=steps * 2, seed=s, device=device) for s in list(seeds)[1:]]
+    d_ks = sorted(small)
+    claims.record('architecture', '2.4.2', '直接限制 d_k 很小 等于直接限制模型容量', 'holds',
+                  "unscaled, a one-head lookup of 32 addresses reaches {accs} at d_k = {d_ks} (scores harmless: std "
+                  "of q·k for unit q, k is √d_k)", 'part 2: the table "d_k, std of q . k for unit q, k, test accuracy"',
+                  seeds=claims.seeds_note(len(seeds)), d_ks=', '.join(map(str, d_ks)),
+                  accs=', '.join(claims.spread([run[d_k] for run in smalls]) for d_k in d_ks))
 
     trained = trained_scores(steps, seed, device)
     (p5, slope5), (p12, slope12), (p20, slope20) = (softmax_and_slope(x, device)
@@ -148,6 +164,14 @@ def run(rows=200, steps=200, seed=0, full=False, device='cpu'):
           f"p(1 - p) = {slope5:.1e}.\nSo ±5 is a rule of thumb for spotting a missing scale, not a guarantee: "
           "what sets the softmax's softness is the spread\nwithin a row, and a model that has learned a sharp "
           "pattern has a wide one on purpose.")
+    runs = [trained] + [trained_scores(steps, s, device) for s in list(seeds)[1:]]
+    claims.record('attention', '2.3.3', 'Softmax 输入的范围（应该在 -5 到 +5 之间）', 'partly',
+                  "a rule of thumb for a missing scale, no more: a trained copy-the-previous-token model has {within} "
+                  "of its scaled scores within ±5, its largest {largest}, and it learned the task ({acc}); and "
+                  "softmax(5, -5) is already saturated (gradient {slope:.1e})", 'part 3',
+                  seeds=claims.seeds_note(len(runs)), within=claims.spread([r['within'] for r in runs]),
+                  largest=claims.between([r['largest'] for r in runs]), acc=claims.spread([r['accuracy'] for r in runs]),
+                  slope=slope5)
 
     print(f"\n4. The two examples of {cite('deep_dive', '1.5')}, computed:")
     print(table(['x', 'softmax(x)', 'dp_1/dx_1 = p_1 (1 - p_1)'],
@@ -156,6 +180,12 @@ def run(rows=200, steps=200, seed=0, full=False, device='cpu'):
     print(f"softmax(1.2, -0.3) = [{p12[0]:.3f}, {p12[1]:.3f}], whose gradient {slope12:.3f} is near the largest "
           f"possible, 0.25;\nsoftmax(20, -5) is one-hot to 11 decimals (the article's [0.999, 0.000]\nunderstates "
           f"it), and its gradient is {slope20:.0e}: both claims hold.")
+    claims.record('deep_dive', '1.5', 'Softmax 的输入如果太大（比如有 20 和 -5），输出就接近 one-hot（[0.999, 0.000...]）',
+                  'holds', "softmax(20, -5) = [{p0:.12f}, {p1:.1e}], its gradient {slope:.1e}", 'part 4',
+                  p0=p20[0], p1=p20[1], slope=slope20)
+    claims.record('deep_dive', '1.5', '输入适中（比如 1.2 和 -0.3），Softmax 输出"软"而平滑——梯度信息丰富', 'holds',
+                  "softmax(1.2, -0.3) = [{p0:.3f}, {p1:.3f}], its gradient p(1 - p) = {slope:.3f} (at most 0.25)",
+                  'part 4', p0=p12[0], p1=p12[1], slope=slope12)
     return {'device': trained['device'], 'dot': d, 'pre_ln': pre, 'small_d_k': small, 'trained': trained, 'softmax': {
         (5.0, -5.0): (p5, slope5), (1.2, -0.3): (p12, slope12), (20.0, -5.0): (p20, slope20)}}
 
@@ -163,7 +193,7 @@ def run(rows=200, steps=200, seed=0, full=False, device='cpu'):
 def main(argv=None):
     options = options_of(run, rows='rows of 512 random (q, k) pairs at d_k = 128',
                          steps='Adam steps of the trainings', seed='random seed',
-                         full='2000 rows, 1000 training steps')
+                         full='2000 rows; the trainings over 5 seeds')
     return run_lesson(run, command_line('scale_alternatives', __doc__, options, argv, check=_budget))
 
 
@@ -171,7 +201,7 @@ def _budget(args):
     """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
     a = budget.effective(args, FULL)
     pairs = budget.dense(2 * a['rows'] * 512 * 128, a['rows'] * 512 * 128, steps=a['rows'])
-    trainings = budget.Cost(0, 0, 4 * 2 * a['steps'] + a['steps'])                  # four small d_k, then one
+    trainings = a.get('seeds', 1) * budget.Cost(0, 0, 4 * 2 * a['steps'] + a['steps'])  # four small d_k, then one
     return budget.refuse({'--rows': a['rows'], '--steps': a['steps']}, pairs + trainings, args.device)
 
 

@@ -16,6 +16,7 @@
 import microtensor as mt
 from transformer import MultiHeadAttention
 
+from . import claims
 from .articles import cite
 from .report import command_line, options_of, run_lesson, table
 
@@ -77,6 +78,13 @@ def run(n_max=1024, seed=0, device='cpu'):
                  ['scores per layer (12 heads)', f"{vit['per_layer']:,}"]]))
     print("196 patches, as the deep dive says (ViT itself adds a class token: 197 rows); one layer of ViT-Base "
           f"holds {vit['per_layer']:,} weights,\nfor an image that is only 196 'words' long.")
+    claims.record('deep_dive', '8.4', 'ViT（Vision Transformer）把一张 224×224 的图像切成 196 个 16×16 的小方块', 'holds',
+                  "a (3, 224, 224) image reshapes into {patches} patches, each equal to its slice ({checked:.1e}); one "
+                  "ViT-Base-wide layer keeps 196^2 = {per_head:,} scores per head (ViT itself adds a class token: 197)",
+                  'part 1', patches=tuple(vit['patches']), checked=vit['checked'], per_head=vit['per_head'])
+    claims.record('deep_dive', '1.8', '整个流程中唯一出现"n × n"矩阵的地方是注意力分数和权重', 'holds',
+                  "the weights of MultiHeadAttention(768, 12) over 196 tokens are {weights}", 'part 1, the row '
+                  '"attention weights"', weights=tuple(vit['weights']))
 
     lengths = tuple(n for n in LENGTHS if n <= n_max)
     sizes = scores_by_length(lengths, seed=seed, device=device)
@@ -92,6 +100,10 @@ def run(n_max=1024, seed=0, device='cpu'):
           f"holds.  Stored,\nthat is {10 ** 12 * per_score / 2 ** 40:.1f} TiB in float32 per head and layer.  "
           "Fused kernels (FlashAttention) never store the whole matrix, computing it\nin tiles, but still compute "
           "all 10^12 scores: hence the sparse and linear attention the article points to.")
+    claims.record('attention', '2.6', '如果序列长度是 100 万，注意力矩阵是 1 万亿个元素。', 'holds',
+                  "the scores one head keeps are exactly n^2 (counted at n = {first} … {last}), so 10^12 at n = 10^6: "
+                  "{tib:.1f} TiB in float32 per head and layer", 'part 2: the table "n, scores (one head), growth"',
+                  first=first, last=lengths[-1], tib=10 ** 12 * per_score / 2 ** 40)
     return {'device': vit['device'], 'vit': vit, 'sizes': sizes}
 
 

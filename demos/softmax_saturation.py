@@ -39,7 +39,7 @@ from transformer import scaled_dot_product_attention
 from transformer.attention import attend  # scaled_dot_product_attention that also returns the scores
 from transformer.probes import saturation_stats
 
-from . import budget
+from . import budget, claims
 from .report import (command_line, draw_lines, options_of, run_lesson, save_lines, save_plot, save_viewer, table,
                      window_means)
 
@@ -48,6 +48,7 @@ SECTIONS = [('deep_dive', '1.5'), ('attention', '2.3.1'), ('attention', '2.3.2')
             ('architecture', '2.4.1'), ('architecture', '2.10.2')]
 
 D_KS = (4, 16, 64, 256, 1024)
+ARTICLE_TABLE = ([1, 2, 3], [10, 20, 30], [100, 200, 300])  # the attention article §2.3.2
 
 
 def saturation(d_k, scaled, B=32, n=16, seed=0, device='cpu', html=None):
@@ -143,6 +144,40 @@ def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train
     print("passes = |dL/ds| / |dL/dp| per query row (mean); cut off = rows passing less than 1e-3.\n"
           "With the scale Var(scores) stays ~1 and every d_k behaves alike; without it Var(scores) ~ d_k,\n"
           "rows turn one-hot (max p -> 1, entropy -> 0), p(1-p) vanishes and so does the gradient.")
+    at = {(r['d_k'], r['scaled']): r for r in rows}
+    big, mid = max(d_ks), sorted(d_ks)[len(d_ks) // 2]
+    look = 'the table "d_k, scale, Var(scores), max p, mean p(1-p), entropy, passes, rows cut off"'
+    claims.record('attention', '2.3.1', '点积的方差 = 维度 d_k', 'holds',
+                  "Var(q·k) = {var} for d_k = {d_ks}", look,
+                  var=', '.join(f"{at[d, False]['var']:.4g}" for d in d_ks), d_ks=', '.join(map(str, d_ks)))
+    claims.record('attention', '2.3.2', 'Softmax 会输出一个极度尖锐的分布（One-Hot 形式）…这会导致梯度消失', 'holds',
+                  "without the scale at d_k = {big} the largest weight averages {max_p:.3f}, mean p(1-p) is {p1p:.2g} "
+                  "({p1p_scaled:.2g} with it), and {cut:.1%} of the query rows pass less than 1e-3 of their gradient to "
+                  "the scores ({cut_scaled:.0%} with the scale)", look, big=big, max_p=at[big, False]['max_p'],
+                  p1p=at[big, False]['p1p'], p1p_scaled=at[big, True]['p1p'], cut=at[big, False]['cut_off'],
+                  cut_scaled=at[big, True]['cut_off'])
+    claims.record('attention', '2.3.3', '除以 √d_k，就是为了把点积的结果重新拉回到…方差为 1 的范围内', 'holds',
+                  "Var(scores / √d_k) is {low:.2f}-{high:.2f} for d_k = {first} … {last}", look,
+                  low=min(at[d, True]['var'] for d in d_ks), high=max(at[d, True]['var'] for d in d_ks),
+                  first=min(d_ks), last=big)
+    claims.record('architecture', '2.4.1', '过 softmax … 输出几乎变成 one-hot', 'holds',
+                  "without the scale the mean largest weight is {mid_p:.2f} at d_k = {mid} and {big_p:.2f} at d_k = "
+                  "{big} (with it: {low:.2f}-{high:.2f} at every d_k)", look, mid=mid, big=big,
+                  mid_p=at[mid, False]['max_p'], big_p=at[big, False]['max_p'],
+                  low=min(at[d, True]['max_p'] for d in d_ks), high=max(at[d, True]['max_p'] for d in d_ks))
+    claims.record('deep_dive', '1.5', '点积的方差正比于 d_k！…除以 √d_k 就把方差归一化回 1', 'holds',
+                  "Var(q·k) = {var:.4g} at d_k = {big}, Var(q·k / √d_k) = {low:.2f}-{high:.2f} at every d_k", look,
+                  var=at[big, False]['var'], big=big, low=min(at[d, True]['var'] for d in d_ks),
+                  high=max(at[d, True]['var'] for d in d_ks))
+    table_232 = [(x, [f"{v:.4f}" for v in mt.softmax(mt.tensor(x, dtype='float64'), axis=-1).tolist()]) for x in ARTICLE_TABLE]
+    print("\nThe attention article's table (§2.3.2), recomputed:")
+    print(table(['input', 'softmax, 4 decimals'], [[str(x), ', '.join(p)] for x, p in table_232]))
+    claims.record('attention', '2.3.2', ['[1, 2, 3] [0.09, 0.24, 0.67] 平滑分布', '[10, 20, 30] [0.00, 0.00, 1.00]',
+                                         '[100, 200, 300] [0.00, 0.00, 1.00] 完全 One-Hot'], 'holds',
+                  "softmax({a}) = ({pa}), the printed row to 2 decimals; ({b}) and ({c}) are one-hot to 2 decimals "
+                  "and beyond: ({pb}), ({pc})", 'the table "input, softmax, 4 decimals"',
+                  **{name: ', '.join(map(str, v)) for name, v in (('a', table_232[0][0]), ('pa', table_232[0][1]),
+                  ('b', table_232[1][0]), ('pb', table_232[1][1]), ('c', table_232[2][0]), ('pc', table_232[2][1]))})
 
     save_plot('softmax_saturation', lambda ax: draw_saturation(ax, rows, d_ks), 'Softmax saturation as d_k grows')
     for scaled in (True, False) if html else ():  # the largest d_k, step by step, with and without the scale
@@ -159,6 +194,15 @@ def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train
         print(table(['steps', 'with 1/sqrt(d_k)', 'without'],
                     [[steps, a, b] for (steps, a), (_, b) in zip(window_means(curves[True], 5),
                                                                  window_means(curves[False], 5))]))
+        half = len(curves[False]) // 2
+        claims.record('architecture', '2.10.2', 'd_k 大 → 点积方差大 → softmax 趋近 one-hot → 梯度含 p(1-p) 项趋近 0 → 训不起来',
+                      'holds', "each link measured: Var {var:.4g} at d_k = {big}, max p {max_p:.3f}, p(1-p) {p1p:.2g}; "
+                      "and by SGD at d_k = {d_k} the unscaled head's mean squared error stays at {low:.2f}-{high:.2f} "
+                      "over the second half of training while the scaled one reaches {scaled:.2g}",
+                      'both tables: "d_k, scale, Var(scores), ..." and "steps, with 1/sqrt(d_k), without"', seeds='1 seed',
+                      var=at[big, False]['var'], big=big, max_p=at[big, False]['max_p'], p1p=at[big, False]['p1p'],
+                      d_k=train_d_k, low=min(curves[False][half:]), high=max(curves[False][half:]),
+                      scaled=window_means(curves[True], 5)[-1][1])
         save_lines('softmax_saturation_training', {'scores / sqrt(d_k)': curves[True], 'no scale': curves[False]},
                    'step', 'MSE', f'Lookup task by SGD, d_k = {train_d_k}')
     return {'rows': rows, 'curves': curves}

@@ -10,6 +10,7 @@ import math
 
 import microtensor as mt
 
+from . import claims
 from .report import command_line, options_of, run_lesson, save_plot, table
 
 # the articles' sections this lesson checks (demos/articles.py)
@@ -37,6 +38,18 @@ def run(logits=LOGITS, temperatures=TEMPERATURES, device='cpu'):
     print(table(['T'] + [f"p({x:g})" for x in logits] + [f"entropy (max {math.log(len(logits)):.3f})"],
                 [[f"{T:g}"] + p.tolist() + [entropy] for T, p, entropy in rows], fmt='.3f'))
     print("Low T puts almost all the mass on the largest logit (near argmax); high T spreads it.")
+    if tuple(logits) == LOGITS and {0.2, 1.5} <= set(temperatures):   # the article's example and its two ends
+        by_T = {T: (p.tolist(), entropy) for T, p, entropy in rows}
+        look = 'the table "T, p(2), p(1), p(0.1), entropy"'
+        claims.record('attention', '2.4.2', ['T = 0.2 极度尖锐，接近 Argmax', 'T = 1.5 平滑，多样性高'], 'holds',
+                      "for {x} the largest probability is {tops} at T = {Ts}, and the entropy rises from {low:.3f} to "
+                      "{high:.3f} (uniform: {uniform:.3f})", look, x=list(logits),
+                      tops=', '.join(f"{by_T[T][0][0]:.3f}" for T in sorted(by_T)), Ts=', '.join(f"{T:g}" for T in sorted(by_T)),
+                      low=by_T[min(by_T)][1], high=by_T[max(by_T)][1], uniform=math.log(len(logits)))
+        claims.record('attention', '2.3.4', '√d_k 是"训练时的温度"', 'holds',
+                      "softmax(x / T) with T = {low:g} … {high:g} goes from near argmax ({top:.3f}) to flat; 1/√d_k is "
+                      "the same division of the scores, with T = √d_k", look, low=min(by_T), high=max(by_T),
+                      top=by_T[min(by_T)][0][0])
 
     def draw(ax):  # one group of bars per logit, one bar per temperature
         width = 0.8 / len(rows)

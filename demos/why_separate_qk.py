@@ -29,14 +29,14 @@ W_Q = W_K: fewer parameters, but less expressive".
    "less expressive" holds; "cannot attend directionally" is too strong once positions
    are learned.
 
-    python -m demos.why_separate_qk            # a few seconds
+    python -m demos.why_separate_qk            # the defaults (run time: end of --help)
     python -m demos.why_separate_qk --full     # longer training
 """
 import microtensor as mt
 from microtensor import nn, optim
 from transformer import Embed, MultiHeadAttention
 
-from . import budget
+from . import budget, claims
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
 
 # the articles' sections this lesson checks (demos/articles.py)
@@ -121,8 +121,11 @@ def compare(steps=200, seed=0, **options):
             for name, shared in (('shared W_Q = W_K', True), ('separate W_Q, W_K', False))}
 
 
+FULL = dict(steps=1000, seeds=5)  # --full: the comparison over 5 seeds, and with 4 x seq-len tokens
+
+
 def run(steps=200, seq_len=8, d_model=32, batch_size=32, seed=0, full=False, device='cpu'):
-    steps, n = (1000 if full else steps), seq_len
+    steps, n = (FULL['steps'] if full else steps), seq_len
     sym = symmetry(seed=seed, device=device)
     print("1. One head on the same random X (5 tokens): asymmetry = max |M - M^T|; Z_i = sum_k exp(S_ik), the "
           "normaliser of row i")
@@ -134,6 +137,11 @@ def run(steps=200, seq_len=8, d_model=32, batch_size=32, seed=0, full=False, dev
           "overstates it: what is symmetric is the score (before the row normalisation).  Shared-projection weights:")
     print(table(['Q \\ K'] + [str(j) for j in range(5)], [[i] + row for i, row in enumerate(sym[True]['A'])],
                 fmt='.3f'))
+    claims.record('attention', '2.2.2', '如果 Q = K，那么注意力矩阵 A = Softmax(QK^T) 是对称的。A_ij = A_ji', 'partly',
+                  "with W_Q = W_K the scores are symmetric (max |S - S^T| = {s:.1e}), the weights are not ({a:.1e}): "
+                  "each row is divided by its own Z_i = Σ_k exp(S_ik), so A_ij / A_ji = Z_j / Z_i",
+                  'part 1: the table "projection, S = Q K^T / sqrt(d_k), A = softmax(S)"',
+                  s=sym[True]['S_asym'], a=sym[True]['A_asym'])
 
     sizes = dict(d_model=d_model, B=batch_size, device=device)
     results = compare(steps, seed, n=n, **sizes)
@@ -152,6 +160,24 @@ def run(steps=200, seq_len=8, d_model=32, batch_size=32, seed=0, full=False, dev
     print("\nHow the shared model does it (test batch means): S_{t,t-1} = S_{t-1,t} falls along t, so each t\n"
           "prefers t-1 to t+1; the diagonal S_tt = |q_t|^2 stays close:")
     print(table(['t', 'S_{t,t-1}', 'S_{t,t}', 'A_{t,t-1}', 'A_{t,t}'], staircase))
+    runs = [results] + [compare(steps, seed + k, n=n, **sizes) for k in range(1, FULL['seeds'] if full else 1)]
+    shared_runs, separate_runs = [r[shared_name] for r in runs], [r[separate_name] for r in runs]
+    claims.record('attention', '2.2.4', '共享投影 W_Q = W_K 减少参数，但损失表达能力', 'holds',
+                  "the shared model has {shared_p} parameters against {separate_p}, and its attention is blurrier: "
+                  "weight {shared} on t-1 against {separate}", 'part 2: the table "projection, parameters, ..."',
+                  seeds=claims.seeds_note(len(runs)), shared_p=shared['model'].num_parameters(),
+                  separate_p=separate['model'].num_parameters(), shared=claims.between([r['back'] for r in shared_runs]),
+                  separate=claims.between([r['back'] for r in separate_runs]))
+    learned_shared = sum(r['accuracy'] > 0.9 for r in shared_runs)
+    claims.record('attention', '2.2.2', 'Q 和 K 的分离，是为了打破对称性，建立有向的关注。',
+                  'partly' if 2 * learned_shared >= len(shared_runs) else 'holds',
+                  "the shared model still learns to copy the previous token (above 90% in {learned} of {n} seeds; "
+                  "{acc} test accuracy) through learned positions, but blurrier (weight {shared} on t-1 against "
+                  "{separate} with separate projections)",
+                  'part 2: the table "projection, parameters, final loss" and the staircase table "t, S_{{t,t-1}}"',
+                  seeds=claims.seeds_note(len(runs)), acc=claims.spread([r['accuracy'] for r in shared_runs]),
+                  learned=learned_shared, n=len(shared_runs),
+                  shared=claims.between([r['back'] for r in shared_runs]), separate=claims.between([r['back'] for r in separate_runs]))
     save_lines('why_separate_qk', {name: r['losses'] for name, r in results.items()}, 'step', 'cross-entropy',
                'Copy the previous token: shared vs separate W_Q, W_K')
     longer = None
@@ -167,14 +193,14 @@ def run(steps=200, seq_len=8, d_model=32, batch_size=32, seed=0, full=False, dev
 def main(argv=None):
     options = options_of(run, steps='Adam steps of each training', seq_len=('tokens per sequence n', 3),
                          d_model='model width d_model (one head: d_k = d_model)', batch_size='sequences per batch',
-                         seed='random seed', full='train 1000 steps, and also with 4 x seq-len tokens')
+                         seed='random seed', full='train 1000 steps, 5 seeds, and also with 4 x seq-len tokens')
     return run_lesson(run, command_line('why_separate_qk', __doc__, options, argv, check=_budget))
 
 
 def _budget(args):
     """What these sizes cost (demos/budget.py): a usage error, before any work, when this machine cannot."""
-    steps = 1000 if args.full else args.steps
-    lengths = (args.seq_len, 4 * args.seq_len) if args.full else (args.seq_len,)
+    steps = FULL['steps'] if args.full else args.steps
+    lengths = (args.seq_len,) * FULL['seeds'] + (4 * args.seq_len,) if args.full else (args.seq_len,)
     cost = budget.Cost(0, 0, 0)
     for T in lengths:  # one head (d_k = d_model), shared and separate projections
         cost = cost + 2 * budget.transformer(args.batch_size, T, args.d_model, n_layers=1, vocab=10, heads=1,
