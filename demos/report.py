@@ -79,7 +79,9 @@ def command_line(module, doc, options, argv=None, extra=None, check=None):
     checked as Option says: a bad value is a usage error, never a traceback.  Always --device
     (cpu, cuda, or auto: cuda when a GPU is usable), resolved to 'cpu' or 'cuda'.
     extra(parser) may add more arguments; check(args) returns an error message, or None when
-    the options fit together.
+    the options fit together.  `doc` (the lesson's docstring) is looked up in the catalog whole: its
+    translation is an entry of the .po whose msgid is the docstring, written there by hand (gettext's
+    extraction skips docstrings).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     try:  # chosen before the parser is built, so that its --help speaks that language too
@@ -89,7 +91,7 @@ def command_line(module, doc, options, argv=None, extra=None, check=None):
     sections = getattr(_lesson_module(module), 'SECTIONS', ())
     epilog = '\n'.join(filter(None, [claims.run_time(module),
                                      _("Reads with:") + f"\n{articles.header(sections, '  ')}" if sections else None]))
-    parser = argparse.ArgumentParser(prog=f'python -m demos.{module}', description=doc, epilog=epilog or None,
+    parser = argparse.ArgumentParser(prog=f'python -m demos.{module}', description=_(doc) if doc else doc, epilog=epilog or None,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--device', default='cpu', choices=['cpu', 'cuda', 'auto'],
                         help=_('where the tensors live: cuda runs on the GPU via cupy; auto picks cuda when a GPU '
