@@ -578,8 +578,8 @@ class Tensor:
         """max(x, 0), elementwise."""
         return _ew.Relu.apply(self)
 
-    def gelu(self, approximate='tanh'):
-        """GELU, x * Phi(x): approximate='tanh' (GPT-2) or 'none' (with erf)."""
+    def gelu(self, approximate='none'):
+        """GELU, x * Phi(x): approximate='none' (the default, with erf, as PyTorch's) or 'tanh' (GPT-2)."""
         return _nn.gelu(self, approximate)
 
     def abs(self):

@@ -325,8 +325,9 @@ class GeluErf(Function):
         return (g * (Phi + x * phi),)
 
 
-def gelu(x, approximate='tanh'):
-    """GELU(x) = x Phi(x); approximate='tanh' (default, GPT-2) or 'none' (exact, with erf)."""
+def gelu(x, approximate='none'):
+    """GELU(x) = x Phi(x); approximate='none' (the default, as PyTorch's: exact, with erf) or 'tanh'
+    (GPT-2's and BERT's formula, which transformer.FeedForward uses)."""
     x = promotion.floating(tensor_arg(x, 'gelu'))  # integers: the default float, as tanh(ids) and erf(ids)
     if approximate == 'tanh':
         return (FusedGeluTanh if fused_switch.enabled else GeluTanh).apply(x)
