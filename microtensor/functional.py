@@ -9,6 +9,7 @@ number or an array, made a constant like the Tensor (mt.add(x, 1), mt.mul(2, x))
 meet in the dtype PyTorch's promotion gives (microtensor/promotion.py).
 """
 from .ops import attention, bitwise, elementwise, linalg, nn, rounding, select, shape
+from .argcheck import ShapeError
 from .convert import tensor_arg
 from .promotion import floating
 from .tensor import Tensor, binary
@@ -65,7 +66,18 @@ bitwise_left_shift = _binary(bitwise.LeftShift, 'bitwise_left_shift')
 bitwise_right_shift = _binary(bitwise.RightShift, 'bitwise_right_shift')
 maximum = _binary(elementwise.Maximum)
 minimum = _binary(elementwise.Minimum)
-matmul, linear, masked_softmax = linalg.matmul, linalg.linear, attention.masked_softmax
+matmul, masked_softmax = linalg.matmul, attention.masked_softmax
+
+
+def linear(x, weight, bias=None):
+    """y = x @ weight^T + bias, as torch.nn.functional.linear: weight in PyTorch's layout (n_out, n_in).
+    (nn.Linear keeps its weight as (n_in, n_out), the articles' x @ W, and calls ops/linalg.py's linear.)"""
+    x, weight = tensor_arg(x, 'linear'), tensor_arg(weight, 'linear')
+    if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
+        raise ShapeError(f"linear: x {x.shape} and weight {weight.shape} do not fit: as PyTorch's F.linear, "
+                         "x is (..., n_in) and weight (n_out, n_in) (an nn.Linear's weight is (n_in, n_out): "
+                         "pass its .T, or call the layer)")
+    return linalg.linear(x, weight.T, bias)
 concatenate, stack, split = shape.concatenate, shape.stack, shape.split
 cat = concatenate  # PyTorch's name
 where, masked_fill = select.where, select.masked_fill
