@@ -6,6 +6,8 @@ device= or on the default device (mt.set_default_device).  mt.tensor always copi
 data; mt.from_numpy and mt.as_tensor share memory with an array when they can.
 Sizes, dtypes and values are checked first: a bad one is an error naming the function.
 """
+import numbers
+
 from . import argcheck, backend
 from .ops import args
 from .convert import check_dtype, new_array, share_counter
@@ -86,7 +88,11 @@ def ones(*shape, dtype=None, device=None, requires_grad=False, name=None):
 
 
 def full(shape, value, dtype=None, device=None, requires_grad=False, name=None):
+    """A tensor of `shape` filled with `value`.  Without dtype=, the value's kind decides, as in
+    torch.full: a bool gives bool, an int int64, a float the default float (float32)."""
     value = argcheck.real(value, 'full', 'value')
+    if dtype is None:
+        dtype = 'bool' if isinstance(value, bool) else 'int64' if isinstance(value, numbers.Integral) else None
     return _make('full', lambda device, s, d: backend.module_for(device).full(s, value, dtype=d),
                  (shape,), dtype, device, requires_grad, name)
 
