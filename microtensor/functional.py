@@ -81,7 +81,35 @@ def linear(x, weight, bias=None):
 concatenate, stack, split = shape.concatenate, shape.stack, shape.split
 cat = concatenate  # PyTorch's name
 where, masked_fill = select.where, select.masked_fill
-softmax, log_softmax, cross_entropy, gelu = nn.softmax, nn.log_softmax, nn.cross_entropy, nn.gelu
+cross_entropy, gelu = nn.cross_entropy, nn.gelu
+
+
+_NOT_GIVEN = object()  # axis=None is numpy's "flattened", so "no axis" needs its own mark
+
+
+def _softmax_dim(op, x, dim, axis):
+    """(dim, axis) for mt.softmax / mt.log_softmax.  Given neither, a 0-, 1- or 2-D x takes its last
+    dim, PyTorch's implicit choice for them too; a 3-D or higher x is refused, since PyTorch's
+    (deprecated) implicit choice there is dim 0 (3-D) or 1, not the last."""
+    if dim is not None or axis is not _NOT_GIVEN:
+        return (-1 if dim is None else dim), (-1 if axis is _NOT_GIVEN else axis)
+    x = tensor_arg(x, op)
+    if x.ndim >= 3:
+        raise TypeError(f"{op}: say which dim for a {x.ndim}-D tensor of shape {x.shape}, e.g. {op}(x, dim=-1): "
+                        f"without one PyTorch's F.{op} takes dim {0 if x.ndim == 3 else 1}, not the last")
+    return -1, -1
+
+
+def softmax(x, dim=None, *, axis=_NOT_GIVEN):
+    """exp(x) / sum(exp(x)) along dim, as torch.nn.functional.softmax (ops/nn.py)."""
+    dim, axis = _softmax_dim('softmax', x, dim, axis)
+    return nn.softmax(x, dim, axis=axis)
+
+
+def log_softmax(x, dim=None, *, axis=_NOT_GIVEN):
+    """log(softmax(x)) along dim, computed stably, as torch.nn.functional.log_softmax (ops/nn.py)."""
+    dim, axis = _softmax_dim('log_softmax', x, dim, axis)
+    return nn.log_softmax(x, dim, axis=axis)
 layer_norm, dropout = nn.layer_norm, nn.dropout
 
 

@@ -153,10 +153,10 @@ CASES = [
     Case('where scalar', lambda x: mt.where(x > 0, x, 0.0), ((3, 4),)),
     Case('masked_fill', lambda x: x.masked_fill(x > 0.5, -1.0), ((3, 4),)),
     # the nn ops
-    Case('softmax', lambda x: mt.softmax(x), ((2, 3, 4),)),
+    Case('softmax', lambda x: mt.softmax(x, -1), ((2, 3, 4),)),
     Case('softmax axis 0', lambda x: mt.softmax(x, axis=0), ((3, 4),)),
     Case('softmax 2nd order', _second_derivative(lambda x: (mt.softmax(x) ** 2).sum()), ((3, 4),)),
-    Case('log_softmax', lambda x: mt.log_softmax(x), ((2, 3, 4),)),
+    Case('log_softmax', lambda x: mt.log_softmax(x, -1), ((2, 3, 4),)),
     Case('cross_entropy', lambda x: mt.cross_entropy(x, _ids([0, 3, 1], x)), ((3, 4),)),
     Case('cross_entropy ignore', lambda x: mt.cross_entropy(x, _ids([[0, 3, -1], [-1, 1, 2]], x), ignore_index=-1),
          ((2, 3, 4),)),
@@ -190,7 +190,7 @@ CASES = [
                                                              label_smoothing=0.1), ((3, 4),)),
     Case('cross_entropy probabilities', lambda x, p: mt.cross_entropy(x, p.softmax(-1)), ((3, 4), (3, 4))),
     # the fused layer (microtensor/fused/)
-    Case('fused softmax', _fused(lambda x: mt.softmax(x)), ((2, 3, 4),)),
+    Case('fused softmax', _fused(lambda x: mt.softmax(x, -1)), ((2, 3, 4),)),
     Case('fused cross_entropy', _fused(lambda x: mt.cross_entropy(x, _ids([0, 3, 1], x))), ((3, 4),)),
     Case('fused gelu tanh', _fused(lambda x: mt.gelu(x, approximate='tanh')), ((3, 4),)),
     Case('fused gelu tanh 2nd order', _fused(_second_derivative(lambda x: (mt.gelu(x, approximate='tanh') ** 2).sum())), ((3, 4),)),

@@ -415,6 +415,23 @@ class Tensor:
         """self /= other, in place (a float tensor: integers cannot hold the quotient, as in PyTorch)."""
         return self._arithmetic_in_place(_ew.Div, other, '/=')
 
+    # their method forms, as PyTorch's (an optimizer's m.mul_(beta).add_(g, alpha=1 - beta)); each returns self
+    def add_(self, other, alpha=1):
+        """self += alpha * other, in place."""
+        return self._arithmetic_in_place(_ew.Add, other if alpha == 1 else alpha * other, 'add_')
+
+    def sub_(self, other, alpha=1):
+        """self -= alpha * other, in place."""
+        return self._arithmetic_in_place(_ew.Sub, other if alpha == 1 else alpha * other, 'sub_')
+
+    def mul_(self, other):
+        """self *= other, in place."""
+        return self._arithmetic_in_place(_ew.Mul, other, 'mul_')
+
+    def div_(self, other):
+        """self /= other, in place."""
+        return self._arithmetic_in_place(_ew.Div, other, 'div_')
+
     def fill_(self, value):
         """Set every element to value, in place; returns self."""
         value = argcheck.real(value, 'fill_', 'value')
