@@ -274,7 +274,7 @@ class Tensor:
 
     def _number(self, caller):
         if self.data.size != 1:
-            raise ValueError(f"{caller}: only a one-element tensor can become a Python number, not one "
+            raise ShapeError(f"{caller}: only a one-element tensor can become a Python number, not one "
                              f"of shape {self.shape}; reduce it first (e.g. .sum(), .norm()) or index one element")
         return self.data.reshape(()).item()
 
@@ -558,7 +558,7 @@ class Tensor:
     def __bool__(self):
         """bool(t) of a one-element tensor (use .any() or .all() for more)."""
         if self.data.size != 1:
-            raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any() or .all()")
+            raise ShapeError(f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any() or .all()")
         return bool(self.data)
 
     # ------------------------------------------------------------------ elementwise functions

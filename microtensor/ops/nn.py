@@ -52,6 +52,8 @@ def softmax(x, dim=-1, *, axis=-1):
     """softmax along dim (PyTorch's name) or axis (numpy's); the last one by default."""
     axis = args.one_dim('softmax', dim, axis, -1)
     x = promotion.floating(tensor_arg(x, 'softmax'))  # integer scores: the default float, as exp(ids)
+    if x.ndim == 0 and axis in (0, -1):  # as PyTorch: a 0-d tensor is a row of one
+        return softmax(x.reshape(1), 0).reshape(())
     return (FusedSoftmax if fused_switch.enabled else Softmax).apply(x, axis=axis)
 
 
@@ -59,6 +61,8 @@ def log_softmax(x, dim=-1, *, axis=-1):
     """log(softmax) along dim (PyTorch's name) or axis (numpy's); the last one by default."""
     axis = args.one_dim('log_softmax', dim, axis, -1)
     x = promotion.floating(tensor_arg(x, 'log_softmax'))
+    if x.ndim == 0 and axis in (0, -1):  # as PyTorch: a 0-d tensor is a row of one
+        return log_softmax(x.reshape(1), 0).reshape(())
     return (FusedLogSoftmax if fused_switch.enabled else LogSoftmax).apply(x, axis=axis)
 
 
