@@ -561,3 +561,62 @@ def test_shared_names_are_probed():
     elsewhere = {'cuda', 'save', 'load', 'manual_seed', 'set_default_device'}
     missing = sorted(n for n in (shared_methods | shared_functions) - elsewhere if f'.{n}' not in source)
     assert not missing, f"shared names no case calls: {missing}"
+
+
+OPTIMIZERS = [('SGD', {}), ('SGD', dict(lr=0.1, momentum=0.9)), ('SGD', dict(lr=0.1, momentum=0.9, nesterov=True)),
+              ('SGD', dict(lr=0.1, momentum=0.9, weight_decay=0.1)), ('Adam', {}), ('Adam', dict(lr=0.1, weight_decay=0.1)),
+              ('AdamW', {}), ('AdamW', dict(lr=0.1, betas=(0.8, 0.9), eps=1e-6, weight_decay=0.5))]
+
+
+@pytest.mark.parametrize('name, options', OPTIMIZERS, ids=[f"{n} {o}" for n, o in OPTIMIZERS])
+def test_optimizer_steps_as_torch(name, options):
+    """The same gradients, the same steps: defaults (lr too) and options mean PyTorch's."""
+    start, grads = rand(3, 4), [rand(3, 4) for _ in range(4)]
+    mine, theirs = mt.tensor(start, requires_grad=True), torch.tensor(start, requires_grad=True)
+    opt_mine, opt_theirs = getattr(mt.optim, name)([mine], **options), getattr(torch.optim, name)([theirs], **options)
+    for g in grads:
+        mine.grad, theirs.grad = mt.tensor(g), torch.tensor(g)
+        opt_mine.step()
+        opt_theirs.step()
+    np.testing.assert_allclose(mine.numpy(), theirs.detach().numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize('norm_type', [2.0, 1.0, math.inf])
+def test_clip_grad_norm_as_torch(norm_type):
+    g = [rand(3, 4), rand(5)]
+    mine = [mt.tensor(np.zeros_like(a), requires_grad=True) for a in g]
+    theirs = [torch.tensor(np.zeros_like(a), requires_grad=True) for a in g]
+    for p, q, a in zip(mine, theirs, g):
+        p.grad, q.grad = mt.tensor(a), torch.tensor(a)
+    total_mine = mt.nn.utils.clip_grad_norm_(mine, 1.0, norm_type=norm_type)
+    total_theirs = torch.nn.utils.clip_grad_norm_(theirs, 1.0, norm_type=norm_type)
+    assert float(total_mine) == pytest.approx(float(total_theirs), rel=1e-12)
+    for p, q in zip(mine, theirs):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-12)
+
+
+def test_linear_layer_is_torchs_with_the_weight_transposed():
+    """nn.Linear keeps W as (n_in, n_out) (README's table); the layer computes what torch's does."""
+    layer = mt.nn.Linear(4, 3).double()
+    twin = torch.nn.Linear(4, 3).double()
+    with torch.no_grad():
+        twin.weight.copy_(torch.tensor(layer.weight.numpy().T))
+        twin.bias.copy_(torch.tensor(layer.bias.numpy()))
+    x = rand(2, 4)
+    np.testing.assert_allclose(layer(mt.tensor(x)).numpy(), twin(torch.tensor(x)).detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(mt.linear(mt.tensor(x), layer.weight.T, layer.bias).numpy(),
+                               F.linear(torch.tensor(x), twin.weight, twin.bias).detach().numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize('call', [
+    lambda x: mt.softmax(x), lambda x: mt.log_softmax(x),  # PyTorch's implicit dim of 3-D is 0
+    lambda x: x.sum(()), lambda x: x.mean(dim=()), lambda x: x.amax(()), lambda x: x.logsumexp(()),  # numpy: nothing
+    lambda x: x - x.max(1),  # a (values, indices) pair is not a tensor
+    lambda x: x.std(True, correction=0),  # std(unbiased) takes nothing else
+    lambda x: x.transpose(1),  # one dim: not a swap
+    lambda x: mt.linear(x, mt.ones(4, 5)),  # an (n_in, n_out) weight, where F.linear wants (n_out, n_in)
+], ids=['softmax', 'log_softmax', 'sum', 'mean', 'amax', 'logsumexp', 'tuple operand', 'std', 'transpose', 'linear'])
+def test_calls_that_would_mean_two_things_refuse(call):
+    """Where numpy's and PyTorch's readings (or an old and a new one) differ, an error names them."""
+    with pytest.raises((TypeError, ValueError, RuntimeError)):
+        call(mt.randn(2, 3, 4))
