@@ -394,6 +394,11 @@ CASES = [
     ('index int tuple', lambda L, x: x[(1, 2)], (Z,)),
     ('index double slice', lambda L, x: x[:, 1:2][1:2], (X,)),
     ('index mixed with None between', lambda L, x: x[[0, 1], None, [1, 2]], (X,)),
+    ('index tensors around None and ints', lambda L, x: (x[L.tensor([[1], [0]]), None, 2, L.tensor([0, 3, 1])],
+                                                         x[1, L.tensor([2, 0]), None, L.tensor([[1], [3]])],
+                                                         x[None, L.tensor([0, 1]), 2, L.tensor([1, 1]), None]), (rand(2, 3, 4, 5),)),
+    ('index tuples as sequences', lambda L, x: (x[(1, 0, -1), :, (2, 2, 0)], x[((1,), (0,)), (2, 1)]), (Z,)),
+    ('index int, stepped slice, tensor', lambda L, x: x[1, :, 1:4:2, L.tensor([[0], [2]])], (rand(2, 3, 4, 5),)),
     # in place (on a non-leaf, so the gradient reaches the leaf through it)
     ('add_', lambda L, x, y: (x * 1).add_(y), (X, Y)),
     ('mul_ sub_ div_', lambda L, x, y: (x * 1).mul_(y).sub_(1).div_(2), (X, Y)),
@@ -593,6 +598,13 @@ def test_clip_grad_norm_as_torch(norm_type):
     assert float(total_mine) == pytest.approx(float(total_theirs), rel=1e-12)
     for p, q in zip(mine, theirs):
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-12)
+
+
+def test_uint8_ids_index_as_ids():
+    """README's table: a uint8 index tensor holds ids here, as every integer dtype (PyTorch reads it as a mask)."""
+    x = mt.tensor(rand(3, 2))
+    ids = np.array([1, 0, 1], dtype=np.uint8)
+    np.testing.assert_array_equal(x[mt.tensor(ids)].numpy(), x.numpy()[ids.astype(np.int64)])
 
 
 def test_linear_layer_is_torchs_with_the_weight_transposed():
