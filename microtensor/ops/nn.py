@@ -113,9 +113,12 @@ def _class_targets(op, scores, targets, weight, ignore_index):
     the device, then one host sync."""
     if targets.shape != scores.shape[:-1]:
         what = 'logits' if op == 'cross_entropy' else 'logp'
+        torch_layout = scores.ndim >= 2 and targets.shape == scores.shape[:1] + scores.shape[2:]
         raise ValueError(f"{op}: targets of shape {targets.shape} do not match {what} {scores.shape} "
                          f"(expected the {what}' shape without its last, class axis, for class ids"
-                         + (f"; or the {what}' whole shape, for probabilities)" if op == 'cross_entropy' else ")"))
+                         + (f"; or the {what}' whole shape, for probabilities)" if op == 'cross_entropy' else ")")
+                         + ("; these are PyTorch's (N, C, ...) shapes: here the class axis is last, so pass "
+                            f"{what}.permute{(0, *range(2, scores.ndim), 1)}" if torch_layout else ""))
     if targets.dtype.kind not in 'iu':
         raise TypeError(f"{op}: targets must be integer class ids, not {targets.dtype}")
     if ignore_index is not None:
