@@ -432,6 +432,29 @@ class Tensor:
         """self /= other, in place."""
         return self._arithmetic_in_place(_ew.Div, other, 'div_')
 
+    def _replace_in_place(self, op, fn):
+        """self = fn(self), written into self's memory, recorded in the graph as += is (see
+        _arithmetic_in_place); the result must fit self's dtype."""
+        write = self.data.__setitem__
+
+        def compute(before):
+            result = fn(before)
+            promotion.check_in_place(op, self, result.dtype)
+            backend_call(op, write, Ellipsis, result.data.astype(self.dtype, copy=False))
+            return result
+        if not (autograd.is_grad_enabled() and self.requires_grad and not self.is_leaf):
+            with autograd.no_grad():  # (a leaf that requires grad is refused here, unless under no_grad)
+                return self._modify_in_place(op, lambda: compute(self))
+        return self._record_in_place(op, self.data.copy(), compute)  # a copy: the op may need the old value
+
+    def clamp_(self, min=None, max=None):
+        """self limited to [min, max], in place (PyTorch's clamp_, as w.clamp_(-c, c))."""
+        return self._replace_in_place('clamp_', lambda t: t.clamp(min, max))
+
+    def masked_fill_(self, mask, value):
+        """value written where mask is True, in place."""
+        return self._replace_in_place('masked_fill_', lambda t: t.masked_fill(mask, value))
+
     def fill_(self, value):
         """Set every element to value, in place; returns self."""
         value = argcheck.real(value, 'fill_', 'value')

@@ -404,6 +404,11 @@ CASES = [
     ('mul_ sub_ div_', lambda L, x, y: (x * 1).mul_(y).sub_(1).div_(2), (X, Y)),
     ('add_ alpha', lambda L, x, y: (x * 1).add_(y, alpha=3), (X, Y)),
     ('iadd', lambda L, x, y: _iadd(x * 1, y), (X, Y)),
+    ('clamp_', lambda L, x: (x * 1).clamp_(-0.5, 0.5), (X,)),
+    ('clamp_ min', lambda L, x: (x * 1).clamp_(min=0), (X,)),
+    ('masked_fill_', lambda L, x: (x * 1).masked_fill_(x > 0, 0.0), (X,)),
+    ('clamp_ masked_fill_ of a leaf under no_grad', lambda L, x: _under_no_grad(L, x), (X,)),
+    ('clamp_ of a view writes through', lambda L, x: _clamp_view(x.detach().clone()), (X,)),
     ('zero_ fill_ of a constant', lambda L, x: (x.detach().clone().zero_(), x.detach().clone().fill_(3.0)), (X,)),
     ('copy_', lambda L, x, y: (x * 1).copy_(y), (X, Y)),
     ('copy_ broadcast', lambda L, x, y: (x * 1).copy_(y), (X, rand(4))),
@@ -479,9 +484,6 @@ LOUD = [
     ('einsum trace', lambda L, x: L.einsum('ii->', x), (rand(3, 3),)),
     ('repeat', lambda L, x: (x.repeat(2, 3), x.repeat(2, 1, 1), x.repeat((1, 2))), (X,)),
     ('repeat 1-d', lambda L, x: x.repeat(3), (rand(2),)),
-    ('clamp_', lambda L, x: (x * 1).clamp_(-0.5, 0.5), (X,)),
-    ('clamp_ min', lambda L, x: (x * 1).clamp_(min=0), (X,)),
-    ('masked_fill_', lambda L, x: (x * 1).masked_fill_(x > 0, 0.0), (X,)),
     ('relu_ exp_', lambda L, x: (x * 1).exp_(), (X,)),
     ('unsqueeze_', lambda L, x: (x * 1).unsqueeze_(0), (X,)),
     ('linspace', lambda L: (L.linspace(0, 1, 5), L.linspace(5, -5, 3), L.linspace(2, 3, 1)), ()),
@@ -532,6 +534,17 @@ def _shares(L):
     t = L.from_numpy(array)
     array[0] = 5.0
     return t
+
+
+def _under_no_grad(L, x):
+    with L.no_grad():
+        x.clamp_(-0.5, 0.5).masked_fill_(x > 0.4, 0.4)
+    return x.detach(), x.requires_grad
+
+
+def _clamp_view(x):
+    x[1].clamp_(min=0)
+    return x
 
 
 def _iadd(x, y):
