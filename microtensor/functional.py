@@ -67,6 +67,11 @@ bitwise_right_shift = _binary(bitwise.RightShift, 'bitwise_right_shift')
 maximum = _binary(elementwise.Maximum)
 minimum = _binary(elementwise.Minimum)
 matmul, masked_softmax = linalg.matmul, attention.masked_softmax
+concatenate, stack, split = shape.concatenate, shape.stack, shape.split
+cat = concatenate  # PyTorch's name
+where, masked_fill = select.where, select.masked_fill
+cross_entropy, gelu = nn.cross_entropy, nn.gelu
+layer_norm, dropout = nn.layer_norm, nn.dropout
 
 
 def linear(x, weight, bias=None):
@@ -78,10 +83,6 @@ def linear(x, weight, bias=None):
                          "x is (..., n_in) and weight (n_out, n_in) (an nn.Linear's weight is (n_in, n_out): "
                          "pass its .T, or call the layer)")
     return linalg.linear(x, weight.T, bias)
-concatenate, stack, split = shape.concatenate, shape.stack, shape.split
-cat = concatenate  # PyTorch's name
-where, masked_fill = select.where, select.masked_fill
-cross_entropy, gelu = nn.cross_entropy, nn.gelu
 
 
 _NOT_GIVEN = object()  # axis=None is numpy's "flattened", so "no axis" needs its own mark
@@ -110,7 +111,6 @@ def log_softmax(x, dim=None, *, axis=_NOT_GIVEN):
     """log(softmax(x)) along dim, computed stably, as torch.nn.functional.log_softmax (ops/nn.py)."""
     dim, axis = _softmax_dim('log_softmax', x, dim, axis)
     return nn.log_softmax(x, dim, axis=axis)
-layer_norm, dropout = nn.layer_norm, nn.dropout
 
 
 def neg(x): return -tensor_arg(x, 'neg')

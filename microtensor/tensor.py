@@ -443,8 +443,10 @@ class Tensor:
             backend_call(op, write, Ellipsis, result.data.astype(self.dtype, copy=False))
             return result
         if not (autograd.is_grad_enabled() and self.requires_grad and not self.is_leaf):
-            with autograd.no_grad():  # (a leaf that requires grad is refused here, unless under no_grad)
-                return self._modify_in_place(op, lambda: compute(self))
+            def change():
+                with autograd.no_grad():
+                    compute(self)
+            return self._modify_in_place(op, change)  # (a leaf that requires grad is refused, unless under no_grad)
         return self._record_in_place(op, self.data.copy(), compute)  # a copy: the op may need the old value
 
     def clamp_(self, min=None, max=None):

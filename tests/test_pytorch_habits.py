@@ -645,3 +645,14 @@ def test_calls_that_would_mean_two_things_refuse(call):
     """Where numpy's and PyTorch's readings (or an old and a new one) differ, an error names them."""
     with pytest.raises((TypeError, ValueError, RuntimeError)):
         call(mt.randn(2, 3, 4))
+
+
+@pytest.mark.parametrize('change', [lambda x: x.add_(1), lambda x: x.mul_(2), lambda x: x.clamp_(0, 1),
+                                    lambda x: x.masked_fill_(x > 0, 0.0), lambda x: x.zero_()],
+                         ids=['add_', 'mul_', 'clamp_', 'masked_fill_', 'zero_'])
+def test_in_place_change_of_a_leaf_that_requires_grad_refuses_as_torchs(change):
+    for lib in (torch, mt):
+        x = lib.tensor([0.5, -1.0], requires_grad=True)
+        with pytest.raises(RuntimeError):
+            change(x)
+        assert x.tolist() == [0.5, -1.0]  # unchanged

@@ -117,7 +117,8 @@ def unflatten(x, dim, sizes):
     """Dim `dim` split into `sizes` (their product must be its size; one may be -1), as a reshape."""
     dim = args.axis(dim, x.shape, 'unflatten')
     if not isinstance(sizes, (tuple, list)):
-        raise TypeError(f"unflatten: sizes must be a tuple or list of sizes, as PyTorch's, not {type(sizes).__name__} {sizes!r}")
+        raise TypeError(f"unflatten: sizes must be a tuple or list of sizes, as PyTorch's, "
+                        f"not {type(sizes).__name__} {sizes!r}")
     sizes = args.new_shape(tuple(sizes), 'unflatten')
     if not sizes:
         raise ValueError(f"unflatten: sizes must name at least one size, got {sizes}")
