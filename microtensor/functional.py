@@ -9,6 +9,7 @@ number or an array, made a constant like the Tensor (mt.add(x, 1), mt.mul(2, x))
 meet in the dtype PyTorch's promotion gives (microtensor/promotion.py).
 """
 from .ops import attention, bitwise, elementwise, linalg, nn, rounding, select, shape
+from .argcheck import ShapeError
 from .convert import tensor_arg
 from .promotion import floating
 from .tensor import Tensor, binary
@@ -65,12 +66,51 @@ bitwise_left_shift = _binary(bitwise.LeftShift, 'bitwise_left_shift')
 bitwise_right_shift = _binary(bitwise.RightShift, 'bitwise_right_shift')
 maximum = _binary(elementwise.Maximum)
 minimum = _binary(elementwise.Minimum)
-matmul, linear, masked_softmax = linalg.matmul, linalg.linear, attention.masked_softmax
+matmul, masked_softmax = linalg.matmul, attention.masked_softmax
 concatenate, stack, split = shape.concatenate, shape.stack, shape.split
 cat = concatenate  # PyTorch's name
 where, masked_fill = select.where, select.masked_fill
-softmax, log_softmax, cross_entropy, gelu = nn.softmax, nn.log_softmax, nn.cross_entropy, nn.gelu
+cross_entropy, gelu = nn.cross_entropy, nn.gelu
 layer_norm, dropout = nn.layer_norm, nn.dropout
+
+
+def linear(x, weight, bias=None):
+    """y = x @ weight^T + bias, as torch.nn.functional.linear: weight in PyTorch's layout (n_out, n_in).
+    (nn.Linear keeps its weight as (n_in, n_out), the articles' x @ W, and calls ops/linalg.py's linear.)"""
+    x, weight = tensor_arg(x, 'linear'), tensor_arg(weight, 'linear')
+    if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
+        raise ShapeError(f"linear: x {x.shape} and weight {weight.shape} do not fit: as PyTorch's F.linear, "
+                         "x is (..., n_in) and weight (n_out, n_in) (an nn.Linear's weight is (n_in, n_out): "
+                         "pass its .T, or call the layer)")
+    return linalg.linear(x, weight.T, bias)
+
+
+_NOT_GIVEN = object()  # axis=None is numpy's "flattened", so "no axis" needs its own mark
+
+
+def _softmax_dim(op, x, dim, axis):
+    """(dim, axis) for mt.softmax / mt.log_softmax.  Given neither, a 0-, 1- or 2-D x takes its last
+    dim, PyTorch's implicit choice for them too; a 3-D or higher x is refused, since PyTorch's
+    (deprecated) implicit choice there is dim 0 (3-D) or 1, not the last."""
+    if dim is not None or axis is not _NOT_GIVEN:
+        return (-1 if dim is None else dim), (-1 if axis is _NOT_GIVEN else axis)
+    x = tensor_arg(x, op)
+    if x.ndim >= 3:
+        raise TypeError(f"{op}: say which dim for a {x.ndim}-D tensor of shape {x.shape}, e.g. {op}(x, dim=-1): "
+                        f"without one PyTorch's F.{op} takes dim {0 if x.ndim == 3 else 1}, not the last")
+    return -1, -1
+
+
+def softmax(x, dim=None, *, axis=_NOT_GIVEN):
+    """exp(x) / sum(exp(x)) along dim, as torch.nn.functional.softmax (ops/nn.py)."""
+    dim, axis = _softmax_dim('softmax', x, dim, axis)
+    return nn.softmax(x, dim, axis=axis)
+
+
+def log_softmax(x, dim=None, *, axis=_NOT_GIVEN):
+    """log(softmax(x)) along dim, computed stably, as torch.nn.functional.log_softmax (ops/nn.py)."""
+    dim, axis = _softmax_dim('log_softmax', x, dim, axis)
+    return nn.log_softmax(x, dim, axis=axis)
 
 
 def neg(x): return -tensor_arg(x, 'neg')

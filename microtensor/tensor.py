@@ -274,7 +274,7 @@ class Tensor:
 
     def _number(self, caller):
         if self.data.size != 1:
-            raise ValueError(f"{caller}: only a one-element tensor can become a Python number, not one "
+            raise ShapeError(f"{caller}: only a one-element tensor can become a Python number, not one "
                              f"of shape {self.shape}; reduce it first (e.g. .sum(), .norm()) or index one element")
         return self.data.reshape(()).item()
 
@@ -417,6 +417,48 @@ class Tensor:
         """self /= other, in place (a float tensor: integers cannot hold the quotient, as in PyTorch)."""
         return self._arithmetic_in_place(_ew.Div, other, '/=')
 
+    # their method forms, as PyTorch's (an optimizer's m.mul_(beta).add_(g, alpha=1 - beta)); each returns self
+    def add_(self, other, alpha=1):
+        """self += alpha * other, in place."""
+        return self._arithmetic_in_place(_ew.Add, other if alpha == 1 else alpha * other, 'add_')
+
+    def sub_(self, other, alpha=1):
+        """self -= alpha * other, in place."""
+        return self._arithmetic_in_place(_ew.Sub, other if alpha == 1 else alpha * other, 'sub_')
+
+    def mul_(self, other):
+        """self *= other, in place."""
+        return self._arithmetic_in_place(_ew.Mul, other, 'mul_')
+
+    def div_(self, other):
+        """self /= other, in place."""
+        return self._arithmetic_in_place(_ew.Div, other, 'div_')
+
+    def _replace_in_place(self, op, fn):
+        """self = fn(self), written into self's memory, recorded in the graph as += is (see
+        _arithmetic_in_place); the result must fit self's dtype."""
+        write = self.data.__setitem__
+
+        def compute(before):
+            result = fn(before)
+            promotion.check_in_place(op, self, result.dtype)
+            backend_call(op, write, Ellipsis, result.data.astype(self.dtype, copy=False))
+            return result
+        if not (autograd.is_grad_enabled() and self.requires_grad and not self.is_leaf):
+            def change():
+                with autograd.no_grad():
+                    compute(self)
+            return self._modify_in_place(op, change)  # (a leaf that requires grad is refused, unless under no_grad)
+        return self._record_in_place(op, self.data.copy(), compute)  # a copy: the op may need the old value
+
+    def clamp_(self, min=None, max=None):
+        """self limited to [min, max], in place (PyTorch's clamp_, as w.clamp_(-c, c))."""
+        return self._replace_in_place('clamp_', lambda t: t.clamp(min, max))
+
+    def masked_fill_(self, mask, value):
+        """value written where mask is True, in place."""
+        return self._replace_in_place('masked_fill_', lambda t: t.masked_fill(mask, value))
+
     def fill_(self, value):
         """Set every element to value, in place; returns self."""
         value = promotion.fit('fill_', argcheck.real(value, 'fill_', 'value'), self.dtype)  # it must fit, as in PyTorch
@@ -546,7 +588,7 @@ class Tensor:
     def __bool__(self):
         """bool(t) of a one-element tensor (use .any() or .all() for more)."""
         if self.data.size != 1:
-            raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any() or .all()")
+            raise ShapeError(f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any() or .all()")
         return bool(self.data)
 
     # ------------------------------------------------------------------ elementwise functions
@@ -583,8 +625,8 @@ class Tensor:
         """max(x, 0), elementwise."""
         return _ew.Relu.apply(self)
 
-    def gelu(self, approximate='tanh'):
-        """GELU, x * Phi(x): approximate='tanh' (GPT-2) or 'none' (with erf)."""
+    def gelu(self, approximate='none'):
+        """GELU, x * Phi(x): approximate='none' (the default, with erf, as PyTorch's) or 'tanh' (GPT-2)."""
         return _nn.gelu(self, approximate)
 
     def abs(self):

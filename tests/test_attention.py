@@ -239,7 +239,7 @@ def test_last_scores_and_weights_are_kept_for_inspection():
     m(X, mask=mask).sum().backward()
     assert m.last_scores.shape == m.last_weights.shape == (2, 2, 3, 3)
     assert m.last_scores.requires_grad and m.last_weights.requires_grad  # graph tensors: hooks can attach
-    expected = mt.softmax(mt.where(mask, m.last_scores.detach(), -math.inf)).numpy()
+    expected = mt.softmax(mt.where(mask, m.last_scores.detach(), -math.inf), dim=-1).numpy()
     np.testing.assert_allclose(m.last_weights.numpy(), expected, rtol=1e-5, atol=1e-7)
 
 

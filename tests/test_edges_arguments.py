@@ -333,7 +333,8 @@ SPECS = [
            aliases=('arg' + n,)) for n in ['max', 'min']],
     Spec('std', lambda x, axis, correction: x.std(dim=axis, correction=correction),
          (AXES, [0, 1, 2, 0.5, -1, None, 'a', np.int64(1)]),
-         lambda a, axis, c: np.std(a, axis=_reduced(a, axis), ddof=1 if c is None else c)),
+         lambda a, axis, c: np.std(a, ddof=int(axis)) if axis is True and c is None  # x.std(True): PyTorch's std(unbiased)
+         else np.std(a, axis=_reduced(a, axis), ddof=1 if c is None else c)),
     Spec('var', lambda x, axis, ddof: x.var(axis=axis, ddof=ddof), (AXES, [0, 1, 2, 0.5, -1, None, 'a', np.int64(1)]),
          lambda a, axis, ddof: np.var(a, axis=_reduced(a, axis), ddof=1 if ddof is None else ddof)),
     *[Spec(f"mt.{n}", lambda x, axis, n=n: _values(getattr(mt, n)(x, axis)), (AXES,),

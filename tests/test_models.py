@@ -141,10 +141,10 @@ def test_shift_right_and_losses_line_up_targets():
     assert shift_right(tgt, 1).tolist() == [[1, 4, 5]]
     logits = mt.tensor(np.random.default_rng(0).standard_normal((1, 3, 7)))
     x = ids([[2, 3, 4]])
-    expected = -np.mean([mt.log_softmax(logits).numpy()[0, t, x.numpy()[0, t + 1]] for t in range(2)])
+    expected = -np.mean([mt.log_softmax(logits, dim=-1).numpy()[0, t, x.numpy()[0, t + 1]] for t in range(2)])
     assert abs(next_token_loss(logits, x).item() - expected) < 1e-6
     assert abs(seq2seq_loss(logits, mt.tensor([[2, 0, 0]]), pad_id=0).item()
-               + mt.log_softmax(logits).numpy()[0, 0, 2]) < 1e-6
+               + mt.log_softmax(logits, dim=-1).numpy()[0, 0, 2]) < 1e-6
 
 
 def test_models_expose_their_layers_to_probes():

@@ -16,7 +16,14 @@ from microtensor import argcheck, nn
 
 from . import checks
 
-ACTIVATIONS = {'gelu': mt.gelu, 'relu': mt.relu}
+
+
+def gelu_tanh(x):
+    """GELU in GPT-2's tanh form (mt.gelu's default is the exact erf form, as PyTorch's)."""
+    return mt.gelu(x, approximate='tanh')
+
+
+ACTIVATIONS = {'gelu': gelu_tanh, 'relu': mt.relu}
 
 
 class FeedForward(nn.Module):

@@ -272,7 +272,9 @@ class GPT(nn.Module):
         T = ids.shape[1]
         h = self.decoder(self.embed(ids, offset), self_mask=causal_mask(T, offset + T, offset, device=ids.device),
                          cache=cache)
-        return mt.linear(h, self.embed.tok.weight.T if self.lm_head is None else self.lm_head.weight)  # logits = h @ W
+        if self.lm_head is None:  # tied: logits = h @ E^T, E (vocab, d_model) the embedding (F.linear's layout)
+            return mt.linear(h, self.embed.tok.weight)
+        return self.lm_head(h)
 
 
 class Transformer(nn.Module):

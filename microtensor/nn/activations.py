@@ -22,9 +22,9 @@ class Sigmoid(Module):
 
 
 class GELU(Module):
-    """x * Phi(x); approximate='tanh' (GPT-2's formula) or 'none' (the exact erf form)."""
+    """x * Phi(x); approximate='none' (the exact erf form, the default as in PyTorch) or 'tanh' (GPT-2's formula)."""
 
-    def __init__(self, approximate='tanh'):
+    def __init__(self, approximate='none'):
         super().__init__()
         if approximate not in ('tanh', 'none'):
             raise ValueError(f"GELU: approximate must be 'tanh' or 'none', not {approximate!r}")

@@ -38,7 +38,7 @@ def axes(value, shape, op=None):
     if isinstance(value, (tuple, list)):
         result = [axis(a, shape, op) for a in value]
         if len(set(result)) != len(result):
-            fail(ValueError, op, f"axis {tuple(value)} names an axis twice")
+            fail(ShapeError, op, f"axis {tuple(value)} names an axis twice")
         return tuple(sorted(result))
     return (axis(value, shape, op),)
 

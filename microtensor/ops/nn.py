@@ -52,6 +52,8 @@ def softmax(x, dim=-1, *, axis=-1):
     """softmax along dim (PyTorch's name) or axis (numpy's); the last one by default."""
     axis = args.one_dim('softmax', dim, axis, -1)
     x = promotion.floating(tensor_arg(x, 'softmax'))  # integer scores: the default float, as exp(ids)
+    if x.ndim == 0 and axis in (0, -1):  # as PyTorch: a 0-d tensor is a row of one
+        return softmax(x.reshape(1), 0).reshape(())
     return promotion.widened((FusedSoftmax if fused_switch.enabled else Softmax).apply, x, axis=axis)
 
 
@@ -59,6 +61,8 @@ def log_softmax(x, dim=-1, *, axis=-1):
     """log(softmax) along dim (PyTorch's name) or axis (numpy's); the last one by default."""
     axis = args.one_dim('log_softmax', dim, axis, -1)
     x = promotion.floating(tensor_arg(x, 'log_softmax'))
+    if x.ndim == 0 and axis in (0, -1):  # as PyTorch: a 0-d tensor is a row of one
+        return log_softmax(x.reshape(1), 0).reshape(())
     return promotion.widened((FusedLogSoftmax if fused_switch.enabled else LogSoftmax).apply, x, axis=axis)
 
 
@@ -109,9 +113,12 @@ def _class_targets(op, scores, targets, weight, ignore_index):
     the device, then one host sync."""
     if targets.shape != scores.shape[:-1]:
         what = 'logits' if op == 'cross_entropy' else 'logp'
+        torch_layout = scores.ndim >= 2 and targets.shape == scores.shape[:1] + scores.shape[2:]
         raise ValueError(f"{op}: targets of shape {targets.shape} do not match {what} {scores.shape} "
                          f"(expected the {what}' shape without its last, class axis, for class ids"
-                         + (f"; or the {what}' whole shape, for probabilities)" if op == 'cross_entropy' else ")"))
+                         + (f"; or the {what}' whole shape, for probabilities)" if op == 'cross_entropy' else ")")
+                         + ("; these are PyTorch's (N, C, ...) shapes: here the class axis is last, so pass "
+                            f"{what}.permute{(0, *range(2, scores.ndim), 1)}" if torch_layout else ""))
     if targets.dtype.kind not in 'iu':
         raise TypeError(f"{op}: targets must be integer class ids, not {targets.dtype}")
     if ignore_index is not None:
@@ -332,8 +339,9 @@ class GeluErf(Function):
         return (g * (Phi + x * phi),)
 
 
-def gelu(x, approximate='tanh'):
-    """GELU(x) = x Phi(x); approximate='tanh' (default, GPT-2) or 'none' (exact, with erf)."""
+def gelu(x, approximate='none'):
+    """GELU(x) = x Phi(x); approximate='none' (the default, as PyTorch's: exact, with erf) or 'tanh'
+    (GPT-2's and BERT's formula, which transformer.FeedForward uses)."""
     x = promotion.floating(tensor_arg(x, 'gelu'))  # integers: the default float, as tanh(ids) and erf(ids)
     if approximate == 'tanh':  # float16: in float32, as PyTorch does on the CPU
         return promotion.widened((FusedGeluTanh if fused_switch.enabled else GeluTanh).apply, x)

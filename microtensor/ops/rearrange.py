@@ -4,6 +4,7 @@ Each backward moves the gradient back the way the forward moved the values (flip
 roll it back, mask it the same way, cut the padding off), so each is its own textbook line.
 """
 from .. import argcheck, backend
+from ..argcheck import ShapeError
 from ..autograd import Function
 from ..convert import check_cast, tensor_arg
 from . import args
@@ -47,11 +48,11 @@ def roll(x, shifts, dims=None):
     shifts = tuple(argcheck.integer(s, 'roll', 'shifts') for s in (shifts if many else (shifts,)))
     if dims is None:
         if len(shifts) != 1:
-            raise ValueError(f"roll: {len(shifts)} shifts need as many dims, got dims=None")
+            raise ShapeError(f"roll: {len(shifts)} shifts need as many dims, got dims=None")
         return Roll.apply(x.reshape(-1), shifts=shifts, dims=(0,)).reshape(x.shape)
     dims = tuple(args.axis(d, x.shape, 'roll') for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
     if len(dims) != len(shifts):
-        raise ValueError(f"roll: shifts {shifts} and dims {dims} must have the same length")
+        raise ShapeError(f"roll: shifts {shifts} and dims {dims} must have the same length")
     return Roll.apply(x, shifts=shifts, dims=dims)
 
 
@@ -86,7 +87,7 @@ def triu(x, diagonal=0):
 def _triangle(op, x, diagonal, name):
     x = tensor_arg(x, name)
     if x.ndim < 2:
-        raise ValueError(f"{name}: needs a tensor of at least 2 dimensions (a matrix, or a batch of them), "
+        raise ShapeError(f"{name}: needs a tensor of at least 2 dimensions (a matrix, or a batch of them), "
                          f"not shape {x.shape}")
     return op.apply(x, diagonal=argcheck.integer(diagonal, name, 'diagonal'))
 
@@ -134,5 +135,5 @@ def _dims(dims, shape, op):
     """Distinct axes, an int or a tuple, as non-negative ints in the order given."""
     dims = tuple(args.axis(d, shape, op) for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
     if len(set(dims)) != len(dims):
-        raise ValueError(f"{op}: dims {dims} names an axis twice")
+        raise ShapeError(f"{op}: dims {dims} names an axis twice")
     return dims

@@ -134,9 +134,12 @@ def correction_of(op, unbiased, correction, ddof):
 
 def variance(x, op, dim, unbiased, keepdim, correction, ddof, axis, keepdims):
     """x.var(...) and x.std(...): PyTorch's divisor n - 1 unless told otherwise (numpy divides by n)."""
-    if isinstance(dim, bool):  # x.var(False): PyTorch's var(unbiased) form
+    if isinstance(dim, bool):  # x.var(False): PyTorch's var(unbiased) form, which takes nothing else
         if unbiased is not None:
             argcheck.fail(TypeError, op, "unbiased given twice (as the first argument and by name)")
+        if keepdim is not False or any(v is not None for v in (correction, ddof, axis, keepdims)):
+            argcheck.fail(TypeError, op, f"{op}({dim}) is PyTorch's {op}(unbiased) form, over every element, which "
+                                         "takes no other argument; for a dim pass an int (True is not dim 1)")
         dim, unbiased = None, dim
     dim, keepdim = args.dim_keepdim(op, dim, keepdim, axis, keepdims)
     correction = correction_of(op, unbiased, correction, ddof)
@@ -197,6 +200,7 @@ class LogSumExp(Function):
 def logsumexp(x, dim=None, keepdim=False):
     """log(sum(exp(x))) over dim (an int, a tuple, or None: every axis), computed stably; integers as float32."""
     x = promotion.floating(x)
+    dim, keepdim = args.dim_keepdim('logsumexp', dim, keepdim)  # dim=() refused, as sum's
     if x.ndim == 0 and dim in (0, -1, (0,), (-1,)):  # as PyTorch: dim 0 or -1 of a 0-d tensor is the tensor
         dim = None
     axes, keepdim = normalize_axis(dim, x.shape, keepdim, 'logsumexp')

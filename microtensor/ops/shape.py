@@ -116,7 +116,10 @@ def flatten(x, start_dim=0, end_dim=-1):
 def unflatten(x, dim, sizes):
     """Dim `dim` split into `sizes` (their product must be its size; one may be -1), as a reshape."""
     dim = args.axis(dim, x.shape, 'unflatten')
-    sizes = args.new_shape(tuple(sizes) if isinstance(sizes, (tuple, list)) else sizes, 'unflatten')
+    if not isinstance(sizes, (tuple, list)):
+        raise TypeError(f"unflatten: sizes must be a tuple or list of sizes, as PyTorch's, "
+                        f"not {type(sizes).__name__} {sizes!r}")
+    sizes = args.new_shape(tuple(sizes), 'unflatten')
     if not sizes:
         raise ValueError(f"unflatten: sizes must name at least one size, got {sizes}")
     known = 1

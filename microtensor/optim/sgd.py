@@ -14,7 +14,7 @@ class SGD(Optimizer):
     """
     state_fields = ('momentum_buffer',)
 
-    def __init__(self, params, lr=0.01, momentum=0.0, weight_decay=0.0, nesterov=False):
+    def __init__(self, params, lr=0.001, momentum=0.0, weight_decay=0.0, nesterov=False):  # PyTorch's default lr
         super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov))
 
     def _check_hyperparameters(self, group, where=None):
