@@ -16,6 +16,7 @@ The engine imports the module `cupy`, whichever wheel provides it (cupy-cuda12x,
 cupy-cuda13x, a source build): any cupy build works.
 """
 import contextlib
+import functools
 import math
 
 import numpy
@@ -225,11 +226,20 @@ def erf(array):
     if xp is not numpy:
         import cupyx.scipy.special
         return cupyx.scipy.special.erf(array).astype(float_type, copy=False)
-    try:
-        from scipy.special import erf as scipy_erf
-    except ImportError:  # scipy is optional: math.erf per element is exact but slower
+    if _scipy_erf() is None:  # scipy is optional: math.erf per element is exact but slower
         return numpy.asarray(_math_erf(array), dtype=float_type)  # (a 0-d input gives a float)
-    return numpy.asarray(scipy_erf(array), dtype=float_type)
+    return numpy.asarray(_scipy_erf()(array), dtype=float_type)
+
+
+@functools.lru_cache(maxsize=None)
+def _scipy_erf():
+    """scipy.special.erf, or None without scipy: looked for once (a failed import, retried on every
+    call, costs time and leaves memory behind in the import machinery)."""
+    try:
+        from scipy.special import erf
+    except ImportError:
+        return None
+    return erf
 
 
 # ----------------------------------------------------------------------------
