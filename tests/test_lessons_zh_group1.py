@@ -63,6 +63,7 @@ def help_of(lesson, lang, capsys):
 @pytest.mark.parametrize('lesson, english, chinese', [
     (temperature, 'Lesson: temperature.', '课：温度。'),
     (article_trace, 'recomputed (the deep dive', '重新算一遍（深入篇'),
+    (residual_highway, 'the residual "+1" highway', '残差的“+1”高速公路'),
 ])
 def test_help_describes_the_lesson_in_chinese(lesson, english, chinese, capsys):
     zh, en = help_of(lesson, 'zh', capsys), help_of(lesson, 'en', capsys)
@@ -83,3 +84,18 @@ def test_article_trace_in_chinese(capsys):
          '最大差异：', '头 1 近乎均匀', '每个词收到的平均权重', '6. 经过文章尺寸的 2 层编码器时的形状'],
         ['1. Sinusoidal PE', 'typo', 'with the formula PE', "The article's X0 matches", 'head 2: A = softmax',
          'largest difference:', 'Head 1 is near uniform', 'Mean weight each word receives', '6. Shapes through'])
+
+
+def test_residual_highway_in_chinese(capsys):
+    assert_same_numbers_in_chinese(
+        residual_highway, ['--n-layers', '4', '--d-model', '8'], capsys,
+        ['4 个 EncoderLayer，d_model = 8', 'Pre-LN，有残差', 'Post-LN，无残差', '+1 份额 (Pre)', '第一层 / 最后一层：',
+         '由 ResidualProbe 测得', '秩坍缩：'],
+        ['4 EncoderLayers, d_model = 8', 'Pre-LN, residual', 'Post-LN, no residual', '+1 share (Pre)',
+         'first / last layer:', 'measured by ResidualProbe', 'Rank collapse:'])
+
+
+def test_residual_highway_says_in_chinese_that_the_heads_must_divide_the_width(capsys):
+    with pytest.raises(SystemExit):
+        residual_highway.main(['--d-model', '7', '--lang', 'zh'])
+    assert '--n-heads 2 必须整除 --d-model 7（每个头分到 d_model / n_heads 维）' in capsys.readouterr().err
