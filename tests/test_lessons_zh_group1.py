@@ -64,6 +64,7 @@ def help_of(lesson, lang, capsys):
     (temperature, 'Lesson: temperature.', '课：温度。'),
     (article_trace, 'recomputed (the deep dive', '重新算一遍（深入篇'),
     (residual_highway, 'the residual "+1" highway', '残差的“+1”高速公路'),
+    (rnn_vs_attention, 'Lesson: path length', '课：路径长度'),
 ])
 def test_help_describes_the_lesson_in_chinese(lesson, english, chinese, capsys):
     zh, en = help_of(lesson, 'zh', capsys), help_of(lesson, 'en', capsys)
@@ -99,3 +100,16 @@ def test_residual_highway_says_in_chinese_that_the_heads_must_divide_the_width(c
     with pytest.raises(SystemExit):
         residual_highway.main(['--d-model', '7', '--lang', 'zh'])
     assert '--n-heads 2 必须整除 --d-model 7（每个头分到 d_model / n_heads 维）' in capsys.readouterr().err
+
+
+def test_rnn_vs_attention_in_chinese(capsys):
+    assert_same_numbers_in_chinese(
+        rnn_vs_attention, ['--seq-len', '8', '--batch-size', '2'], capsys,
+        ['深入篇的梯度路径', '随距离 n - t 的变化', '从距离 1 到 7：RNN x', '按几何级数衰减'],
+        ["The deep dive's gradient path", 'by distance n - t', 'from distance 1 to 7: RNN x', 'fades geometrically'])
+
+
+def test_rnn_vs_attention_says_in_chinese_that_the_width_must_be_even(capsys):
+    with pytest.raises(SystemExit):
+        rnn_vs_attention.main(['--d-model', '7', '--lang', 'zh'])
+    assert '--d-model 必须是偶数（2 个注意力头），得到的是 7' in capsys.readouterr().err
