@@ -65,6 +65,7 @@ def help_of(lesson, lang, capsys):
     (article_trace, 'recomputed (the deep dive', '重新算一遍（深入篇'),
     (residual_highway, 'the residual "+1" highway', '残差的“+1”高速公路'),
     (rnn_vs_attention, 'Lesson: path length', '课：路径长度'),
+    (layernorm_vs_batchnorm, 'LayerNorm normalises each token on its own', '层归一化（LayerNorm）独自归一化每个 token'),
 ])
 def test_help_describes_the_lesson_in_chinese(lesson, english, chinese, capsys):
     zh, en = help_of(lesson, 'zh', capsys), help_of(lesson, 'en', capsys)
@@ -113,3 +114,12 @@ def test_rnn_vs_attention_says_in_chinese_that_the_width_must_be_even(capsys):
     with pytest.raises(SystemExit):
         rnn_vs_attention.main(['--d-model', '7', '--lang', 'zh'])
     assert '--d-model 必须是偶数（2 个注意力头），得到的是 7' in capsys.readouterr().err
+
+
+def test_layernorm_vs_batchnorm_in_chinese(capsys):
+    assert_same_numbers_in_chinese(
+        layernorm_vs_batchnorm, ['--d-model', '4', '--batch-sizes', '2', '3'], capsys,
+        ['深入篇的例子（§5.2）', '在不同同伴中归一化', '只有 x（批次大小 1）', 'ValueError（见下文）',
+         'eval 模式下的 BatchNorm', '最大变化：LayerNorm', '批次大小 N', '同一个 token 在每个批次中的输出都不同'],
+        ["The deep dive's example", 'normalised in different company', 'x alone (batch of 1)', 'ValueError (below)',
+         'BatchNorm in eval mode', 'largest change of', 'batch size N', 'comes out differently in every batch'])
