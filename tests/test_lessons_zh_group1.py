@@ -66,6 +66,7 @@ def help_of(lesson, lang, capsys):
     (residual_highway, 'the residual "+1" highway', '残差的“+1”高速公路'),
     (rnn_vs_attention, 'Lesson: path length', '课：路径长度'),
     (layernorm_vs_batchnorm, 'LayerNorm normalises each token on its own', '层归一化（LayerNorm）独自归一化每个 token'),
+    (attention_by_hand, 'Lesson: attention by hand', '课：手算注意力'),
 ])
 def test_help_describes_the_lesson_in_chinese(lesson, english, chinese, capsys):
     zh, en = help_of(lesson, 'zh', capsys), help_of(lesson, 'en', capsys)
@@ -123,3 +124,13 @@ def test_layernorm_vs_batchnorm_in_chinese(capsys):
          'eval 模式下的 BatchNorm', '最大变化：LayerNorm', '批次大小 N', '同一个 token 在每个批次中的输出都不同'],
         ["The deep dive's example", 'normalised in different company', 'x alone (batch of 1)', 'ValueError (below)',
          'BatchNorm in eval mode', 'largest change of', 'batch size N', 'comes out differently in every batch'])
+
+
+def test_attention_by_hand_in_chinese(capsys):
+    assert_same_numbers_in_chinese(
+        attention_by_hand, ['--samples', '200'], capsys,
+        ['1. 我 爱 你（深入篇的例子', '有 6 个印出的权重不是 softmax(S / 2)', '所以 我 把 66% 留给自己', '正文提到的单元格',
+         '2. 硬注意力与软注意力', '硬：onehot(argmax S) V', '3. 各章的小数字', '不可能：大于 1', '每个 d_k 抽样 200 次'],
+        ["(the deep dive's example", 'printed weights are not softmax', 'So 我 keeps 66%', 'The cells the text names',
+         '2. Hard vs soft attention', 'hard: onehot(argmax S) V', "3. The chapters' small numbers", 'IMPOSSIBLE',
+         '200 samples per d_k'])
