@@ -168,7 +168,8 @@ def run(device='cpu', html=False):
         print(table(['Q \\ K'] + article.TOKENS + ['|'] + article.TOKENS,
                     [r + ['|'] + printed for r, printed in zip(_rows(A), article.LAYER1_WEIGHTS[head])], fmt='.4f'))
         difference = max_difference(A, article.LAYER1_WEIGHTS[head])
-        print(_("largest difference: {difference:.1e} (the article rounds to 4 decimals)").format(difference=difference))
+        print(_("largest difference: {difference:.1e} (the article rounds to 4 decimals)").format(
+            difference=difference))
     worst = max(max_difference(weights[h].tolist(), article.LAYER1_WEIGHTS[h]) for h in (1, 2))
     claims.record('deep_dive', '7.3', '除以 √4 = 2', 'holds',
                   N_("then softmax, for heads 1 and 2 from their printed Q K^T: equal to the printed tables within "
@@ -177,7 +178,8 @@ def run(device='cpu', html=False):
     cat = dict(zip(article.TOKENS, article.LAYER1_WEIGHTS[2][0]))
     claims.record('deep_dive', '7.3', '「猫」（主语）把 47% 的注意力给了「鱼」（宾语），35% 给动词「吃」，只有 19% 给自己', 'holds',
                   N_("row 猫 of the printed A₂ is {fish:.2%} / {eat:.2%} / {me:.2%}; every printed row of the three "
-                     "heads sums to {low:.4f}-{high:.4f}"), N_("part 3: head 2's tables"), fish=cat['鱼'], eat=cat['吃'], me=cat['猫'],
+                     "heads sums to {low:.4f}-{high:.4f}"), N_("part 3: head 2's tables"),
+                  fish=cat['鱼'], eat=cat['吃'], me=cat['猫'],
                   low=min(sums), high=max(sums))
     words = [ENGLISH[w] for w in article.TOKENS]
     save_heatmaps('article_trace', {_("head {head}").format(head=head): weights[head].tolist() for head in weights},
@@ -224,7 +226,8 @@ def run(device='cpu', html=False):
                   'holds' if top == ('猫', '鱼') else 'the article is wrong',
                   N_("cos(猫₀, 鱼₀) = {x0:.4f} recomputed from all 12 dimensions, {x2:.4f} printed for X2: {rise:+.1%}, "
                      "the largest rise ({top}); X2 itself cannot be recomputed: only 4 of its 12 dimensions are printed "
-                     "(X0's recomputed: {all_x0})"), N_('part 5'), x0=before['猫', '鱼'], x2=after['猫', '鱼'], rise=changes['猫', '鱼'],
+                     "(X0's recomputed: {all_x0})"), N_('part 5'),
+                  x0=before['猫', '鱼'], x2=after['猫', '鱼'], rise=changes['猫', '鱼'],
                   top='-'.join(top), all_x0=', '.join(f"{'-'.join(pair)} {v:.4f}" for pair, v in before.items()))
     shapes = stream_shapes(X0, device)
     print('\n' + _("6. Shapes through a 2-layer encoder of the article's sizes (random weights): {shapes}").format(

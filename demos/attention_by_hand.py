@@ -166,7 +166,8 @@ def run(samples=20000, seed=0, device='cpu'):
     look = N_('part 1: the first table and "The cells the text names"')
     claims.record('deep_dive', '1.4', '爱(Q): [ 2.1, 0.3, 4.7 ]', 'holds',
                   N_("S / 2 recomputed from the printed S = QK^T of 我 爱 你 equals the printed S / 2 (largest "
-                     "difference {diff:.2f})"), look, diff=max(abs(a - b) for r, q in zip(scaled, scaled_printed) for a, b in zip(r, q)))
+                     "difference {diff:.2f})"), look,
+                  diff=max(abs(a - b) for r, q in zip(scaled, scaled_printed) for a, b in zip(r, q)))
     claims.record('deep_dive', '1.4', 'S_{2,1}=2.1（"你"对"爱"也有相当关注…）', 'the article is wrong',
                   N_("with the 0-based indices that make its S_{{1,2}} = {s12} (爱 → 你) right, S_{{2,1}} is {s21}; "
                      "{value} is {holder}"), look, s12=cells[1, 2][1], s21=cells[2, 1][1], value=cells[2, 1][0],
@@ -213,8 +214,8 @@ def run(samples=20000, seed=0, device='cpu'):
         [[_("heat-map row '{word}' sums to").format(word=w), cite('attention', '2.6'), _('(a softmax row: <= 1)'),
           f"{s:.2f}", _('IMPOSSIBLE: more than 1') if s > 1 + 1e-9 else _('possible (5 of 11 tokens shown)')]
          for w, s in small['heatmap_sums'].items()]))
-    print('\n' + _("std of q . k for q, k ~ N(0, 1), {samples} samples per d_k (the attention article, §2.3.1):").format(
-        samples=samples))
+    print('\n' + _("std of q . k for q, k ~ N(0, 1), {samples} samples per d_k (the attention article, §2.3.1):")
+          .format(samples=samples))
     print(table(['d_k', _('article'), 'sqrt(d_k)', _('sampled'), _('2 std (article: 20)')], small['stds'], fmt='.2f'))
     print(_("The attention article's '-20 到 +20 (2 倍标准差范围)' is 2 std for d_k = 100; for d_k = 512 it is +-45."))
     stds = {row[0]: row for row in small['stds']}

@@ -65,8 +65,8 @@ def layer_gradients(norm_place, residual, n_layers=24, d_model=16, n_heads=2, B=
         out = encoder(x)
         loss = (out * mt.randn(*out.shape).to(device)).sum()
         if html:
-            save_viewer(html, loss, _("{label}, {n} layers").format(label=label(norm_place, residual), n=n_layers), encoder,
-                        group='residual_highway')
+            title = _("{label}, {n} layers").format(label=label(norm_place, residual), n=n_layers)
+            save_viewer(html, loss, title, encoder, group='residual_highway')
         else:
             loss.backward()
     for handle in handles:

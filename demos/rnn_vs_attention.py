@@ -64,8 +64,8 @@ def run(seq_len=32, d_model=16, batch_size=8, seed=0, device='cpu'):
     far = n - 1
     rnn_ratio, attention_ratio = grads['RNN'][far] / grads['RNN'][1], grads['attention'][far] / grads['attention'][1]
     per_step = rnn_ratio ** (1 / (far - 1))
-    print(_("from distance 1 to {far}: RNN x {rnn:.1e} (about x {step:.2f} per step), attention x {attention:.2f}").format(
-        far=far, rnn=rnn_ratio, step=per_step, attention=attention_ratio))
+    print(_("from distance 1 to {far}: RNN x {rnn:.1e} (about x {step:.2f} per step), attention x {attention:.2f}")
+          .format(far=far, rnn=rnn_ratio, step=per_step, attention=attention_ratio))
     print(_("The RNN's gradient is a product of one Jacobian per step, so it fades geometrically with the\n"
             "distance; attention reaches every position in one hop, so distance does not matter.\n"
             "(Distance 0 is larger for attention: the last position is also the query.)"))
@@ -82,7 +82,8 @@ def run(seq_len=32, d_model=16, batch_size=8, seed=0, device='cpu'):
     claims.record('deep_dive', '8.2', ['穿 50 步，梯度可能衰减到可以忽略', '梯度路径长度：1……"一跳直达"'], 'holds',
                   N_("from distance 1 to {far} the RNN's gradient falls by {rnn:.1e}, attention's changes by "
                      "{attention:.2f}x; the lesson measures {far} steps, not the article's 50 (`--seq-len 51` "
-                     "measures 50): at {step:.2f}x per step 50 steps would leave {fifty:.0e}"), look, fifty=per_step ** 50,
+                     "measures 50): at {step:.2f}x per step 50 steps would leave {fifty:.0e}"), look,
+                  fifty=per_step ** 50,
                   **figures)
 
     save_lines('rnn_vs_attention', {'RNN': grads['RNN'], _('attention'): grads['attention']},
