@@ -109,6 +109,12 @@ def stream_shapes(X0, device='cpu', seed=0):
     return shapes
 
 
+def _named(point):
+    """A point of stream_shapes in the reader's language: 'layer 2' -> _('layer {i}') filled with 2."""
+    kind, _space, i = point.rpartition(' ')
+    return {'FFN hidden': _('FFN hidden {i}'), 'layer': _('layer {i}')}.get(kind, point).format(i=i)
+
+
 def max_difference(a, b):
     return max(abs(x - y) for row_a, row_b in zip(a, b) for x, y in zip(row_a, row_b))
 
@@ -231,7 +237,7 @@ def run(device='cpu', html=False):
                   top='-'.join(top), all_x0=', '.join(f"{'-'.join(pair)} {v:.4f}" for pair, v in before.items()))
     shapes = stream_shapes(X0, device)
     print('\n' + _("6. Shapes through a 2-layer encoder of the article's sizes (random weights): {shapes}").format(
-        shapes=', '.join(f"{name} {shape}" for name, shape in shapes)))
+        shapes=', '.join(f"{_named(name)} {shape}" for name, shape in shapes)))
     stream = {shape for name, shape in shapes if 'hidden' not in name}
     claims.record('deep_dive', '7.6', '在整个 Encoder 中，维度始终是 3 × 12——从未改变。', 'holds' if stream == {(3, 12)} else
                   'the article is wrong', N_("through EncoderLayer(12, 3, 48) x 2 the stream is {stream} at all {n} "

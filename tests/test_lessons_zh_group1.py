@@ -84,9 +84,11 @@ def test_article_trace_in_chinese(capsys):
     assert_same_numbers_in_chinese(
         article_trace, [], capsys,
         ['1. 正弦位置编码（§7.2）', '笔误', '用公式的 PE', '文章的 X0 与公式的 PE 一致', '头 2：这里算出的 A',
-         '最大差异：', '头 1 近乎均匀', '每个词收到的平均权重', '6. 经过文章尺寸的 2 层编码器时的形状'],
+         '最大差异：', '头 1 近乎均匀', '每个词收到的平均权重', '6. 经过文章尺寸的 2 层编码器时的形状',
+         'FFN 隐藏层 1 (3, 48), 第 1 层 (3, 12)'],
         ['1. Sinusoidal PE', 'typo', 'with the formula PE', "The article's X0 matches", 'head 2: A = softmax',
-         'largest difference:', 'Head 1 is near uniform', 'Mean weight each word receives', '6. Shapes through'])
+         'largest difference:', 'Head 1 is near uniform', 'Mean weight each word receives', '6. Shapes through',
+         'FFN hidden 1 (3, 48), layer 1 (3, 12)'])
 
 
 def test_residual_highway_in_chinese(capsys):
