@@ -26,6 +26,7 @@
 import math
 
 import microtensor as mt
+from microtensor.i18n import N_, _
 from transformer import article_data as article
 
 from . import budget, claims
@@ -143,90 +144,97 @@ def run(samples=20000, seed=0, device='cpu'):
     words = article.LOVE_TOKENS
     S, scaled_printed = article.LOVE_SCORES, article.LOVE_SCALED_SCORES
     scaled, A, device = love_weights(device)
-    print("1. 我 爱 你 (the deep dive's example, §1.4-1.6), d_k = 4: S = Q K^T (article) | S / 2 (article) | "
-          "S / 2 (computed)")
+    print(_("1. 我 爱 你 (the deep dive's example, §1.4-1.6), d_k = 4: S = Q K^T (article) | S / 2 (article) | "
+            "S / 2 (computed)"))
     print(table(['Q \\ K'] + words + ['|'] + words + ['|'] + words,
                 [[w] + S[i] + ['|'] + scaled_printed[i] + ['|'] + scaled[i] for i, w in enumerate(words)], fmt='.2f'))
-    print("\nA = softmax(S / 2): computed | printed in the deep dive (§1.6)")
-    print(table(['Q \\ K'] + words + ['sum', '|'] + words + ['sum'],
+    print('\n' + _("A = softmax(S / 2): computed | printed in the deep dive (§1.6)"))
+    print(table(['Q \\ K'] + words + [_('sum'), '|'] + words + [_('sum')],
                 [[w] + A[i] + [sum(A[i]), '|'] + printed + [sum(printed)]
                  for i, (w, printed) in enumerate(zip(words, article.LOVE_WEIGHTS_PRINTED))], fmt='.3f'))
     wrong = love_differences(A)
-    print(f"\n{len(wrong)} printed weights are not softmax(S / 2) (to 2 decimals):")
-    print(table(['query', 'key', 'article', 'softmax(S / 2)'], wrong, fmt='.3f'))
-    print(f"So 我 keeps {A[0][0]:.0%} on itself (the article: 72%) and 你 gives {A[2][1]:.0%} to 爱 "
-          "(the article: 70%);\n"
-          "row 爱 is right.  The printed rows sum to 1 but do not follow from the printed S / 2.")
-    print("\nThe cells the text names (§1.4; S_{i,j}, 0-based as its S_{1,2} = 4.7 needs):")
-    print(table(['cell', 'the text says', 'value', 'S at that cell', 'where the value is'],
+    print('\n' + _("{n} printed weights are not softmax(S / 2) (to 2 decimals):").format(n=len(wrong)))
+    print(table([_('query'), _('key'), _('article'), 'softmax(S / 2)'], wrong, fmt='.3f'))
+    print(_("So 我 keeps {me:.0%} on itself (the article: 72%) and 你 gives {you:.0%} to 爱 (the article: 70%);\n"
+            "row 爱 is right.  The printed rows sum to 1 but do not follow from the printed S / 2.").format(
+        me=A[0][0], you=A[2][1]))
+    print('\n' + _("The cells the text names (§1.4; S_{i,j}, 0-based as its S_{1,2} = 4.7 needs):"))
+    print(table([_('cell'), _('the text says'), _('value'), _('S at that cell'), _('where the value is')],
                 [[f"S_{{{i},{j}}}", named, value, actual, holder]
                  for (i, j), named, value, actual, holder in text_cells()]))
     cells = {cell: (value, actual, holder) for cell, _, value, actual, holder in text_cells()}
-    look = 'part 1: the first table and "The cells the text names"'
+    look = N_('part 1: the first table and "The cells the text names"')
     claims.record('deep_dive', '1.4', '爱(Q): [ 2.1, 0.3, 4.7 ]', 'holds',
-                  "S / 2 recomputed from the printed S = QK^T of 我 爱 你 equals the printed S / 2 (largest difference "
-                  "{diff:.2f})", look, diff=max(abs(a - b) for r, q in zip(scaled, scaled_printed) for a, b in zip(r, q)))
+                  N_("S / 2 recomputed from the printed S = QK^T of 我 爱 你 equals the printed S / 2 (largest "
+                     "difference {diff:.2f})"), look,
+                  diff=max(abs(a - b) for r, q in zip(scaled, scaled_printed) for a, b in zip(r, q)))
     claims.record('deep_dive', '1.4', 'S_{2,1}=2.1（"你"对"爱"也有相当关注…）', 'the article is wrong',
-                  "with the 0-based indices that make its S_{{1,2}} = {s12} (爱 → 你) right, S_{{2,1}} is {s21}; "
-                  "{value} is {holder}", look, s12=cells[1, 2][1], s21=cells[2, 1][1], value=cells[2, 1][0],
+                  N_("with the 0-based indices that make its S_{{1,2}} = {s12} (爱 → 你) right, S_{{2,1}} is {s21}; "
+                     "{value} is {holder}"), look, s12=cells[1, 2][1], s21=cells[2, 1][1], value=cells[2, 1][0],
                   holder=cells[2, 1][2])
     claims.record('deep_dive', '1.6', '"我"把 72% 的注意力放在自己身上', 'the article is wrong',
-                  "rows 我 and 你 of the printed A are not the softmax of the printed S / 2: 我 keeps {me:.0%} on "
-                  "itself (not 72%), 你 gives {you:.0%} to 爱 (not 70%); row 爱 is right", 'part 1: the table '
-                  '"A = softmax(S / 2): computed | printed" and the list of printed weights that are not softmax(S / 2)',
+                  N_("rows 我 and 你 of the printed A are not the softmax of the printed S / 2: 我 keeps {me:.0%} on "
+                     "itself (not 72%), 你 gives {you:.0%} to 爱 (not 70%); row 爱 is right"),
+                  N_('part 1: the table "A = softmax(S / 2): computed | printed" and the list of printed weights that '
+                     'are not softmax(S / 2)'),
                   me=A[0][0], you=A[2][1])
 
     plot_love(A)
 
     result = hard_vs_soft(seed=seed, device=device)
-    print("\n2. Hard vs soft attention (the attention article's table, §2.2.3: '硬注意力 ... 不可导') on the same "
-          "scores S\n   (4 x 4), L = sum(weights(S) V * g), g ~ N(0, 1) a fixed upstream gradient:")
-    print(table(['attention', '|dL/dS| (autograd)', 'check'],
-                [['soft: softmax(S) V', result['soft'][0], f"max |autograd - central diff| = {result['soft'][1]:.1e}"],
-                 ['hard: onehot(argmax S) V', result['hard'][0],
-                  f"max |central diff| = {result['hard'][1]:.1e} (no path back to S)"]]))
-    print("softmax(S / T) (T: the temperature) tends to the hard argmax as T -> 0: its gradient first grows "
-          "(the 1 / T in front),\n"
-          "then collapses to 0 once every row is one-hot (p(1 - p) -> 0 faster than 1 / T grows):")
+    print('\n' + _("2. Hard vs soft attention (the attention article's table, §2.2.3: '硬注意力 ... 不可导') on the "
+                    "same scores S\n   (4 x 4), L = sum(weights(S) V * g), g ~ N(0, 1) a fixed upstream gradient:"))
+    print(table([_('attention'), '|dL/dS| (autograd)', _('check')],
+                [[_('soft: softmax(S) V'), result['soft'][0],
+                  _("max |autograd - central diff| = {diff:.1e}").format(diff=result['soft'][1])],
+                 [_('hard: onehot(argmax S) V'), result['hard'][0],
+                  _("max |central diff| = {diff:.1e} (no path back to S)").format(diff=result['hard'][1])]]))
+    print(_("softmax(S / T) (T: the temperature) tends to the hard argmax as T -> 0: its gradient first grows "
+            "(the 1 / T in front),\n"
+            "then collapses to 0 once every row is one-hot (p(1 - p) -> 0 faster than 1 / T grows):"))
     print(table(['T', '|dL/dS|'], result['temperatures']))
     claims.record('attention', '2.2.3', '硬注意力 Argmax(QK^T)·V 只选一个最匹配的 不可导', 'holds',
-                  "the gradient reaching the scores is exactly {hard} for the hard version (autograd finds no path; "
-                  "central differences agree), {soft:.3f} for the soft one", 'part 2: the table "attention, |dL/dS|"',
+                  N_("the gradient reaching the scores is exactly {hard} for the hard version (autograd finds no "
+                     "path; central differences agree), {soft:.3f} for the soft one"),
+                  N_('part 2: the table "attention, |dL/dS|"'),
                   hard=result['hard'][0], soft=result['soft'][0])
     claims.record('attention', '2.4.1', 'Argmax 是"硬"选择，不可导，无法反向传播', 'holds',
-                  "see §2.2.3; softmax(S / T) tends to the argmax as T → 0 and its gradient collapses to {grad:.1e} "
-                  "at T = {T}", 'part 2: the table "T, |dL/dS|"', T=result['temperatures'][-1][0],
+                  N_("see §2.2.3; softmax(S / T) tends to the argmax as T → 0 and its gradient collapses to "
+                     "{grad:.1e} at T = {T}"), N_('part 2: the table "T, |dL/dS|"'), T=result['temperatures'][-1][0],
                   grad=result['temperatures'][-1][1])
 
     small = small_numbers(samples, seed, device)
     logits, printed, p = small['softmax']
-    print("\n3. The chapters' small numbers:")
-    print(table(['claim', 'where', 'article', 'computed', 'verdict'], [
+    print('\n' + _("3. The chapters' small numbers:"))
+    print(table([_('claim'), _('where'), _('article'), _('computed'), _('verdict')], [
         [f"softmax({logits})", cite('deep_dive', '1.5'), str(printed), f"[{p[0]:.12f}, {p[1]:.1e}]",
-         'ok (0.999... rounded down)'],
+         _('ok (0.999... rounded down)')],
         [f"argmax({small['argmax'][0]})", cite('attention', '2.4.1'), str(small['argmax'][1]),
-         str(small['argmax'][2]), 'WRONG: the largest entry is the first']] +
-        [[f"heat-map row '{w}' sums to", cite('attention', '2.6'), '(a softmax row: <= 1)', f"{s:.2f}",
-          'IMPOSSIBLE: more than 1' if s > 1 + 1e-9 else 'possible (5 of 11 tokens shown)']
+         str(small['argmax'][2]), _('WRONG: the largest entry is the first')]] +
+        [[_("heat-map row '{word}' sums to").format(word=w), cite('attention', '2.6'), _('(a softmax row: <= 1)'),
+          f"{s:.2f}", _('IMPOSSIBLE: more than 1') if s > 1 + 1e-9 else _('possible (5 of 11 tokens shown)')]
          for w, s in small['heatmap_sums'].items()]))
-    print(f"\nstd of q . k for q, k ~ N(0, 1), {samples} samples per d_k (the attention article, §2.3.1):")
-    print(table(['d_k', 'article', 'sqrt(d_k)', 'sampled', '2 std (article: 20)'], small['stds'], fmt='.2f'))
-    print("The attention article's '-20 到 +20 (2 倍标准差范围)' is 2 std for d_k = 100; for d_k = 512 it is +-45.")
+    print('\n' + _("std of q . k for q, k ~ N(0, 1), {samples} samples per d_k (the attention article, §2.3.1):")
+          .format(samples=samples))
+    print(table(['d_k', _('article'), 'sqrt(d_k)', _('sampled'), _('2 std (article: 20)')], small['stds'], fmt='.2f'))
+    print(_("The attention article's '-20 到 +20 (2 倍标准差范围)' is 2 std for d_k = 100; for d_k = 512 it is +-45."))
     stds = {row[0]: row for row in small['stds']}
     claims.record('attention', '2.4.1', 'Argmax 输出：[0, 1, 0]', 'the article is wrong',
-                  "for [2.0, 1.0, 0.1] the largest entry is the first, argmax is {one_hot}", 'part 3: the row "argmax"',
+                  N_("for [2.0, 1.0, 0.1] the largest entry is the first, argmax is {one_hot}"),
+                  N_('part 3: the row "argmax"'),
                   one_hot=small['argmax'][2])
     claims.record('attention', '2.6', 'animal │ 0.1 │ 0.3 │ 0.1 │ 0.4 │ 0.2', 'the article is wrong',
-                  "this row of the heat map sums to {total:.1f}, which no softmax row can (the table shows 5 of 11 "
-                  "tokens, so a row may sum to less than 1, never more)", "part 3: the rows \"heat-map row 'animal'\"",
+                  N_("this row of the heat map sums to {total:.1f}, which no softmax row can (the table shows 5 of 11 "
+                     "tokens, so a row may sum to less than 1, never more)"),
+                  N_("part 3: the rows \"heat-map row 'animal'\""),
                   total=small['heatmap_sums']['animal'])
     claims.record('attention', '2.3.1', 'd_k = 64 时，标准差 = 8 … 128 时，标准差 = 11.3 … 512 时，标准差 = 22.6',
                   'holds',
-                  "sampled std of q·k {std}", 'part 3: the table "d_k, article, sqrt(d_k), sampled"',
+                  N_("sampled std of q·k {std}"), N_('part 3: the table "d_k, article, sqrt(d_k), sampled"'),
                   std=', '.join(f"{row[3]:.2f}" for row in small['stds']))
     claims.record('attention', '2.3.1', '点积结果可能在 -20 到 +20 之间波动（2 倍标准差范围）', 'the article is wrong',
-                  "±20 is two standard deviations for d_k = 100; at the article's d_k = 512 two standard deviations are "
-                  "±{two:.2f}", 'part 3: the column "2 std (article: 20)"', two=stds[512][4])
+                  N_("±20 is two standard deviations for d_k = 100; at the article's d_k = 512 two standard deviations "
+                     "are ±{two:.2f}"), N_('part 3: the column "2 std (article: 20)"'), two=stds[512][4])
     return {'A': A, 'scaled': scaled, 'wrong': wrong, 'text_cells': text_cells(), 'hard_vs_soft': result,
             'small': small, 'device': device}
 
@@ -240,19 +248,20 @@ def plot_love(A):
             for j in range(3):
                 printed = article.LOVE_WEIGHTS_PRINTED[i][j]
                 wrong = abs(printed - A[i][j]) > 0.005
-                ax.text(j, i, f"{A[i][j]:.2f}\n(article {printed:.2f})", ha='center',
+                ax.text(j, i, _("{computed:.2f}\n(article {printed:.2f})").format(computed=A[i][j], printed=printed),
+                        ha='center',
                         va='center', color='white' if A[i][j] > 0.5 else 'black', fontweight='bold' if wrong else None)
                 if wrong:  # a frame, not a text colour: it reads on light and dark cells alike
                     ax.add_patch(Rectangle((j - 0.46, i - 0.46), 0.92, 0.92, fill=False, edgecolor='red',
                                            linewidth=3))
-        ax.set_xticks(range(3), ['key 1 (wo)', 'key 2 (ai)', 'key 3 (ni)'])
-        ax.set_yticks(range(3), ['query 1 (wo)', 'query 2 (ai)', 'query 3 (ni)'])
+        ax.set_xticks(range(3), [_('key 1 (wo)'), _('key 2 (ai)'), _('key 3 (ni)')])
+        ax.set_yticks(range(3), [_('query 1 (wo)'), _('query 2 (ai)'), _('query 3 (ni)')])
     return save_plot('attention_by_hand', draw,
-                     'wo ai ni: softmax(S / 2), computed; framed red: the article prints another value')
+                     _('wo ai ni: softmax(S / 2), computed; framed red: the article prints another value'))
 
 
 def main(argv=None):
-    options = options_of(run, samples='random (q, k) pairs per d_k for the std of q . k', seed='random seed')
+    options = options_of(run, samples=N_('random (q, k) pairs per d_k for the std of q . k'), seed=N_('random seed'))
     return run_lesson(run, command_line('attention_by_hand', __doc__, options, argv, check=_budget))
 
 

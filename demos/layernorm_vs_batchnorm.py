@@ -22,6 +22,7 @@ sweep over batch sizes 2 .. 64 (x plus random companions) shows it as a plot.
     python -m demos.layernorm_vs_batchnorm --d-model 16 --batch-sizes 2 3 4 1000
 """
 import microtensor as mt
+from microtensor.i18n import N_, _
 from transformer import BatchNorm1d, LayerNorm
 from transformer import article_data as article
 
@@ -54,19 +55,19 @@ def token_in_company(d=8, companions=3, seed=0, device='cpu'):
     small, large = mt.randn(companions, d).to(device), (5.0 + 3.0 * mt.randn(companions, d)).to(device)
     ln, bn = LayerNorm(d).to(device), BatchNorm1d(d).to(device)
     sentence = mt.concatenate([x, mt.randn(4, d).to(device)]).reshape(1, 5, d)
-    batches = {
-        f'x + {companions} small tokens': mt.concatenate([x, small]),
-        f'x + {companions} large tokens': mt.concatenate([x, large]),
-        'x alone (batch of 1)': x,
-        'x in a sentence of 5': sentence,
-        'same sentence + 3 pad': mt.concatenate([sentence, mt.zeros(1, 3, d, device=device)], axis=1),
+    batches = {  # named in the reader's language: the names are the table's first column
+        _('x + {n} small tokens').format(n=companions): mt.concatenate([x, small]),
+        _('x + {n} large tokens').format(n=companions): mt.concatenate([x, large]),
+        _('x alone (batch of 1)'): x,
+        _('x in a sentence of 5'): sentence,
+        _('same sentence + 3 pad'): mt.concatenate([sentence, mt.zeros(1, 3, d, device=device)], axis=1),
     }
     results = {}
     with mt.no_grad():
         for situation, batch in batches.items():
             results[situation] = (_first_row(ln(batch)), _try(lambda: _first_row(bn(batch))))
         bn.eval()
-        results['BatchNorm in eval mode'] = (_first_row(ln(x)), _first_row(bn(x)))
+        results[_('BatchNorm in eval mode')] = (_first_row(ln(x)), _first_row(bn(x)))
     return results
 
 
@@ -107,51 +108,54 @@ def largest_change(results, column):
 def _show(values, n=4):
     """The first n values, or a pointer to the error printed under the table (never the message itself)."""
     if isinstance(values, Exception):
-        return f"{type(values).__name__} (below)"
+        return _("{error} (below)").format(error=type(values).__name__)
     return '[' + ', '.join(f"{v:+.3f}" for v in values[:n]) + ', ...]'
 
 
 def run(d_model=8, companions=3, batch_sizes=BATCH_SIZES, seed=0, device='cpu'):
     y = article_example()
-    print(f"The deep dive's example (§5.2): LayerNorm([2, 8, -4, -6]) with its gamma, beta, eps = 0:\n"
-          f"  [{', '.join(f'{v:.3f}' for v in y)}]   article: {article.LAYERNORM_EXAMPLE['y']} "
-          "(it rounds x_hat to 3 decimals first)")
+    print(_("The deep dive's example (§5.2): LayerNorm([2, 8, -4, -6]) with its gamma, beta, eps = 0:\n"
+            "  [{y}]   article: {printed} (it rounds x_hat to 3 decimals first)").format(
+        y=', '.join(f'{v:.3f}' for v in y), printed=article.LAYERNORM_EXAMPLE['y']))
     claims.record('deep_dive', '5.2', 'x = [2.0, 8.0, -4.0, -6.0] … = [0.538, 1.069, -0.730, -1.444]', 'holds',
-                  "transformer.LayerNorm gives [{y}], the printed one to within the article's rounding of x̂",
-                  'the first lines', y=', '.join(f"{v:.3f}" for v in y))
+                  N_("transformer.LayerNorm gives [{y}], the printed one to within the article's rounding of x̂"),
+                  N_('the first lines'), y=', '.join(f"{v:.3f}" for v in y))
     results = token_in_company(d_model, companions, seed, device)
-    print(f"\nOne token x (d = {d_model}) normalised in different company; the output for x, first 4 features:")
-    print(table(['situation', 'LayerNorm(x)', 'BatchNorm1d(x)'],
+    print('\n' + _("One token x (d = {d}) normalised in different company; the output for x, first 4 features:").format(
+        d=d_model))
+    print(table([_('situation'), 'LayerNorm(x)', 'BatchNorm1d(x)'],
                 [[situation, _show(ln), _show(bn)] for situation, (ln, bn) in results.items()]))
     for situation, outputs in results.items():
         for name, value in zip(('LayerNorm', 'BatchNorm1d'), outputs):
             if isinstance(value, Exception):
                 print(f"{name}, {situation}: {type(value).__name__}: {value}")
     changes = {'LayerNorm': largest_change(results, 0), 'BatchNorm1d': largest_change(results, 1)}
-    print(f"largest change of x's output across the situations: LayerNorm {changes['LayerNorm']:.1e}, "
-          f"BatchNorm1d {changes['BatchNorm1d']:.2f}")
+    print(_("largest change of x's output across the situations: LayerNorm {ln:.1e}, BatchNorm1d {bn:.2f}").format(
+        ln=changes['LayerNorm'], bn=changes['BatchNorm1d']))
     claims.record('deep_dive', '5.3', ['不看 batch', '训练 = 推理', '训练和推理行为不同'], 'holds',
-                  "the same token's LayerNorm output changes by {ln:.1e} across {n} situations (other tokens, padding, "
-                  "a batch of one, eval mode), BatchNorm's by up to {bn:.2f}",
-                  'the table "situation, LayerNorm(x), BatchNorm1d(x)" and the line "largest change"',
+                  N_("the same token's LayerNorm output changes by {ln:.1e} across {n} situations (other tokens, "
+                     "padding, a batch of one, eval mode), BatchNorm's by up to {bn:.2f}"),
+                  N_('the table "situation, LayerNorm(x), BatchNorm1d(x)" and the line "largest change"'),
                   ln=changes['LayerNorm'], n=len(results), bn=changes['BatchNorm1d'])
 
     curves, device = by_batch_size(d_model, batch_sizes, seed, device)
-    print("\nx with N - 1 random companions (training mode), x's first output feature:")
-    print(table(['batch size N', 'LayerNorm(x)[0]', 'BatchNorm1d(x)[0]'],
+    print('\n' + _("x with N - 1 random companions (training mode), x's first output feature:"))
+    print(table([_('batch size N'), 'LayerNorm(x)[0]', 'BatchNorm1d(x)[0]'],
                 [[n, a, b] for n, a, b in zip(batch_sizes, curves['LayerNorm'], curves['BatchNorm1d'])], fmt='+.4f'))
-    save_lines('layernorm_vs_batchnorm', curves, 'batch size N (x and N - 1 random tokens)', "x's first output feature",
-               'The same token x, normalised in batches of different sizes', x=list(batch_sizes), logx=True, logy=False)
-    print("LayerNorm computes mu and sigma from x's own features: the company, padding, batch size and\n"
-          "train/eval mode cannot change its output.  BatchNorm computes them per feature over the batch,\n"
-          "so the same token comes out differently in every batch, and differently at inference.")
+    save_lines('layernorm_vs_batchnorm', curves, _('batch size N (x and N - 1 random tokens)'),
+               _("x's first output feature"), _('The same token x, normalised in batches of different sizes'),
+               x=list(batch_sizes), logx=True, logy=False)
+    print(_("LayerNorm computes mu and sigma from x's own features: the company, padding, batch size and\n"
+            "train/eval mode cannot change its output.  BatchNorm computes them per feature over the batch,\n"
+            "so the same token comes out differently in every batch, and differently at inference."))
     return {'article_example': y, 'results': results, 'changes': changes, 'by_batch_size': curves, 'device': device}
 
 
 def main(argv=None):
-    options = options_of(run, d_model='features per token (d)', companions='other tokens in the first two batches',
-                         batch_sizes=('batch sizes of the sweep (BatchNorm needs 2 or more in training)', 2),
-                         seed='random seed')
+    options = options_of(run, d_model=N_('features per token (d)'),
+                         companions=N_('other tokens in the first two batches'),
+                         batch_sizes=(N_('batch sizes of the sweep (BatchNorm needs 2 or more in training)'), 2),
+                         seed=N_('random seed'))
     return run_lesson(run, command_line('layernorm_vs_batchnorm', __doc__, options, argv, check=_budget))
 
 

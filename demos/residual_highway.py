@@ -25,6 +25,7 @@ the highway's share.
     python -m demos.residual_highway --n-layers 48 --d-model 32 --n-heads 4
 """
 import microtensor as mt
+from microtensor.i18n import N_, _
 from microtensor.inspect import norm
 from transformer import Encoder
 from transformer.probes import ResidualProbe, rank_collapse, token_uniformity
@@ -39,7 +40,7 @@ CONFIGS = [('pre', True), ('post', True), ('pre', False), ('post', False)]
 
 
 def label(norm_place, residual):
-    return f"{norm_place.capitalize()}-LN, " + ('residual' if residual else 'no residual')
+    return (_("{norm}-LN, residual") if residual else _("{norm}-LN, no residual")).format(norm=norm_place.capitalize())
 
 
 def layer_gradients(norm_place, residual, n_layers=24, d_model=16, n_heads=2, B=4, n=8, seed=0, device='cpu',
@@ -64,8 +65,8 @@ def layer_gradients(norm_place, residual, n_layers=24, d_model=16, n_heads=2, B=
         out = encoder(x)
         loss = (out * mt.randn(*out.shape).to(device)).sum()
         if html:
-            save_viewer(html, loss, f"{label(norm_place, residual)}, {n_layers} layers", encoder,
-                        group='residual_highway')
+            title = _("{label}, {n} layers").format(label=label(norm_place, residual), n=n_layers)
+            save_viewer(html, loss, title, encoder, group='residual_highway')
         else:
             loss.backward()
     for handle in handles:
@@ -88,63 +89,66 @@ def run(n_layers=24, d_model=16, n_heads=2, batch_size=4, seq_len=8, seed=0, dev
         page = f"residual_highway_{'residual' if config[1] else 'no_residual'}" if html and config[0] == 'pre' else None
         grads[config], shares[config], device = layer_gradients(*config, n_layers, d_model, n_heads, batch_size,
                                                                 seq_len, seed, device, html=page)
-    print("Pre-LN: x + F(LayerNorm(x)) (the attention article's Pre-Norm); Post-LN: LayerNorm(x + F(x)) (its "
-          "Post-Norm).")
-    print(f"{n_layers} EncoderLayers, d_model = {d_model}, h = {n_heads} heads; |dL/dx| at each layer's input "
-          f"(layer 1 is the first, nearest the input):")
+    print(_("Pre-LN: x + F(LayerNorm(x)) (the attention article's Pre-Norm); Post-LN: LayerNorm(x + F(x)) (its "
+            "Post-Norm)."))
+    print(_("{n_layers} EncoderLayers, d_model = {d_model}, h = {n_heads} heads; |dL/dx| at each layer's input "
+            "(layer 1 is the first, nearest the input):").format(n_layers=n_layers, d_model=d_model, n_heads=n_heads))
     step = max(1, n_layers // 12)
     shown = sorted(set(range(0, n_layers, step)) | {n_layers - 1})
-    print(table(['layer'] + [label(*c) for c in CONFIGS] + ['+1 share (Pre)', '+1 share (Post)'],
+    print(table([_('layer')] + [label(*c) for c in CONFIGS] + [_('+1 share (Pre)'), _('+1 share (Post)')],
                 [[i + 1] + [grads[c][i] for c in CONFIGS] + [f"{100 * shares[c][i]:.0f}%" for c in CONFIGS[:2]]
                  for i in shown]))
     ratios = {c: grads[c][0] / grads[c][-1] for c in CONFIGS}
-    print("first / last layer: " + ', '.join(f"{label(*c)} {ratios[c]:.2g}" for c in CONFIGS))
-    print("+1 share: of the gradient reaching a residual connection's input, the part that came along the\n"
-          "identity, the deep dive's 'highway' (§4.2), measured by ResidualProbe.  With the highway the gradient\n"
-          "keeps its size through every layer; without it each layer multiplies it by dF/dx and it fades towards\n"
-          "the input.")
+    print(_("first / last layer: {ratios}").format(ratios=', '.join(f"{label(*c)} {ratios[c]:.2g}" for c in CONFIGS)))
+    print(_("+1 share: of the gradient reaching a residual connection's input, the part that came along the\n"
+            "identity, the deep dive's 'highway' (§4.2), measured by ResidualProbe.  With the highway the gradient\n"
+            "keeps its size through every layer; without it each layer multiplies it by dF/dx and it fades towards\n"
+            "the input."))
 
-    save_lines('residual_highway', {label(*c): grads[c] for c in CONFIGS}, 'layer (1 = nearest the input)',
-               '|dL/d layer input|', f'Gradient per layer, {n_layers} EncoderLayers')
+    save_lines('residual_highway', {label(*c): grads[c] for c in CONFIGS}, _('layer (1 = nearest the input)'),
+               '|dL/d layer input|', _('Gradient per layer, {n_layers} EncoderLayers').format(n_layers=n_layers))
     mt.manual_seed(seed)  # rank collapse (Dong et al. 2021): without the "+1" every token becomes the same vector
     x = mt.randn(batch_size, seq_len, d_model).to(device)
     collapse = {c: rank_collapse(Encoder(n_layers, d_model, n_heads, norm=c[0], residual=c[1]).to(device), x)
                 for c in CONFIGS}
-    print(f"\nRank collapse: ||X - 1 mean(X)|| / ||X|| of each layer's output X, its distance from 'every token the "
-          f"same' (input: {token_uniformity(x):.2f}; 0: collapsed)\n"
-          + table(['layer'] + [label(*c) for c in CONFIGS],
+    print('\n' + _("Rank collapse: ||X - 1 mean(X)|| / ||X|| of each layer's output X, its distance from 'every token "
+                    "the same' (input: {input:.2f}; 0: collapsed)").format(input=token_uniformity(x)) + '\n'
+          + table([_('layer')] + [label(*c) for c in CONFIGS],
                   [[i + 1] + [collapse[c][i] for c in CONFIGS] for i in shown]))
     with_shares = [share for c in CONFIGS[:2] for share in shares[c]]
     first = next((i for i in range(n_layers) if max(collapse[c][i] for c in CONFIGS[2:]) < 1e-3), n_layers - 1)
     figures = dict(L=n_layers, pre=ratios['pre', True], post=ratios['post', True], pre_no=ratios['pre', False],
                    post_no=ratios['post', False], low=min(with_shares), high=max(with_shares))
-    look = 'the table "layer, Pre-LN, residual, ..., +1 share" and the line "first / last layer"'
+    look = N_('the table "layer, Pre-LN, residual, ..., +1 share" and the line "first / last layer"')
     claims.record('attention', '2.3.5', '有残差 ∂y/∂x = 1 + ∂f/∂x 至少有 1，不会消失', 'holds',
-                  "through {L} layers the input's gradient is {pre:.2g}x (Pre-LN) and {post:.2g}x (Post-LN) the last "
-                  "layer's with residuals, {pre_no:.2g} and {post_no:.2g} without; {low:.0%}-{high:.0%} of it rides the "
-                  "\"+1\"", look, **figures)
+                  N_("through {L} layers the input's gradient is {pre:.2g}x (Pre-LN) and {post:.2g}x (Post-LN) the "
+                     "last layer's with residuals, {pre_no:.2g} and {post_no:.2g} without; {low:.0%}-{high:.0%} of it "
+                     "rides the \"+1\""), look, **figures)
     claims.record('deep_dive', '4.2', '一条直接到 x（"高速公路"——恒为 1）。即使学习路径的梯度接近零，高速公路保证梯度能顺畅回传',
-                  'holds', "first/last layer gradient {pre:.2g} with residuals vs {pre_no:.2g} without (Pre-LN, {L} "
-                  "layers); {low:.0%}-{high:.0%} of each connection's gradient comes along the identity; without "
-                  "residuals the tokens' distance from 'every token the same' is {pre_c:.1e} for Pre-LN and {post_c:.1e} "
-                  "for Post-LN at layer {within}: they collapse to one vector",
-                  look + '; the rank-collapse table', within=first + 1, pre_c=collapse['pre', False][first],
+                  'holds', N_("first/last layer gradient {pre:.2g} with residuals vs {pre_no:.2g} without (Pre-LN, "
+                              "{L} layers); {low:.0%}-{high:.0%} of each connection's gradient comes along the "
+                              "identity; without residuals the tokens' distance from 'every token the same' is "
+                              "{pre_c:.1e} for Pre-LN and {post_c:.1e} for Post-LN at layer {within}: they collapse to "
+                              "one vector"),
+                  N_('the table "layer, Pre-LN, residual, ..., +1 share" and the line "first / last layer"; the '
+                     'rank-collapse table'), within=first + 1, pre_c=collapse['pre', False][first],
                   post_c=collapse['post', False][first], **figures)
     return {'grads': grads, 'shares': shares, 'ratios': ratios, 'collapse': collapse, 'device': device}
 
 
 def main(argv=None):
-    options = options_of(run, n_layers='EncoderLayers in the stack', d_model='model width d_model',
-                         n_heads='attention heads (must divide d_model)', batch_size='sequences in the batch',
-                         seq_len='tokens per sequence', seed='random seed',
-                         html='also write the Pre-LN backward passes as step-by-step viewer pages (runs/*.html)')
+    options = options_of(run, n_layers=N_('EncoderLayers in the stack'), d_model=N_('model width d_model'),
+                         n_heads=N_('attention heads (must divide d_model)'), batch_size=N_('sequences in the batch'),
+                         seq_len=N_('tokens per sequence'), seed=N_('random seed'),
+                         html=N_('also write the Pre-LN backward passes as step-by-step viewer pages (runs/*.html)'))
     return run_lesson(run, command_line('residual_highway', __doc__, options, argv,
                                         check=lambda args: _heads_divide(args) or _budget(args)))
 
 
 def _heads_divide(args):
     if args.d_model % args.n_heads:
-        return f"--n-heads {args.n_heads} must divide --d-model {args.d_model} (each head gets d_model / n_heads)"
+        return _("--n-heads {heads} must divide --d-model {width} (each head gets d_model / n_heads)").format(
+            heads=args.n_heads, width=args.d_model)
     return None
 
 

@@ -21,6 +21,7 @@ from every other).
     python -m demos.rnn_vs_attention --seq-len 64 --d-model 32
 """
 import microtensor as mt
+from microtensor.i18n import N_, _
 from microtensor.inspect import norm
 from transformer import RNN, MultiHeadAttention
 
@@ -56,48 +57,52 @@ def run(seq_len=32, d_model=16, batch_size=8, seed=0, device='cpu'):
     n, d, B = seq_len, d_model, batch_size
     grads, device = compare(n, d, B, seed, device)
     shown = sorted({0, 1, 2, 4, 8, 16, 24, n - 1} & set(range(n)))
-    print("The deep dive's gradient path, O(n) for the RNN and 1 for attention (§8.2):")
-    print(f"|d(y_n . g)/dx_t| by distance n - t, n = {n}, d = {d}, {B} random sequences:")
-    print(table(['distance', 'RNN', 'attention'], [[k, grads['RNN'][k], grads['attention'][k]] for k in shown]))
+    print(_("The deep dive's gradient path, O(n) for the RNN and 1 for attention (§8.2):"))
+    print(_("|d(y_n . g)/dx_t| by distance n - t, n = {n}, d = {d}, {B} random sequences:").format(n=n, d=d, B=B))
+    print(table([_('distance'), 'RNN', _('attention')],
+                [[k, grads['RNN'][k], grads['attention'][k]] for k in shown]))
     far = n - 1
     rnn_ratio, attention_ratio = grads['RNN'][far] / grads['RNN'][1], grads['attention'][far] / grads['attention'][1]
     per_step = rnn_ratio ** (1 / (far - 1))
-    print(f"from distance 1 to {far}: RNN x {rnn_ratio:.1e} (about x {per_step:.2f} per step), "
-          f"attention x {attention_ratio:.2f}")
-    print("The RNN's gradient is a product of one Jacobian per step, so it fades geometrically with the\n"
-          "distance; attention reaches every position in one hop, so distance does not matter.\n"
-          "(Distance 0 is larger for attention: the last position is also the query.)")
-    look = 'the table by distance and the line "from distance 1 to ..."'
+    print(_("from distance 1 to {far}: RNN x {rnn:.1e} (about x {step:.2f} per step), attention x {attention:.2f}")
+          .format(far=far, rnn=rnn_ratio, step=per_step, attention=attention_ratio))
+    print(_("The RNN's gradient is a product of one Jacobian per step, so it fades geometrically with the\n"
+            "distance; attention reaches every position in one hop, so distance does not matter.\n"
+            "(Distance 0 is larger for attention: the last position is also the query.)"))
+    look = N_('the table by distance and the line "from distance 1 to ..."')
     figures = dict(far=far, rnn=rnn_ratio, step=per_step, attention=attention_ratio)
     claims.record('attention', '2.1.1', '梯度消失问题……连乘结果会指数级衰减', 'holds',
-                  "the RNN's gradient shrinks about {step:.2f}x per step, {rnn:.1e} from distance 1 to {far}; "
-                  "attention's changes {attention:.2f}x over the same distances", look, **figures)
+                  N_("the RNN's gradient shrinks about {step:.2f}x per step, {rnn:.1e} from distance 1 to {far}; "
+                     "attention's changes {attention:.2f}x over the same distances"), look, **figures)
     claims.record('architecture', '2.1.2', '梯度在反向传播时会指数级衰减', 'holds',
-                  "about {step:.2f}x per step, {rnn:.1e} from distance 1 to {far}", look, **figures)
+                  N_("about {step:.2f}x per step, {rnn:.1e} from distance 1 to {far}"), look, **figures)
     claims.record('deep_dive', '7.7', ['梯度要穿过 512 层', '一跳直达'], 'holds',
-                  "the RNN's gradient is a product of one Jacobian per step ({step:.2f}x each); attention's is the "
-                  "same size at every distance ({attention:.2f}x from 1 to {far})", look, **figures)
+                  N_("the RNN's gradient is a product of one Jacobian per step ({step:.2f}x each); attention's is the "
+                     "same size at every distance ({attention:.2f}x from 1 to {far})"), look, **figures)
     claims.record('deep_dive', '8.2', ['穿 50 步，梯度可能衰减到可以忽略', '梯度路径长度：1……"一跳直达"'], 'holds',
-                  "from distance 1 to {far} the RNN's gradient falls by {rnn:.1e}, attention's changes by "
-                  "{attention:.2f}x; the lesson measures {far} steps, not the article's 50 (`--seq-len 51` measures "
-                  "50): at {step:.2f}x per step 50 steps would leave {fifty:.0e}", look, fifty=per_step ** 50,
+                  N_("from distance 1 to {far} the RNN's gradient falls by {rnn:.1e}, attention's changes by "
+                     "{attention:.2f}x; the lesson measures {far} steps, not the article's 50 (`--seq-len 51` "
+                     "measures 50): at {step:.2f}x per step 50 steps would leave {fifty:.0e}"), look,
+                  fifty=per_step ** 50,
                   **figures)
 
-    save_lines('rnn_vs_attention', grads, 'distance n - t', '|dL/dx_t|',
-               'Gradient from the last position back to each input', x=list(range(n)))
+    save_lines('rnn_vs_attention', {'RNN': grads['RNN'], _('attention'): grads['attention']},
+               _('distance n - t'), '|dL/dx_t|', _('Gradient from the last position back to each input'),
+               x=list(range(n)))
     return {'grads': grads, 'rnn_ratio': rnn_ratio, 'attention_ratio': attention_ratio, 'device': device}
 
 
 def main(argv=None):
-    options = options_of(run, seq_len=('sequence length n (distances 0 .. n-1)', 3),
-                         d_model='width d of the inputs, the RNN state and the attention (even: 2 heads)',
-                         batch_size='random sequences averaged over', seed='random seed')
+    options = options_of(run, seq_len=(N_('sequence length n (distances 0 .. n-1)'), 3),
+                         d_model=N_('width d of the inputs, the RNN state and the attention (even: 2 heads)'),
+                         batch_size=N_('random sequences averaged over'), seed=N_('random seed'))
     return run_lesson(run, command_line('rnn_vs_attention', __doc__, options, argv,
                                         check=lambda args: _even_width(args) or _budget(args)))
 
 
 def _even_width(args):
-    return f"--d-model must be even (2 attention heads), got {args.d_model}" if args.d_model % 2 else None
+    return _("--d-model must be even (2 attention heads), got {width}").format(width=args.d_model) if args.d_model % 2 \
+        else None
 
 
 def _budget(args):

@@ -10,6 +10,8 @@ import math
 
 import microtensor as mt
 
+from microtensor.i18n import N_, _
+
 from . import claims
 from .report import command_line, options_of, run_lesson, save_plot, table
 
@@ -33,30 +35,32 @@ def distributions(logits=LOGITS, temperatures=TEMPERATURES, device='cpu'):
 
 def run(logits=LOGITS, temperatures=TEMPERATURES, device='cpu'):
     rows = distributions(logits, temperatures, device)
-    print(f"softmax({list(logits)} / T), T the temperature (the attention article's table, §2.4.2; its example "
-          "[2.0, 1.0, 0.1], §2.4.1)")
-    print(table(['T'] + [f"p({x:g})" for x in logits] + [f"entropy (max {math.log(len(logits)):.3f})"],
+    print(_("softmax({logits} / T), T the temperature (the attention article's table, §2.4.2; its example "
+            "[2.0, 1.0, 0.1], §2.4.1)").format(logits=list(logits)))
+    entropy_header = _("entropy (max {max:.3f})").format(max=math.log(len(logits)))
+    print(table(['T'] + [f"p({x:g})" for x in logits] + [entropy_header],
                 [[f"{T:g}"] + p.tolist() + [entropy] for T, p, entropy in rows], fmt='.3f'))
-    print("Low T puts almost all the mass on the largest logit (near argmax); high T spreads it.")
+    print(_("Low T puts almost all the mass on the largest logit (near argmax); high T spreads it."))
     if tuple(logits) == LOGITS and {0.2, 1.5} <= set(temperatures):   # the article's example and its two ends
         by_T = {T: (p.tolist(), entropy) for T, p, entropy in rows}
-        look = 'the table "T, p(2), p(1), p(0.1), entropy"'
+        look = N_('the table "T, p(2), p(1), p(0.1), entropy"')
         claims.record('attention', '2.4.2', ['T = 0.2 极度尖锐，接近 Argmax', 'T = 1.5 平滑，多样性高'], 'holds',
-                      "for {x} the largest probability is {tops} at T = {Ts}, and the entropy rises from {low:.3f} to "
-                      "{high:.3f} (uniform: {uniform:.3f})", look, x=list(logits),
+                      N_("for {x} the largest probability is {tops} at T = {Ts}, and the entropy rises from {low:.3f} "
+                         "to {high:.3f} (uniform: {uniform:.3f})"), look, x=list(logits),
                       tops=', '.join(f"{by_T[T][0][0]:.3f}" for T in sorted(by_T)), Ts=', '.join(f"{T:g}" for T in sorted(by_T)),
                       low=by_T[min(by_T)][1], high=by_T[max(by_T)][1], uniform=math.log(len(logits)))
         claims.record('attention', '2.3.4', '√d_k 是"训练时的温度"', 'holds',
-                      "softmax(x / T) with T = {low:g} … {high:g} goes from near argmax ({top:.3f}) to flat; 1/√d_k is "
-                      "the same division of the scores, with T = √d_k", look, low=min(by_T), high=max(by_T),
+                      N_("softmax(x / T) with T = {low:g} … {high:g} goes from near argmax ({top:.3f}) to flat; 1/√d_k "
+                         "is the same division of the scores, with T = √d_k"), look, low=min(by_T), high=max(by_T),
                       top=by_T[min(by_T)][0][0])
 
     def draw(ax):  # one group of bars per logit, one bar per temperature
         width = 0.8 / len(rows)
-        for k, (T, p, _) in enumerate(rows):
+        for k, (T, p, _entropy) in enumerate(rows):
             ax.bar([i + (k - (len(rows) - 1) / 2) * width for i in range(len(logits))], p.tolist(), width,
                    label=f"T = {T:g}")
-        ax.set(xticks=range(len(logits)), xticklabels=[f"logit {x:g}" for x in logits], ylabel='probability',
+        ax.set(xticks=range(len(logits)), xticklabels=[_("logit {x:g}").format(x=x) for x in logits],
+               ylabel=_('probability'),
                ylim=(0, 1))
         ax.legend()
     save_plot('temperature', draw, f"softmax(x / T), x = {list(logits)}")
@@ -64,8 +68,8 @@ def run(logits=LOGITS, temperatures=TEMPERATURES, device='cpu'):
 
 
 def main(argv=None):
-    options = options_of(run, logits=('the logits x (any numbers)', -math.inf),
-                         temperatures='the temperatures T to compare')
+    options = options_of(run, logits=(N_('the logits x (any numbers)'), -math.inf),
+                         temperatures=N_('the temperatures T to compare'))
     return run_lesson(run, command_line('temperature', __doc__, options, argv))
 
 
