@@ -3,14 +3,17 @@
 A lesson computes a figure, prints it, and records the claim it bears on in the same call:
 
     claims.record('deep_dive', '8.2', '梯度路径长度：1……"一跳直达"', 'holds',
-                  "from distance 1 to {far} the RNN's gradient falls by {rnn:.1e}, attention's changes by "
-                  "{attention:.2f}x", look='the line "from distance 1 to ..."', far=31, rnn=6.3e-12, attention=1.19)
+                  N_("from distance 1 to {far} the RNN's gradient falls by {rnn:.1e}, attention's changes by "
+                     "{attention:.2f}x"), look=N_('the line "from distance 1 to ..."'), far=31, rnn=6.3e-12,
+                  attention=1.19)
 
 record() fills the finding with the figures, prints it under the lesson's output and keeps it in
-RECORDED; the printed line and the record are one string, so they cannot disagree.
+RECORDED; the printed line and the record are one string, so they cannot disagree.  The record keeps
+the English finding and its template; the line printed is in the learner's language (the template's
+catalog entry, filled with the same figures, and the verdict's words: 成立, 部分成立, 原文有误, 本任务未检验).
 `python -m demos.articles --write` runs the lessons, saves what each recorded as JSON under
-docs/claims/ (write_records) and renders docs/articles.md from those records and the headings in
-demos/articles.py.  A figure that depends on the machine is recorded with timing=True (a run
+docs/claims/ (write_records) and renders docs/articles.md and docs/articles.zh.md from those records and
+the headings in demos/articles.py.  A figure that depends on the machine is recorded with timing=True (a run
 time, a speed ratio) and labelled with the machine; one that depends on the environment with
 depends_on='...' (the stdlib corpus: the Python version).  Tests compare everything else digit
 for digit with a fresh run.
@@ -43,8 +46,8 @@ class Claim:
     lesson: the lesson that computed it; article, section: where the claim is (demos/articles.py);
     quote: the article's words (a list when it quotes several places); verdict: one of VERDICTS;
     finding: the sentence with the figures, in English; template: the English format string it was
-    filled from (its Chinese is the catalog's entry, so either edition renders from the record); look: what to look at in the lesson's output
-    (labels it prints); figures: {name: value} the finding was filled with; timing: the finding
+    filled from (its Chinese is the catalog's entry, so either edition renders from the record); look:
+    what to look at in the lesson's output (labels it prints); figures: {name: value} the finding was filled with; timing: the finding
     holds run times or speed ratios (this machine's); depends_on: what else the figures depend
     on (None: only on the code and the seed); seeds: how many training seeds the verdict rests on
     (None: nothing trained)."""
