@@ -166,11 +166,11 @@ def heading(article, number):
                        f"its sections are {', '.join(HEADINGS[article])}") from None
 
 
-def section_line(article, number):
+def section_line(article, number, lang=None):
     """'§2.3.2 Softmax 的饱和区 (softmax's saturation zone)': a section by number, heading and gloss
-    (in Chinese, the heading alone: '§2.3.2 Softmax 的饱和区')."""
+    (in Chinese, the heading alone: '§2.3.2 Softmax 的饱和区'); lang: that language, not the current one."""
     chinese, english = heading(article, number)
-    return f"§{number} {chinese}" if i18n.current() == 'zh' else f"§{number} {chinese} ({english})"
+    return f"§{number} {chinese}" if (lang or i18n.current()) == 'zh' else f"§{number} {chinese} ({english})"
 
 
 def cite(article, number):
@@ -197,7 +197,8 @@ def header(sections, indent=''):
 
 
 # ---------------------------------------------------------------------------- docs/articles.md
-PAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'docs', 'articles.md')
+DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'docs')
+PAGES = {'en': os.path.join(DOCS, 'articles.md'), 'zh': os.path.join(DOCS, 'articles.zh.md')}   # the two editions
 
 
 # the command line of a lesson's record over several seeds: its --full, or the quick run with --seeds 5
@@ -238,12 +239,18 @@ def has_full(lesson):
 
 
 def write_page(folder=None):
-    """Render docs/articles.md from the records under docs/claims/ (atomically); returns its path."""
+    """Render docs/articles.md and docs/articles.zh.md from the records under docs/claims/ (atomically);
+    returns their paths."""
     from microtensor.atomic_write import write_atomically
     from . import claims, claims_page
-    text = claims_page.render(claims.read_records(*([folder] if folder else [])))
-    write_atomically(PAGE, lambda f: f.write(text.encode('utf-8')), who='demos.articles --write')
-    return PAGE
+    records = claims.read_records(*([folder] if folder else []))
+    for lang, path in PAGES.items():
+        text = claims_page.render(records, lang)
+        write_atomically(path, lambda f: f.write(text.encode('utf-8')), who='demos.articles --write')
+    missing = claims_page.untranslated(records)
+    if missing:
+        print(f"{len(missing)} findings or looks have no Chinese entry yet: articles.zh.md shows them in English")
+    return list(PAGES.values())
 
 
 def main(argv=None):
@@ -255,7 +262,8 @@ def main(argv=None):
     parser.add_argument('lessons', nargs='*', help='only these lessons (default: every lesson that records claims)')
     parser.add_argument('--write', action='store_true', help="run the lessons' quick (tour) mode and save")
     parser.add_argument('--full', action='store_true', help='also run --full (several seeds) where a lesson has it')
-    parser.add_argument('--render', action='store_true', help='only render docs/articles.md from the saved records')
+    parser.add_argument('--render', action='store_true', help='only render docs/articles.md and articles.zh.md from '
+                        'the saved records')
     args = parser.parse_args(argv)
     if not (args.write or args.render):
         parser.error('say --write (run the lessons, save, render) or --render (render the saved records)')
@@ -267,7 +275,7 @@ def main(argv=None):
                 if found:
                     path = claims.write_records(lesson, found, seconds, full, load)
                     print(f"{lesson}{' --full' if full else ''}: {len(found)} claims in {seconds:.1f} s -> {path}")
-    print(f"wrote {write_page()}")
+    print(f"wrote {' and '.join(write_page())}")
 
 
 if __name__ == '__main__':

@@ -3,14 +3,17 @@
 A lesson computes a figure, prints it, and records the claim it bears on in the same call:
 
     claims.record('deep_dive', '8.2', '梯度路径长度：1……"一跳直达"', 'holds',
-                  "from distance 1 to {far} the RNN's gradient falls by {rnn:.1e}, attention's changes by "
-                  "{attention:.2f}x", look='the line "from distance 1 to ..."', far=31, rnn=6.3e-12, attention=1.19)
+                  N_("from distance 1 to {far} the RNN's gradient falls by {rnn:.1e}, attention's changes by "
+                     "{attention:.2f}x"), look=N_('the line "from distance 1 to ..."'), far=31, rnn=6.3e-12,
+                  attention=1.19)
 
 record() fills the finding with the figures, prints it under the lesson's output and keeps it in
-RECORDED; the printed line and the record are one string, so they cannot disagree.
+RECORDED; the printed line and the record are one string, so they cannot disagree.  The record keeps
+the English finding and its template; the line printed is in the learner's language (the template's
+catalog entry, filled with the same figures, and the verdict's words: 成立, 部分成立, 原文有误, 本任务未检验).
 `python -m demos.articles --write` runs the lessons, saves what each recorded as JSON under
-docs/claims/ (write_records) and renders docs/articles.md from those records and the headings in
-demos/articles.py.  A figure that depends on the machine is recorded with timing=True (a run
+docs/claims/ (write_records) and renders docs/articles.md and docs/articles.zh.md from those records and
+the headings in demos/articles.py.  A figure that depends on the machine is recorded with timing=True (a run
 time, a speed ratio) and labelled with the machine; one that depends on the environment with
 depends_on='...' (the stdlib corpus: the Python version).  Tests compare everything else digit
 for digit with a fresh run.
@@ -25,9 +28,13 @@ import platform
 import re
 import sys
 
+from microtensor import i18n
 from microtensor.atomic_write import write_atomically
+from microtensor.i18n import N_, _
 
-VERDICTS = ('holds', 'partly', 'the article is wrong', 'not tested by this task')
+# the verdict keys, as the records keep them (English); each one's words in Chinese are its catalog entry:
+# holds 成立, partly 部分成立, the article is wrong 原文有误, not tested by this task 本任务未检验
+VERDICTS = (N_('holds'), N_('partly'), N_('the article is wrong'), N_('not tested by this task'))
 RECORDS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'docs', 'claims')
 RECORDED = []   # every Claim recorded in this process, oldest first
 
@@ -38,8 +45,9 @@ class Claim:
 
     lesson: the lesson that computed it; article, section: where the claim is (demos/articles.py);
     quote: the article's words (a list when it quotes several places); verdict: one of VERDICTS;
-    finding: the sentence with the figures, as printed; look: what to look at in the lesson's output
-    (labels it prints); figures: {name: value} the finding was filled with; timing: the finding
+    finding: the sentence with the figures, in English; template: the English format string it was
+    filled from (its Chinese is the catalog's entry, so either edition renders from the record); look:
+    what to look at in the lesson's output (labels it prints); figures: {name: value} the finding was filled with; timing: the finding
     holds run times or speed ratios (this machine's); depends_on: what else the figures depend
     on (None: only on the code and the seed); seeds: how many training seeds the verdict rests on
     (None: nothing trained)."""
@@ -49,6 +57,7 @@ class Claim:
     quote: object
     verdict: str
     finding: str
+    template: str = ''
     look: str = ''
     figures: dict = dataclasses.field(default_factory=dict)
     timing: bool = False
@@ -58,27 +67,38 @@ class Claim:
     def quotes(self):
         return [self.quote] if isinstance(self.quote, str) else list(self.quote)
 
-    def line(self):
-        """「quote」 — **verdict**: finding (a line of docs/articles.md)."""
+    def line(self, tr=None, finding=None):
+        """「quote」 — **verdict**: finding (a line of docs/articles.md); with `tr`, a language's gettext
+        (i18n.translator('zh')), the verdict and the finding in that language, the same figures
+        (`finding`: already filled in)."""
         quoted = ', '.join(f"「{q}」" for q in self.quotes())
-        return f"{quoted} — **{self.verdict}**: {self.finding}"
+        if tr is None:
+            return f"{quoted} — **{self.verdict}**: {self.finding}"
+        return tr(N_("{quotes} — **{verdict}**: {finding}")).format(
+            quotes=quoted, verdict=tr(self.verdict), finding=finding or self.finding_in(tr))
+
+    def finding_in(self, tr):
+        """The finding in the language of `tr`: its template translated, filled with the same figures."""
+        return tr(self.template).format(**self.figures) if self.template else self.finding
 
 
 def record(article, section, quote, verdict, finding, look='', timing=False, depends_on=None, seeds=None,
            **figures):
     """Record a claim of `article` §`section` the calling lesson has just computed, print it, return the finding.
 
-    finding: a format string filled from **figures (the same numbers the lesson prints)."""
+    finding: a format string filled from **figures (the same numbers the lesson prints), marked N_() in
+    the lesson, as is `look`: the line printed is in the current language, the record keeps English."""
     from . import articles
     articles.heading(article, section)               # a KeyError names a section that does not exist
     if verdict not in VERDICTS:
         raise ValueError(f"claims.record: verdict {verdict!r} is not one of {VERDICTS}")
     lesson = _calling_lesson()
     text = finding.format(**figures)
-    claim = Claim(lesson, article, section, quote, verdict, text, look,
+    claim = Claim(lesson, article, section, quote, verdict, text, finding, look,
                   {k: _plain(v) for k, v in figures.items()}, timing, depends_on, seeds)
     RECORDED.append(claim)
-    print(f"  [{articles.cite(article, section)}] {claim.line().replace('**', '')}")
+    line = claim.line() if i18n.current() == 'en' else claim.line(_, _(finding).format(**figures))
+    print(f"  [{articles.cite(article, section)}] {line.replace('**', '')}")
     return text
 
 
@@ -91,8 +111,11 @@ def _calling_lesson():
 
 
 def _plain(value):
-    """A figure as JSON holds it: numpy scalars become Python numbers, tuples lists."""
-    if isinstance(value, (list, tuple)):
+    """A figure as JSON holds it: numpy scalars become Python numbers; a tuple (a shape) the text it prints,
+    (3, 48), which the template then prints the same (JSON has no tuples, and a list prints [3, 48])."""
+    if isinstance(value, tuple):
+        return str(tuple(_plain(v) for v in value))
+    if isinstance(value, list):
         return [_plain(v) for v in value]
     if hasattr(value, 'item'):
         return value.item()

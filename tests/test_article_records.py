@@ -52,7 +52,7 @@ def test_a_fresh_quick_run_records_the_same_claims(lesson, monkeypatch):
             shape = TIMING_SHAPES[lesson, now.article, now.section]
             assert shape(now.figures) and shape(then.figures), f"{where}: the timing lost its shape: {now.finding}"
         elif now.depends_on is None:
-            assert (now.verdict, now.finding) == (then.verdict, then.finding), \
+            assert (now.verdict, now.finding, now.template) == (then.verdict, then.finding, then.template), \
                 f"{where} now finds\n  {now.verdict}: {now.finding}\nnot\n  {then.verdict}: {then.finding}\n" \
                 f"run python -m demos.articles --write {lesson}"
 
