@@ -22,6 +22,10 @@ LESSONS = {
                         ['One head on the same random X', 'Copy the previous token', 'How the shared model does it',
                          'test accuracy', 'weight on t-1', 'chance: 10%'],
                         '共享投影时 S 严格对称，A 却不对称', '为什么 Q 和 K 要用各自的投影'),
+    'kv_cache': (['--small', '--new-tokens', '2'],
+                 ["design table (§2.2.4)", 'saves parameters, not cache', 'cached numbers / token',
+                  'small GPT (64 wide, 8 heads)', 'their sizes do not depend on the device'],
+                 '共享 W_Q = W_K 省的是参数，不是缓存', 'MHA、GQA、MQA 和 MLA 每个词元各存下什么'),
 }
 
 
