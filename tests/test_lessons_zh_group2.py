@@ -26,6 +26,10 @@ LESSONS = {
                  ["design table (§2.2.4)", 'saves parameters, not cache', 'cached numbers / token',
                   'small GPT (64 wide, 8 heads)', 'their sizes do not depend on the device'],
                  '共享 W_Q = W_K 省的是参数，不是缓存', 'MHA、GQA、MQA 和 MLA 每个词元各存下什么'),
+    'scale_variants': (['--steps', '2', '--d-model', '8', '--d-ks', '4', '8'],
+                       ["keys per query", 'mean max weight', 'slowest start', 'learned scale after training',
+                        'The same four trainings by plain SGD', "'extremely poor' does not"],
+                       '所以“慢”\n成立', '得分该用哪种缩放'),
 }
 
 
