@@ -6,6 +6,7 @@ Chinese in it and none of the lesson's English sentences, and --help shows the l
 description.
 """
 import importlib
+import itertools
 import re
 
 import pytest
@@ -30,21 +31,43 @@ LESSONS = {
                        ["keys per query", 'mean max weight', 'slowest start', 'learned scale after training',
                         'The same four trainings by plain SGD', "'extremely poor' does not"],
                        '所以“慢”\n成立', '得分该用哪种缩放'),
+    'attention_cost': (['--max-n', '256', '--d', '8', '--repeats', '1'],
+                       ['one sequence of n tokens', 'score matrix', 'log-log slope against n', 'Sequential steps',
+                        'Measured: attention is faster up to'],
+                       '串行步数：注意力', '序列变长时注意力的代价'),
 }
 
 
+def fake_clock(monkeypatch, module):
+    """attention_cost's timings, made the same in both runs: attention's grows like n^2, the RNN's like n, so
+    that the curves cross between n = 128 and 256 (the lesson calls attention, then the RNN, at each n)."""
+    calls = itertools.count()
+
+    def median_seconds(fn, repeats):
+        fn()
+        k = next(calls)
+        return 1e-3 * 4 ** (k // 2) if k % 2 == 0 else 3e-3 * 2 ** (k // 2)
+    monkeypatch.setattr(module, 'median_seconds', median_seconds)
+
+
 def lesson_output(name, argv, lang, monkeypatch, capsys):
-    """What `python -m demos.NAME ARGV` prints in `lang`, run in this process."""
+    """What `python -m demos.NAME ARGV` prints in `lang`, run in this process (with a fake clock where the
+    lesson times something: a real clock never reads the same twice)."""
     monkeypatch.setenv('MICROTENSOR_LANG', lang)
+    module = importlib.import_module(f'demos.{name}')
+    if hasattr(module, 'median_seconds'):
+        fake_clock(monkeypatch, module)
     try:
-        importlib.import_module(f'demos.{name}').main(list(argv))
+        module.main(list(argv))
     finally:
         i18n.use('en')
     return capsys.readouterr().out
 
 
 def numbers(text):
-    return NUMBER.findall(text)
+    """The numbers printed, in order; the articles' headings (whose English glosses are left out in
+    Chinese) are skipped."""
+    return NUMBER.findall('\n'.join(line for line in text.splitlines() if not line.strip().startswith('§')))
 
 
 @pytest.mark.parametrize('name', LESSONS)
