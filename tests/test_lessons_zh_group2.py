@@ -35,6 +35,10 @@ LESSONS = {
                        ['one sequence of n tokens', 'score matrix', 'log-log slope against n', 'Sequential steps',
                         'Measured: attention is faster up to'],
                        '串行步数：注意力', '序列变长时注意力的代价'),
+    'pre_vs_post_ln': (['--n-layers', '1', '--steps', '2', '--warmup', '1', '--depths', '1', '2', '--grad-seeds', '1'],
+                       ["At initialisation", 'The variance of the signal', 'It is the other way round',
+                        'no warm-up', 'last steps, per seed', 'nothing explodes'],
+                       '事实正好相反', 'Pre-LN 与 Post-LN'),
 }
 
 
