@@ -39,6 +39,11 @@ LESSONS = {
                        ["At initialisation", 'The variance of the signal', 'It is the other way round',
                         'no warm-up', 'last steps, per seed', 'nothing explodes'],
                        '事实正好相反', 'Pre-LN 与 Post-LN'),
+    'positions': (['--train-len', '4', '--steps', '2', '--batch-size', '2'],
+                  ['Permutations of 3 input rows', 'Without positions reordering', 'Relative position',
+                   'the score depends on the offset only', 'Many scales', 'Extrapolation', 'cannot run',
+                   'train loss'],
+                  '得分只取决于偏移量', '注意力看不到什么'),
 }
 
 
