@@ -31,6 +31,7 @@ import math
 
 import microtensor as mt
 from microtensor.autograd import topological_order
+from microtensor.i18n import N_, _
 from transformer import RNN, MultiHeadAttention
 
 from . import budget, claims
@@ -97,78 +98,94 @@ def run(max_n=1024, d=64, repeats=3, full=False, device='cpu'):
     max_n, repeats = (2048, 5) if full else (max_n, repeats)
     ns = [64 * 2 ** i for i in range(int(math.log2(max_n // 64)) + 1)]
     rows = measure(ns, d, repeats=repeats, device=device)
-    print(f"One layer, width d = {d}, one sequence of n tokens, forward pass (median of {repeats}), {device}:")
-    print(table(['n', 'score matrix', 'attention ms', 'RNN ms', 'attention / RNN', 'sequential steps: attention',
-                 'RNN', 'multiply-adds: attention', 'RNN'],
+    print(_("One layer, width d = {d}, one sequence of n tokens, forward pass (median of {repeats}), {device}:").format(
+        d=d, repeats=repeats, device=device))
+    print(table(['n', _('score matrix'), _('attention ms'), _('RNN ms'), _('attention / RNN'),
+                 _('sequential steps: attention'), 'RNN', _('multiply-adds: attention'), 'RNN'],
                 [[r['n'], f"{r['score_bytes'] / 2 ** 20:.2f} MiB", 1e3 * r['attention_s'], 1e3 * r['rnn_s'],
                   r['attention_s'] / r['rnn_s'], r['attention_depth'], r['rnn_depth'], r['attention_madds'],
                   r['rnn_madds']] for r in rows]))
     half = rows[len(rows) // 2:]
-    slopes = {'score memory': slope(ns, [r['score_bytes'] for r in rows]),
-              'attention time': slope([r['n'] for r in half], [r['attention_s'] for r in half]),
-              'RNN time': slope([r['n'] for r in half], [r['rnn_s'] for r in half]),
-              'RNN sequential steps': slope(ns, [r['rnn_depth'] for r in rows])}
-    print(table(['log-log slope against n', 'measured'], list(slopes.items()), fmt='.2f'))
+    slopes = {N_('score memory'): slope(ns, [r['score_bytes'] for r in rows]),     # named in English, shown translated
+              N_('attention time'): slope([r['n'] for r in half], [r['attention_s'] for r in half]),
+              N_('RNN time'): slope([r['n'] for r in half], [r['rnn_s'] for r in half]),
+              N_('RNN sequential steps'): slope(ns, [r['rnn_depth'] for r in rows])}
+    print(table([_('log-log slope against n'), _('measured')], [[_(name), value] for name, value in slopes.items()],
+                fmt='.2f'))
     cross = crossing(rows)
     last = rows[-1]
-    print(f"Multiply-adds: the deep dive's terms (§8.1) n^2 d and n d^2 are equal at n = d = {d}, and attention does "
-          "more work\n"
-          f"at every n (its 4 n d^2 projections alone are twice the RNN's 2 n d^2).  Sequential steps: attention\n"
-          f"{last['attention_depth']} at every n (each a matrix product over all positions at once), the RNN "
-          f"{last['rnn_depth']} at n = {last['n']}, one small step after another.")
+    print(_("Multiply-adds: the deep dive's terms (§8.1) n^2 d and n d^2 are equal at n = d = {d}, and attention does "
+            "more work\n"
+            "at every n (its 4 n d^2 projections alone are twice the RNN's 2 n d^2).  Sequential steps: attention\n"
+            "{att} at every n (each a matrix product over all positions at once), the RNN "
+            "{rnn} at n = {n}, one small step after another.").format(
+        d=d, att=last['attention_depth'], rnn=last['rnn_depth'], n=last['n']))
     if cross:
-        print(f"Measured: attention is faster up to n ~ {cross:.0f} (the RNN's serial steps cost more than attention's "
-              f"extra work), slower beyond (the n^2 term takes over).")
+        print(_("Measured: attention is faster up to n ~ {cross:.0f} (the RNN's serial steps cost more than attention's "
+                "extra work), slower beyond (the n^2 term takes over).").format(cross=cross))
+    elif last['attention_s'] < last['rnn_s']:
+        print(_("Measured: the curves do not cross for n <= {n}: attention is faster at every n here.").format(
+            n=last['n']))
     else:
-        print(f"Measured: the curves do not cross for n <= {last['n']}: attention is "
-              f"{'faster' if last['attention_s'] < last['rnn_s'] else 'slower'} at every n here.")
-    look = 'the columns "sequential steps: attention, RNN"'
+        print(_("Measured: the curves do not cross for n <= {n}: attention is slower at every n here.").format(
+            n=last['n']))
+    look = N_('the columns "sequential steps: attention, RNN"')
     claims.record('attention', '2.1.1', '无法并行：必须等前一个词处理完，才能处理后一个词', 'holds',
-                  "the longest chain of ops is {att} for attention at every n, 4n + 2 for the RNN ({rnn} at n = {n})",
+                  N_("the longest chain of ops is {att} for attention at every n, 4n + 2 for the RNN ({rnn} at n = {n})"),
                   look, att=last['attention_depth'], rnn=last['rnn_depth'], n=last['n'])
     claims.record('architecture', '2.1.1', '第 N 步必须等第 N-1 步算完才能开始', 'holds',
-                  "the RNN's longest chain of ops is 4n + 2 ({rnn} at n = {n}), attention's {att} at every n", look,
+                  N_("the RNN's longest chain of ops is 4n + 2 ({rnn} at n = {n}), attention's {att} at every n"), look,
                   att=last['attention_depth'], rnn=last['rnn_depth'], n=last['n'])
     claims.record('architecture', '2.10.3', '复杂度从 O(N) 变成 O(N^2)', 'holds',
-                  "the score matrix's memory has log-log slope {memory:.2f} against n ({mib:.0f} MiB at n = {n} for 4 "
-                  "heads), the RNN's chain of steps {steps:.2f}", 'the slope table, "score memory"',
+                  N_("the score matrix's memory has log-log slope {memory:.2f} against n ({mib:.0f} MiB at n = {n} for "
+                     "4 heads), the RNN's chain of steps {steps:.2f}"), N_('the slope table, "score memory"'),
                   memory=slopes['score memory'], mib=last['score_bytes'] / 2 ** 20, n=last['n'],
                   steps=slopes['RNN sequential steps'])
     claims.record('deep_dive', '1.8', '唯一出现"n × n"矩阵的地方是注意力分数和权重——这是 O(n^2) 复杂度的来源…高度可并行', 'holds',
-                  "the score matrix (h x n x n) grows with slope {memory:.2f}; attention's chain of ops stays {att} "
-                  "long at every n", 'the slope table and the column "sequential steps: attention"',
+                  N_("the score matrix (h x n x n) grows with slope {memory:.2f}; attention's chain of ops stays {att} "
+                     "long at every n"), N_('the slope table and the column "sequential steps: attention"'),
                   memory=slopes['score memory'], att=last['attention_depth'])
-    claims.record('deep_dive', '8.1', 'RNN 的复杂度看似更小（O(n·d^2)），但必须串行', 'holds',
-                  "the RNN does less arithmetic at every n, yet one attention layer's forward pass is "
-                  + ("faster up to n ~ {cross:.0f} and slower beyond" if cross else "{faster} at every n up to {n}")
-                  + " (time slopes: attention {att_slope:.2f}, RNN {rnn_slope:.2f}, over the larger n)",
-                  'the columns "attention ms, RNN ms" and the slope table', timing=True, cross=cross, n=last['n'],
-                  faster='faster' if last['attention_s'] < last['rnn_s'] else 'slower',
+    faster = last['attention_s'] < last['rnn_s']
+    timing_finding = (  # one template per outcome, so that each can be translated whole
+        N_("the RNN does less arithmetic at every n, yet one attention layer's forward pass is faster up to "
+           "n ~ {cross:.0f} and slower beyond (time slopes: attention {att_slope:.2f}, RNN {rnn_slope:.2f}, "
+           "over the larger n)") if cross else
+        N_("the RNN does less arithmetic at every n, yet one attention layer's forward pass is faster at "
+           "every n up to {n} (time slopes: attention {att_slope:.2f}, RNN {rnn_slope:.2f}, over the larger n)")
+        if faster else
+        N_("the RNN does less arithmetic at every n, yet one attention layer's forward pass is slower at "
+           "every n up to {n} (time slopes: attention {att_slope:.2f}, RNN {rnn_slope:.2f}, over the larger n)"))
+    claims.record('deep_dive', '8.1', 'RNN 的复杂度看似更小（O(n·d^2)），但必须串行', 'holds', timing_finding,
+                  N_('the columns "attention ms, RNN ms" and the slope table'), timing=True, cross=cross, n=last['n'],
+                  faster='faster' if faster else 'slower',
                   att_slope=slopes['attention time'], rnn_slope=slopes['RNN time'])
-    times = {f"attention (slope {slopes['attention time']:.2f})": [1e3 * r['attention_s'] for r in rows],
-             f"RNN (slope {slopes['RNN time']:.2f})": [1e3 * r['rnn_s'] for r in rows]}
-    memory = {f"attention's score matrix (slope {slopes['score memory']:.2f})":
+    times = {_("attention (slope {slope:.2f})").format(slope=slopes['attention time']):
+             [1e3 * r['attention_s'] for r in rows],
+             _("RNN (slope {slope:.2f})").format(slope=slopes['RNN time']): [1e3 * r['rnn_s'] for r in rows]}
+    memory = {_("attention's score matrix (slope {slope:.2f})").format(slope=slopes['score memory']):
               [r['score_bytes'] / 2 ** 20 for r in rows]}
 
     def draw(axes):
-        draw_lines(axes[0], times, 'sequence length n', 'forward pass (ms)', ns, logx=True)
-        draw_lines(axes[1], memory, 'sequence length n', 'memory (MiB)', ns, logx=True)
-        axes[0].set_title('time')
-        axes[1].set_title('memory')
-    save_plot('attention_cost', draw, f'One layer, d = {d}: time and memory against n ({device})', panels=2)
+        draw_lines(axes[0], times, _('sequence length n'), _('forward pass (ms)'), ns, logx=True)
+        draw_lines(axes[1], memory, _('sequence length n'), _('memory (MiB)'), ns, logx=True)
+        axes[0].set_title(_('time'))
+        axes[1].set_title(_('memory'))
+    save_plot('attention_cost', draw, _('One layer, d = {d}: time and memory against n ({device})').format(
+        d=d, device=device), panels=2)
     return {'rows': rows, 'slopes': slopes, 'crossing': cross, 'device': rows[0]['device']}
 
 
 def main(argv=None):
-    options = options_of(run, max_n=('the longest sequence n (n = 64, 128, ... up to it)', 256),
-                         d='width d of both layers', repeats='timed runs per size (the median is shown)',
-                         full='n up to 2048, 5 repeats')
+    options = options_of(run, max_n=(N_('the longest sequence n (n = 64, 128, ... up to it)'), 256),
+                         d=N_('width d of both layers'), repeats=N_('timed runs per size (the median is shown)'),
+                         full=N_('n up to 2048, 5 repeats'))
     return run_lesson(run, command_line('attention_cost', __doc__, options, argv,
                                         check=lambda args: _heads_divide(args) or _budget(args)))
 
 
 def _heads_divide(args):
-    return f"--d must be a multiple of 4 (the attention layer has 4 heads), got {args.d}" if args.d % 4 else None
+    return _("--d must be a multiple of 4 (the attention layer has 4 heads), got {d}").format(d=args.d) if args.d % 4 \
+        else None
 
 
 def _budget(args):

@@ -33,6 +33,7 @@ the same precision MLA alone gives 82.2%; with the 6 bits, 93.3%.  It is not "ML
     python -m demos.kv_cache --small     # the small configuration only (a second)
 """
 import microtensor as mt
+from microtensor.i18n import N_, _
 from transformer import GPT, KVCache, MultiHeadAttention, causal_mask, use_latent_attention
 from transformer import article_data as article
 from transformer.mla import MultiHeadLatentAttention
@@ -102,15 +103,16 @@ def measure_one_layer(module, prompt=4, steps=3, seed=0):
     return cache_numbers([cache]) / cache.length, cache_bytes([cache]) / cache.length
 
 
+LLAMA = N_('LLaMA-2-7B width')  # a name shown translated; the DeepSeek models' names are the same in every language
 LARGE = [  # (configuration, kind, module options); layers and context from article_data
-    ('LLaMA-2-7B width', 'MHA', {}),
-    ('LLaMA-2-7B width', 'GQA', {'n_kv_heads': 8}),
-    ('LLaMA-2-7B width', 'MQA', {'n_kv_heads': 1}),
-    ('LLaMA-2-7B width', 'MLA', {'d_c': 512, 'd_rope': 64}),
+    (LLAMA, 'MHA', {}),
+    (LLAMA, 'GQA', {'n_kv_heads': 8}),
+    (LLAMA, 'MQA', {'n_kv_heads': 1}),
+    (LLAMA, 'MLA', {'d_c': 512, 'd_rope': 64}),
     ('DeepSeek 67B', 'GQA', {'n_kv_heads': 8}),
     ('DeepSeek-V2', 'MLA', {k: article.DEEPSEEK_V2[k] for k in ('d_c', 'd_rope', 'd_head', 'd_cq')}),
 ]
-SHAPES = {'LLaMA-2-7B width': article.LLAMA2_7B, 'DeepSeek 67B': article.DEEPSEEK_67B,
+SHAPES = {LLAMA: article.LLAMA2_7B, 'DeepSeek 67B': article.DEEPSEEK_67B,
           'DeepSeek-V2': article.DEEPSEEK_V2}
 
 
@@ -124,7 +126,7 @@ def measure(small=True, large=SHAPES, prompt=PROMPT, new_tokens=24, device='cpu'
             model = small_gpt(kind, device=device)
             _, cache = generate_with_cache(model, mt.randint(0, 16, (1, prompt)).to(device), new_tokens)
             T = cache[0].length
-            rows.append({'config': 'small GPT (64 wide, 8 heads)', 'kind': kind, 'layers': len(cache),
+            rows.append({'config': N_('small GPT (64 wide, 8 heads)'), 'kind': kind, 'layers': len(cache),
                          'per_layer': cache_numbers(cache) / T / len(cache), 'bytes_fp32': cache_bytes(cache) / T,
                          'context': T, 'params': model.layers[0].self_attn.num_parameters(),
                          'device': cache[0].K.device})
@@ -142,11 +144,11 @@ def measure(small=True, large=SHAPES, prompt=PROMPT, new_tokens=24, device='cpu'
 
 
 DESIGNS = [  # the article's design table, one attention layer each: (row, kind, module options)
-    ('shared: W_Q = W_K', 'MHA', {'shared_qk': True}),
-    ('independent: W_Q, W_K, W_V (MHA)', 'MHA', {}),
-    ('grouped: GQA, 2 K/V heads', 'MHA', {'n_kv_heads': 2}),
-    ('grouped: MQA, 1 K/V head', 'MHA', {'n_kv_heads': 1}),
-    ('low-rank: MLA, d_c = 32, d_rope = 4', 'MLA', {'d_c': 32, 'd_rope': 4}),
+    (N_('shared: W_Q = W_K'), 'MHA', {'shared_qk': True}),
+    (N_('independent: W_Q, W_K, W_V (MHA)'), 'MHA', {}),
+    (N_('grouped: GQA, 2 K/V heads'), 'MHA', {'n_kv_heads': 2}),
+    (N_('grouped: MQA, 1 K/V head'), 'MHA', {'n_kv_heads': 1}),
+    (N_('low-rank: MLA, d_c = 32, d_rope = 4'), 'MLA', {'d_c': 32, 'd_rope': 4}),
 ]
 
 
@@ -176,57 +178,61 @@ def deepseek_comparison(rows):
 
 def run(small=False, new_tokens=24, device='cpu'):
     design = design_table(device=device)
-    print("The attention article's design table (§2.2.4), one layer d_model = 64 wide with h = 8 heads "
-          "(d_k = d_model / h = 8),\nno biases.  d_c: the width of MLA's latent c, the compressed K and V it caches; "
-          "d_rope: the width of its one\nRoPE key shared by the heads; GQA: g = 2 K/V heads shared by 4 query "
-          "heads each; MQA: one K/V head.")
-    print(table(['projections', 'parameters', 'cached numbers / token'], design))
-    print("Sharing W_Q = W_K saves parameters, not cache (K is still stored); grouping and low rank shrink the "
-          "cache.\n")
+    print(_("The attention article's design table (§2.2.4), one layer d_model = 64 wide with h = 8 heads "
+            "(d_k = d_model / h = 8),\nno biases.  d_c: the width of MLA's latent c, the compressed K and V it caches; "
+            "d_rope: the width of its one\nRoPE key shared by the heads; GQA: g = 2 K/V heads shared by 4 query "
+            "heads each; MQA: one K/V head."))
+    print(table([_('projections'), _('parameters'), _('cached numbers / token')],
+                [[_(d), params, cached] for d, params, cached in design]))
+    print(_("Sharing W_Q = W_K saves parameters, not cache (K is still stored); grouping and low rank shrink the "
+            "cache.\n"))
     by_design = {d: (params, cached) for d, params, cached in design}
     (shared, shared_cache), (mha, mha_cache) = by_design[DESIGNS[0][0]], by_design[DESIGNS[1][0]]
     claims.record('attention', '2.2.4', '共享投影 W_Q = W_K 减少参数，但损失表达能力', 'holds',
-                  "{shared} parameters instead of {mha} for one 64-wide layer (the cache stays {cache} numbers per "
-                  "token: K is still stored); the loss of expressiveness is §2.2.2's blurrier training "
-                  "(why_separate_qk)", 'the design table "projections, parameters, cached numbers / token"',
+                  N_("{shared} parameters instead of {mha} for one 64-wide layer (the cache stays {cache} numbers per "
+                     "token: K is still stored); the loss of expressiveness is §2.2.2's blurrier training "
+                     "(why_separate_qk)"), N_('the design table "projections, parameters, cached numbers / token"'),
                   shared=shared, mha=mha, cache=shared_cache)
     rows = measure(large=() if small else SHAPES, new_tokens=new_tokens, device=device)
     mha = {r['config']: r['per_layer'] for r in rows if r['kind'] == 'MHA'}
-    print("KV cache per token, read from the caches after generating (large: one layer of the real width "
-          "x layers):")
-    print(table(['configuration', 'attention', 'params / layer', 'cached / token / layer', 'layers',
-                 'KiB / token (bf16)', 'measured fp32 KiB', 'context', 'MiB / sequence (bf16)', 'vs MHA'],
-                [[r['config'], r['kind'], r['params'], int(r['per_layer']), r['layers'],
+    print(_("KV cache per token, read from the caches after generating (large: one layer of the real width "
+            "x layers):"))
+    print(table([_('configuration'), _('attention'), _('params / layer'), _('cached / token / layer'), _('layers'),
+                 _('KiB / token (bf16)'), _('measured fp32 KiB'), _('context'), _('MiB / sequence (bf16)'),
+                 _('vs MHA')],
+                [[_(r['config']), r['kind'], r['params'], int(r['per_layer']), r['layers'],
                   r['per_layer'] * r['layers'] * BF16 / 1024, r['bytes_fp32'] / 1024, r['context'],
                   r['per_layer'] * r['layers'] * BF16 * r['context'] / 2 ** 20,
                   f"{r['per_layer'] / mha[r['config']]:.3f}" if r['config'] in mha else '-'] for r in rows]))
-    print("MLA caches d_c + d_rope numbers per layer (latent c + shared RoPE key); MQA caches 2 d_k, which is\n"
-          "less; MLA's bet is that it keeps MHA's quality while caching about as little as a small GQA.")
-    print(f"(caches measured on {device}; their sizes do not depend on the device)")
+    print(_("MLA caches d_c + d_rope numbers per layer (latent c + shared RoPE key); MQA caches 2 d_k, which is\n"
+            "less; MLA's bet is that it keeps MHA's quality while caching about as little as a small GQA."))
+    print(_("(caches measured on {device}; their sizes do not depend on the device)").format(device=device))
     result = {'rows': rows, 'design': design, 'device': rows[0]['device']}
     if not small:
         ds = deepseek_comparison(rows)
         result['deepseek'] = ds
-        print("\nThe attention article's 'KV Cache 减少 93.3%' (§2.2.4), from the DeepSeek-V2 paper: DeepSeek-V2 vs "
-              "DeepSeek 67B:")
-        print(table(['comparison', 'cache per token', 'reduction'], [
-            ['DeepSeek 67B (GQA 8 x 128, 95 layers), bf16', f"{ds['old_numbers']:.0f} numbers x 16 bit", '-'],
-            ['DeepSeek-V2 (MLA 512 + 64, 60 layers), bf16', f"{ds['v2_numbers']:.0f} numbers x 16 bit",
+        print(_("\nThe attention article's 'KV Cache 减少 93.3%' (§2.2.4), from the DeepSeek-V2 paper: DeepSeek-V2 vs "
+                "DeepSeek 67B:"))
+        in_16_bit, numbers = _("{n:.0f} numbers x 16 bit"), _("{n:.0f} numbers")
+        print(table([_('comparison'), _('cache per token'), _('reduction')], [
+            [_('DeepSeek 67B (GQA 8 x 128, 95 layers), bf16'), in_16_bit.format(n=ds['old_numbers']), '-'],
+            [_('DeepSeek-V2 (MLA 512 + 64, 60 layers), bf16'), in_16_bit.format(n=ds['v2_numbers']),
              f"{100 * ds['same_precision']:.1f}%"],
-            ['DeepSeek-V2 as deployed, ~6-bit cache', f"{ds['v2_numbers']:.0f} numbers x 6 bit",
+            [_('DeepSeek-V2 as deployed, ~6-bit cache'), _("{n:.0f} numbers x 6 bit").format(n=ds['v2_numbers']),
              f"{100 * ds['deployed']:.1f}%"],
-            ['(DeepSeek-V2 if it used MHA 128 x 128: formula)', f"{ds['v2_as_mha']:.0f} numbers",
-             f"MLA saves {100 * ds['vs_own_mha']:.1f}%"]]))
-        print(f"93.3% needs both MLA and the 6-bit cache; MLA alone, at equal precision, is "
-              f"{100 * ds['same_precision']:.1f}%.  The same ratio for the configurations above:")
-        print(table(['configuration', 'MLA / MHA', 'MLA / GQA', 'MLA / MQA'],
-                    [[config] + [_reduction(rows, config, kind) for kind in ('MHA', 'GQA', 'MQA')]
+            [_('(DeepSeek-V2 if it used MHA 128 x 128: formula)'), numbers.format(n=ds['v2_as_mha']),
+             _("MLA saves {percent:.1f}%").format(percent=100 * ds['vs_own_mha'])]]))
+        print(_("93.3% needs both MLA and the 6-bit cache; MLA alone, at equal precision, is "
+                "{percent:.1f}%.  The same ratio for the configurations above:").format(
+            percent=100 * ds['same_precision']))
+        print(table([_('configuration'), 'MLA / MHA', 'MLA / GQA', 'MLA / MQA'],
+                    [[_(config)] + [_reduction(rows, config, kind) for kind in ('MHA', 'GQA', 'MQA')]
                      for config in dict.fromkeys(r['config'] for r in rows if r['kind'] == 'MLA')
                      if config != 'DeepSeek-V2']))
         claims.record('attention', '2.2.4', 'KV Cache 减少 93.3%', 'partly',
-                      "93.3% is DeepSeek-V2 against DeepSeek 67B *with* DeepSeek-V2's ~6-bit cache ({deployed:.1%} "
-                      "here); at the same precision MLA alone saves {same:.1%}, and against its own MHA (128 heads x "
-                      "128) {own:.1%}", 'the DeepSeek table "comparison, cache per token, reduction"',
+                      N_("93.3% is DeepSeek-V2 against DeepSeek 67B *with* DeepSeek-V2's ~6-bit cache ({deployed:.1%} "
+                         "here); at the same precision MLA alone saves {same:.1%}, and against its own MHA (128 heads x "
+                         "128) {own:.1%}"), N_('the DeepSeek table "comparison, cache per token, reduction"'),
                       deployed=ds['deployed'], same=ds['same_precision'], own=ds['vs_own_mha'])
     plot(rows)
     return result
@@ -237,22 +243,23 @@ def _reduction(rows, config, baseline):
     if baseline not in per:
         return '-'
     ratio = per['MLA'] / per[baseline]
-    return f"{ratio:.3f} ({100 * abs(1 - ratio):.1f}% {'less' if ratio < 1 else 'more'})"
+    return (_("{ratio:.3f} ({percent:.1f}% less)") if ratio < 1 else _("{ratio:.3f} ({percent:.1f}% more)")).format(
+        ratio=ratio, percent=100 * abs(1 - ratio))
 
 
 def plot(rows):
     def draw(ax):
-        labels = [f"{r['config']}\n{r['kind']}" for r in rows]
+        labels = [f"{_(r['config'])}\n{r['kind']}" for r in rows]
         ax.bar(range(len(rows)), [r['per_layer'] * r['layers'] * BF16 / 1024 for r in rows],
                color=['C0' if r['kind'] == 'MLA' else 'C1' for r in rows])
         ax.set_xticks(range(len(rows)), labels, rotation=60, ha='right', fontsize=7)
-        ax.set(ylabel='KiB per token (bf16), all layers', yscale='log')
-    return save_plot('kv_cache', draw, 'KV cache per token (MLA in blue)')
+        ax.set(ylabel=_('KiB per token (bf16), all layers'), yscale='log')
+    return save_plot('kv_cache', draw, _('KV cache per token (MLA in blue)'))
 
 
 def main(argv=None):
-    options = options_of(run, small='only the small GPT (skips the 4096-8192 wide layers)',
-                         new_tokens='tokens the small GPTs generate (the cache then holds 8 + new-tokens - 1)')
+    options = options_of(run, small=N_('only the small GPT (skips the 4096-8192 wide layers)'),
+                         new_tokens=N_('tokens the small GPTs generate (the cache then holds 8 + new-tokens - 1)'))
     return run_lesson(run, command_line('kv_cache', __doc__, options, argv, check=_budget))
 
 
@@ -260,8 +267,9 @@ def _budget(args):
     """--new-tokens within the small GPTs' MAX_LEN positions (a usage error, before any work, beyond)."""
     most = MAX_LEN - PROMPT + 1   # the last new token is computed at position MAX_LEN - 1
     if args.new_tokens > most:
-        return (f"--new-tokens {args.new_tokens}: the small GPTs have {MAX_LEN} positions and start from a "
-                f"{PROMPT}-token prompt, so at most {most} new tokens")
+        return _("--new-tokens {n}: the small GPTs have {positions} positions and start from a {prompt}-token "
+                 "prompt, so at most {most} new tokens").format(n=args.new_tokens, positions=MAX_LEN, prompt=PROMPT,
+                                                                most=most)
     return None
 
 

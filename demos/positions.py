@@ -28,6 +28,7 @@ import random
 
 import microtensor as mt
 from microtensor import optim
+from microtensor.i18n import N_, _
 from transformer import GPT, MultiHeadAttention, RotaryEmbedding, SinusoidalPositionalEncoding
 from transformer.positional import relative_position_bucket
 
@@ -44,7 +45,7 @@ FULL = dict(steps=400, batch_size=32, seeds=5)  # --full
 
 
 # ---------------------------------------------------------------------------- 1. permutation equivariance
-PERMUTATIONS = {'reversed': [2, 1, 0], 'first two swapped': [1, 0, 2]}  # 猫吃鱼 -> 鱼吃猫, 吃猫鱼
+PERMUTATIONS = {N_('reversed'): [2, 1, 0], N_('first two swapped'): [1, 0, 2]}  # 猫吃鱼 -> 鱼吃猫, 吃猫鱼
 
 
 def equivariance_gaps(d_model=16, n_heads=4, seed=0, device='cpu'):
@@ -173,7 +174,7 @@ def extrapolation(N=16, steps=150, B=16, seeds=1, kinds=KINDS, device='cpu'):
 
 
 def _pct(value):
-    return 'cannot run' if value is None else f"{100 * value:.1f}%"
+    return _('cannot run') if value is None else f"{100 * value:.1f}%"
 
 
 def run(train_len=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu'):
@@ -181,21 +182,27 @@ def run(train_len=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu
         steps, batch_size, seeds = FULL['steps'], FULL['batch_size'], FULL['seeds']
     N = train_len
     gaps = equivariance_gaps(device=device)
-    print("1. The deep dive's 'Attention(P·X) = P·Attention(X)' (§3.1).  Permutations of 3 input rows X\n"
-          "   (猫吃鱼 -> 鱼吃猫, 吃猫鱼); max |f(P X) - P f(X)| for one attention layer f (float64)")
-    print(table(['positions'] + list(PERMUTATIONS),
-                [[k] + [f"{v:.1e}" + (' equivariant' if v < 1e-9 else '') for v in g.values()]
+    print(_("1. The deep dive's 'Attention(P·X) = P·Attention(X)' (§3.1).  Permutations of 3 input rows X\n"
+            "   (猫吃鱼 -> 鱼吃猫, 吃猫鱼); max |f(P X) - P f(X)| for one attention layer f (float64)"))
+    print(table([_('positions')] + [_(name) for name in PERMUTATIONS],
+                [[k] + [f"{v:.1e}" + (' ' + _('equivariant') if v < 1e-9 else '') for v in g.values()]
                  for k, g in gaps.items()]))
-    print("Without positions reordering the words only reorders the outputs.  Bidirectional ALiBi's bias\n"
-          "-m|i - j| is the same read backwards, so it cannot tell 猫吃鱼 from its reversal 鱼吃猫 (with a\n"
-          "causal mask, as in GPT, it can); any other reordering changes its output.")
+    print(_("Without positions reordering the words only reorders the outputs.  Bidirectional ALiBi's bias\n"
+            "-m|i - j| is the same read backwards, so it cannot tell 猫吃鱼 from its reversal 鱼吃猫 (with a\n"
+            "causal mask, as in GPT, it can); any other reordering changes its output."))
     none, moved = gaps['none']['reversed'], min(v for k, g in gaps.items() if k != 'none' for v in g.values()
                                                  if v > 1e-9)
-    look = 'part 1: the table "positions, reversed, first two swapped", row "none"'
-    permuted = ("without positions the reversed sentence gives the same output vectors in the reversed order (max "
-                "|f(P X) - P f(X)| = {none:.1e}): each word's output is the same, the sequence of outputs is permuted, "
-                "not identical; any positional scheme changes them (by {moved:.0e} or more{alibi})")
-    alibi = '; bidirectional ALiBi not for a reversal' if gaps.get('alibi', {}).get('reversed', 1) < 1e-9 else ''
+    look = N_('part 1: the table "positions, reversed, first two swapped", row "none"')
+    alibi_blind = gaps.get('alibi', {}).get('reversed', 1) < 1e-9
+    alibi = '; bidirectional ALiBi not for a reversal' if alibi_blind else ''   # (a figure of the records)
+    permuted = (  # with and without ALiBi's exception, each a whole sentence to translate
+        N_("without positions the reversed sentence gives the same output vectors in the reversed order (max "
+           "|f(P X) - P f(X)| = {none:.1e}): each word's output is the same, the sequence of outputs is permuted, "
+           "not identical; any positional scheme changes them (by {moved:.0e} or more; bidirectional ALiBi not for "
+           "a reversal)") if alibi_blind else
+        N_("without positions the reversed sentence gives the same output vectors in the reversed order (max "
+           "|f(P X) - P f(X)| = {none:.1e}): each word's output is the same, the sequence of outputs is permuted, "
+           "not identical; any positional scheme changes them (by {moved:.0e} or more)"))
     claims.record('attention', '2.5', '“我爱中国"和"中国爱我"的 Attention 计算结果一样！', 'partly', permuted, look,
                   none=none, moved=moved, alibi=alibi)
     claims.record('architecture', '2.6', '「我打你」和「你打我」对 Attention 来说可能得到一样的结果', 'partly', permuted, look,
@@ -203,108 +210,124 @@ def run(train_len=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu
     claims.record('architecture', '2.10.5', 'Self-Attention 本身对顺序不敏感', 'partly', permuted, look,
                   none=none, moved=moved, alibi=alibi)
     claims.record('deep_dive', '3.1', '自注意力是置换等变的', 'holds',
-                  "max |f(PX) - P f(X)| = {none:.1e} without positions (float64); every positional scheme breaks it "
-                  "({moved:.0e} or more){alibi}", look, none=none, moved=moved, alibi=alibi)
+                  N_("max |f(PX) - P f(X)| = {none:.1e} without positions (float64); every positional scheme breaks "
+                     "it ({moved:.0e} or more); bidirectional ALiBi not for a reversal") if alibi_blind else
+                  N_("max |f(PX) - P f(X)| = {none:.1e} without positions (float64); every positional scheme breaks "
+                     "it ({moved:.0e} or more)"), look, none=none, moved=moved, alibi=alibi)
 
     errors = shift_errors(device=device)
-    print("\n2. Relative position, the deep dive's second reason (§3.3).  PE[pos + k] = PE[pos] @ M_k, M_k\n"
-          "   block-diagonal 2x2 rotations by k w_i (k alone), d_model = 512, pos 0..199:")
+    print(_("\n2. Relative position, the deep dive's second reason (§3.3).  PE[pos + k] = PE[pos] @ M_k, M_k\n"
+            "   block-diagonal 2x2 rotations by k w_i (k alone), d_model = 512, pos 0..199:"))
     print(table(['k', 'max |PE[pos+k] - PE[pos] M_k|'], [[k, f"{e:.1e}"] for k, e in errors.items()]))
-    print(f"M_1's first block: {[[round(v, 4) for v in row[:2]] for row in shift_matrix(1, 512)[:2].tolist()]} "
-          "= [[cos 1, -sin 1], [sin 1, cos 1]]")
+    block = [[round(v, 4) for v in row[:2]] for row in shift_matrix(1, 512)[:2].tolist()]
+    print(_("M_1's first block: {block} = [[cos 1, -sin 1], [sin 1, cos 1]]").format(block=block))
     claims.record('deep_dive', '3.3', '可以通过 PE_pos 的线性变换得到 PE_pos+k', 'holds',
-                  "PE[pos + k] = PE[pos] M_k with M_k a block of 2x2 rotations, to {err:.1e} for k = {ks}",
-                  'part 2: the table "k, max |PE[pos+k] - PE[pos] M_k|"', err=max(errors.values()),
+                  N_("PE[pos + k] = PE[pos] M_k with M_k a block of 2x2 rotations, to {err:.1e} for k = {ks}"),
+                  N_('part 2: the table "k, max |PE[pos+k] - PE[pos] M_k|"'), err=max(errors.values()),
                   ks=', '.join(map(str, errors)))
 
     scores = rope_scores(device=device)
-    print("\n3. RoPE (the deep dive §3.5): the same q and k placed at positions m and m + 3:")
+    print(_("\n3. RoPE (the deep dive §3.5): the same q and k placed at positions m and m + 3:"))
     print(table(['m', 'm + 3', 'q_m . k_(m+3)'], [[m, m + 3, f"{s:.10f}"] for m, s in scores.items()]))
     spread = max(scores.values()) - min(scores.values())
-    print(f"spread {spread:.1e}: the score depends on the offset only.")
+    print(_("spread {spread:.1e}: the score depends on the offset only.").format(spread=spread))
     claims.record('deep_dive', '3.5', '将位置信息通过一个旋转矩阵"旋入"Q 和 K 的计算中——不是"加"到 Embedding 上，而是直接修改 QK^T 的计算', 'holds',
-                  "the score of the same q, k at positions m and m + 3 is the same for m = {first} … {last} (spread "
-                  "{spread:.1e})", 'part 3: the table "m, m + 3, q_m . k_(m+3)"', first=min(scores), last=max(scores),
+                  N_("the score of the same q, k at positions m and m + 3 is the same for m = {first} … {last} (spread "
+                     "{spread:.1e})"), N_('part 3: the table "m, m + 3, q_m . k_(m+3)"'), first=min(scores), last=max(scores),
                   spread=spread)
 
     lam = wavelengths()
-    print("\n4. Many scales, the deep dive's third reason (§3.3).  Sinusoidal wavelengths, d_model = 512:\n"
-          "   pair i (dims 2i, 2i+1) repeats every 2π 10000^(2i/512) positions")
-    print(table(['i', 'dims', 'wavelength'], [[i, f"{2 * i},{2 * i + 1}", lam[i]] for i in (0, 1, 16, 64, 128, 255)]))
+    print(_("\n4. Many scales, the deep dive's third reason (§3.3).  Sinusoidal wavelengths, d_model = 512:\n"
+            "   pair i (dims 2i, 2i+1) repeats every 2π 10000^(2i/512) positions"))
+    print(table(['i', _('dims'), _('wavelength')], [[i, f"{2 * i},{2 * i + 1}", lam[i]] for i in (0, 1, 16, 64, 128, 255)]))
     pe = SinusoidalPositionalEncoding(512).table(7, dtype='float64', device=device).tolist()
-    print(f"The deep dive (§3.3): 2π = {2 * math.pi:.2f} to 10000·2π = {20000 * math.pi:.0f}.  The last pair is "
-          "i = 255, "
-          f"whose wavelength is 2π 10000^(510/512) = {lam[-1]:.0f}\n(10000·2π would need i = d_model/2); "
-          f"either way position 50000 is less than one period.  Pair 0 at positions 0 and 6: "
-          f"({pe[0][0]:.2f}, {pe[0][1]:.2f}) vs ({pe[6][0]:.2f}, {pe[6][1]:.2f}), near as the article says.\n"
-          f"{sum(w > 512 for w in lam)} of the 256 pairs have a wavelength beyond 512 positions: within a "
-          "512-token sentence they never repeat, so together they pin the position down.")
+    print(_("The deep dive (§3.3): 2π = {two_pi:.2f} to 10000·2π = {longest:.0f}.  The last pair is i = 255, "
+            "whose wavelength is 2π 10000^(510/512) = {last:.0f}\n(10000·2π would need i = d_model/2); "
+            "either way position 50000 is less than one period.  Pair 0 at positions 0 and 6: "
+            "({a:.2f}, {b:.2f}) vs ({c:.2f}, {d:.2f}), near as the article says.\n"
+            "{long} of the 256 pairs have a wavelength beyond 512 positions: within a "
+            "512-token sentence they never repeat, so together they pin the position down.").format(
+        two_pi=2 * math.pi, longest=20000 * math.pi, last=lam[-1], a=pe[0][0], b=pe[0][1], c=pe[6][0], d=pe[6][1],
+        long=sum(w > 512 for w in lam)))
     claims.record('deep_dive', '3.3', 'i = d_model/2 - 1（高维度）：波长 = 10000·2π ≈ 62832', 'partly',
-                  "the last pair's wavelength is 2π·10000^(510/512) = {last:.0f} (10000·2π would need i = d_model/2); "
-                  "position 50000 is less than one period either way", 'part 4: the table "i, dims, wavelength"',
+                  N_("the last pair's wavelength is 2π·10000^(510/512) = {last:.0f} (10000·2π would need i = "
+                     "d_model/2); position 50000 is less than one period either way"),
+                  N_('part 4: the table "i, dims, wavelength"'),
                   last=lam[-1])
 
-    print("\n5. Extrapolation (the deep dive §3.3's first reason; the attention article's table, §2.5.1):")
-    print(f"   trained on sequences of length n = {N} ({steps} steps, batch {batch_size}, {seeds} "
-          f"seed{'s' * (seeds > 1)}), tested on n = {N}, {2 * N}, {4 * N}")
+    print(_("\n5. Extrapolation (the deep dive §3.3's first reason; the attention article's table, §2.5.1):"))
+    print(_("   trained on sequences of length n = {N} ({steps} steps, batch {batch}, {seeds}), tested on n = {N}, "
+            "{two}, {four}").format(N=N, steps=steps, batch=batch_size, two=2 * N, four=4 * N,
+                                    seeds=(_("{n} seed") if seeds == 1 else _("{n} seeds")).format(n=seeds)))
     results = extrapolation(N, steps, batch_size, seeds, device=device)
-    print(table(['positions', 'train loss', f'acc, n = {N}', f'acc, n = {2 * N}', f'acc, n = {4 * N}'],
+    accuracy_at = _('acc, n = {n}')
+    print(table([_('positions'), _('train loss')] + [accuracy_at.format(n=T) for T in (N, 2 * N, 4 * N)],
                 [[k, r['loss'], *(_pct(r['acc'][T]) for T in (N, 2 * N, 4 * N))] for k, r in results.items()]))
     seen = sorted({relative_position_bucket(-d) for d in range(N)})
     used = sorted({relative_position_bucket(-d) for d in range(4 * N)})
-    print(f"chance: {100 / N_KEYS:.0f}% (one of {N_KEYS} keys).  'learned' has no row past position {N - 1}: "
-          "it cannot even run on longer inputs.\n"
-          f"'relative' (T5 buckets: 32, max distance 128) saw buckets {seen[0]}..{seen[-1]} in training; at length "
-          f"{4 * N} the distances use buckets up to {used[-1]}, and the unseen ones {sorted(set(used) - set(seen))} "
-          "still hold their initial bias 0.\n(T5 trains on 512 tokens, so every bucket up to distance 128 is "
-          "learned; here the training length is what limits it.)")
+    print(_("chance: {chance:.0f}% (one of {keys} keys).  'learned' has no row past position {last}: "
+            "it cannot even run on longer inputs.\n"
+            "'relative' (T5 buckets: 32, max distance 128) saw buckets {first_seen}..{last_seen} in training; at length "
+            "{four} the distances use buckets up to {last_used}, and the unseen ones {unseen} "
+            "still hold their initial bias 0.\n(T5 trains on 512 tokens, so every bucket up to distance 128 is "
+            "learned; here the training length is what limits it.)").format(
+        chance=100 / N_KEYS, keys=N_KEYS, last=N - 1, first_seen=seen[0], last_seen=seen[-1], four=4 * N,
+        last_used=used[-1], unseen=sorted(set(used) - set(seen))))
     best = max((k for k in results if results[k]['acc'][4 * N] is not None), key=lambda k: results[k]['acc'][4 * N])
     if best == 'alibi':
-        print(f"ALiBi holds best at {4 * N} tokens ({_pct(results['alibi']['acc'][4 * N])}), although the attention "
-              "article's table (§2.5.1) gives\nits weakness as '长序列性能下降' (worse on long sequences).  ALiBi was "
-              "made for this (Press et al., 'Train Short, Test\nLong'), and a task that needs only the latest key "
-              "suits its bias toward nearby tokens; what it cannot do\nwell is attend far back, which this task "
-              "never asks for.  So here the article's claim does not hold.")
+        print(_("ALiBi holds best at {four} tokens ({alibi}), although the attention "
+                "article's table (§2.5.1) gives\nits weakness as '长序列性能下降' (worse on long sequences).  ALiBi was "
+                "made for this (Press et al., 'Train Short, Test\nLong'), and a task that needs only the latest key "
+                "suits its bias toward nearby tokens; what it cannot do\nwell is attend far back, which this task "
+                "never asks for.  So here the article's claim does not hold.").format(
+            four=4 * N, alibi=_pct(results['alibi']['acc'][4 * N])))
     else:
-        print(f"At {4 * N} tokens {best} holds best ({_pct(results[best]['acc'][4 * N])}); ALiBi: "
-              f"{_pct(results['alibi']['acc'][4 * N])} (the attention article, §2.5.1: '长序列性能下降').")
+        print(_("At {four} tokens {best} holds best ({accuracy}); ALiBi: {alibi} (the attention article, §2.5.1: "
+                "'长序列性能下降').").format(four=4 * N, best=best, accuracy=_pct(results[best]['acc'][4 * N]),
+                                          alibi=_pct(results['alibi']['acc'][4 * N])))
     save_lines('positions_extrapolation',
                {k: [math.nan if a is None else a for a in r['per_position']] for k, r in results.items()
                 if r['per_position'] is not None},
-               f'position in a test sequence of length {4 * N}', 'accuracy',
-               f'Trained on length {N} (positions 0..{N - 1}), tested on length {4 * N}',
-               x=list(range(4 * N)), logy=False, mark=(N - 0.5, f'the training length, {N}'))
+               _('position in a test sequence of length {T}').format(T=4 * N), _('accuracy'),
+               _('Trained on length {N} (positions 0..{last}), tested on length {T}').format(N=N, last=N - 1, T=4 * N),
+               x=list(range(4 * N)), logy=False, mark=(N - 0.5, _('the training length, {N}').format(N=N)))
     acc = {k: {T: claims.spread(a) if None not in a else None for T, a in r['accs'].items()} for k, r in results.items()}
     rope_better = all(results['rope']['acc'][T] > results['sinusoidal']['acc'][T] for T in (2 * N, 4 * N))
-    seeds_note, look = claims.seeds_note(seeds), 'part 5: the table "positions, train loss, acc, n = ..."'
+    seeds_note, look = claims.seeds_note(seeds), N_('part 5: the table "positions, train loss, acc, n = ..."')
     claims.record('attention', '2.5.1', '可学习 2018 PE = Embedding(pos) 简单有效 不可外推', 'holds',
-                  "the learned table cannot even run past position {last}", look, last=N - 1)
+                  N_("the learned table cannot even run past position {last}"), look, last=N - 1)
     claims.record('attention', '2.5.1', 'ALiBi 2021 线性偏置 无需位置编码 长序列性能下降', 'not tested by this task',
-                  "trained on length {N} and tested on {far}, ALiBi scores {alibi} (RoPE {rope}, sinusoidal {sin}): "
-                  "it holds {rank} here, but the task needs only the latest key, which suits ALiBi's recency bias, so "
-                  "it does not ask for what the article says degrades; what would test it is a task that must attend "
-                  "far back in sequences longer than the training ones (recall the first token at length {far})",
+                  N_("trained on length {N} and tested on {far}, ALiBi scores {alibi} (RoPE {rope}, sinusoidal {sin}): "
+                     "it holds best here, but the task needs only the latest key, which suits ALiBi's recency bias, so "
+                     "it does not ask for what the article says degrades; what would test it is a task that must "
+                     "attend far back in sequences longer than the training ones (recall the first token at length "
+                     "{far})") if best == 'alibi' else
+                  N_("trained on length {N} and tested on {far}, ALiBi scores {alibi} (RoPE {rope}, sinusoidal {sin}): "
+                     "it holds behind {best} here, but the task needs only the latest key, which suits ALiBi's recency "
+                     "bias, so it does not ask for what the article says degrades; what would test it is a task that "
+                     "must attend far back in sequences longer than the training ones (recall the first token at "
+                     "length {far})"),
                   look, seeds=seeds_note, N=N, far=4 * N, alibi=acc['alibi'][4 * N], rope=acc['rope'][4 * N],
-                  sin=acc['sinusoidal'][4 * N], rank='best' if best == 'alibi' else f"behind {best}")
+                  sin=acc['sinusoidal'][4 * N], rank='best' if best == 'alibi' else f"behind {best}", best=best)
     claims.record('deep_dive', '3.3', '训练时见过 0-511 的位置，推理时可以处理 512-1023 的位置（虽然效果可能略差，但不会完全失效）',
-                  'partly', "trained on length {N}, sinusoidal positions fall from {a} to {b} at {two} and {c} at "
-                  "{four}, which is what no positions at all score ({none}): it runs, but what it learned of positions "
-                  "is gone", look, seeds=seeds_note, N=N, two=2 * N, four=4 * N, a=acc['sinusoidal'][N],
+                  'partly', N_("trained on length {N}, sinusoidal positions fall from {a} to {b} at {two} and {c} at "
+                               "{four}, which is what no positions at all score ({none}): it runs, but what it learned "
+                               "of positions is gone"), look, seeds=seeds_note, N=N, two=2 * N, four=4 * N, a=acc['sinusoidal'][N],
                   b=acc['sinusoidal'][2 * N], c=acc['sinusoidal'][4 * N], none=acc['none'][4 * N])
     claims.record('deep_dive', '3.5', 'RoPE…数学上更优雅，外推能力更好', 'holds' if rope_better else 'partly',
-                  "trained on length {N}, RoPE scores {rope2} at {two} and {rope4} at {four}, sinusoidal {sin2} and "
-                  "{sin4}", look, seeds=seeds_note, N=N, two=2 * N, four=4 * N, rope2=acc['rope'][2 * N],
+                  N_("trained on length {N}, RoPE scores {rope2} at {two} and {rope4} at {four}, sinusoidal {sin2} "
+                     "and {sin4}"), look, seeds=seeds_note, N=N, two=2 * N, four=4 * N, rope2=acc['rope'][2 * N],
                   rope4=acc['rope'][4 * N], sin2=acc['sinusoidal'][2 * N], sin4=acc['sinusoidal'][4 * N])
     claims.record('deep_dive', '3.3', '如果推理时遇到了位置 1024，那个位置的向量从未被训练过，模型会崩溃', 'holds',
-                  "learned positions cannot run past their table (position {last})", look, last=N - 1)
+                  N_("learned positions cannot run past their table (position {last})"), look, last=N - 1)
     return {'gaps': gaps, 'shift_errors': errors, 'rope_scores': scores, 'wavelengths': lam, 'extrapolation': results,
             'N': N, 'unseen_buckets': sorted(set(used) - set(seen)), 'device': results['none']['device']}
 
 
 def main(argv=None):
-    options = options_of(run, train_len=('training length n (tested at n, 2n and 4n)', 2),
-                         steps='Adam steps per model', batch_size='sequences per batch',
-                         seeds='seeds per kind of position', full='400 steps, batch 32, 5 seeds (a few minutes)')
+    options = options_of(run, train_len=(N_('training length n (tested at n, 2n and 4n)'), 2),
+                         steps=N_('Adam steps per model'), batch_size=N_('sequences per batch'),
+                         seeds=N_('seeds per kind of position'), full=N_('400 steps, batch 32, 5 seeds (a few minutes)'))
     return run_lesson(run, command_line('positions', __doc__, options, argv, check=_budget))
 
 

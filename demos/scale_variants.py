@@ -32,6 +32,7 @@ more training complexity).
 import math
 
 import microtensor as mt
+from microtensor.i18n import N_, _
 from transformer.attention import attend
 
 from . import budget, claims
@@ -42,7 +43,8 @@ from .why_separate_qk import train_copy_previous
 SECTIONS = [('attention', '2.3.3'), ('attention', '2.3.4'), ('architecture', '2.4.2')]
 
 D_KS = (16, 64, 256, 1024)
-SCALES = {'1/sqrt(d_k)': lambda d_k: 1 / math.sqrt(d_k), '1/d_k': lambda d_k: 1 / d_k, 'no scale': lambda d_k: 1.0}
+# the scales by name (English: the keys of the results; shown translated)
+SCALES = {'1/sqrt(d_k)': lambda d_k: 1 / math.sqrt(d_k), '1/d_k': lambda d_k: 1 / d_k, N_('no scale'): lambda d_k: 1.0}
 OPTIMIZERS = {'Adam': ('adam', 3e-3), 'SGD': ('sgd', 0.5)}  # name: (train_copy_previous's optimizer, lr)
 LEARNED = 0.1  # a run has learned the task once its loss is below this (chance: ln 10 = 2.3)
 
@@ -63,7 +65,7 @@ def score_statistics(d_ks=D_KS, B=32, n=16, seed=0, device='cpu'):
 def training(steps=200, d_model=64, seed=0, device='cpu', optimizer='Adam'):
     """{scale name: train_copy_previous result} for the three fixed scales and 'learned' (one head: d_k = d_model),
     trained by OPTIMIZERS[optimizer]."""
-    options = {'1/sqrt(d_k)': None, '1/d_k': 1 / d_model, 'no scale': 1.0, 'learned': 'learned'}
+    options = {'1/sqrt(d_k)': None, '1/d_k': 1 / d_model, 'no scale': 1.0, N_('learned'): 'learned'}
     kind, lr = OPTIMIZERS[optimizer]
     return {name: train_copy_previous(steps, d_model=d_model, seed=seed, device=device, lesson='scale_variants',
                                       optimizer=kind, lr=lr, scale=scale)
@@ -80,57 +82,64 @@ def run(steps=200, d_model=64, d_ks=D_KS, seed=0, full=False, device='cpu'):
     steps = FULL['steps'] if full else steps
     n = 16
     rows = score_statistics(d_ks, n=n, seed=seed, device=device)
-    print(f"1. q, k ~ N(0, 1), n = {n} keys per query: the scaled scores' variance and the mean largest weight")
-    print(f"   (uniform: 1/n = {1 / n:.4f}, one-hot: 1)")
-    print(table(['scale', 'd_k', 'Var(scores)', 'expected d_k * s^2', 'mean max weight'],
-                [[name, d_k, var, d_k * SCALES[name](d_k) ** 2, max_p] for name, d_k, var, max_p in rows]))
-    save_lines('scale_variants', {name: [p for n, _, _, p in rows if n == name] for name in SCALES},
-               'd_k', 'mean largest attention weight', 'The scale decides how sharp attention can be at init',
+    print(_("1. q, k ~ N(0, 1), n = {n} keys per query: the scaled scores' variance and the mean largest weight")
+          .format(n=n))
+    print(_("   (uniform: 1/n = {uniform:.4f}, one-hot: 1)").format(uniform=1 / n))
+    print(table([_('scale'), 'd_k', 'Var(scores)', _('expected d_k * s^2'), _('mean max weight')],
+                [[_(name), d_k, var, d_k * SCALES[name](d_k) ** 2, max_p] for name, d_k, var, max_p in rows]))
+    save_lines('scale_variants', {_(name): [row[3] for row in rows if row[0] == name] for name in SCALES},
+               'd_k', _('mean largest attention weight'), _('The scale decides how sharp attention can be at init'),
                x=list(d_ks), logx=True, logy=False)
 
     results = training(steps, d_model, seed, device)
-    print(f"\n2. Copy the previous token, one head with d_k = {d_model}, {steps} Adam steps, four scales:")
+    print(_("\n2. Copy the previous token, one head with d_k = {d_k}, {steps} Adam steps, four scales:").format(
+        d_k=d_model, steps=steps))
     summary = {name: {'first': sum(r['losses'][:20]) / 20, 'last': sum(r['losses'][-20:]) / 20,
                       'worst_late': max(r['losses'][len(r['losses']) // 2:])} for name, r in results.items()}
-    print(table(['scale', 'loss, first 20 steps', 'loss, last 20 steps', 'worst loss, 2nd half', 'test accuracy',
-                 'weight on t-1'],
-                [[name, summary[name]['first'], summary[name]['last'], summary[name]['worst_late'],
+    print(table([_('scale'), _('loss, first 20 steps'), _('loss, last 20 steps'), _('worst loss, 2nd half'),
+                 _('test accuracy'), _('weight on t-1')],
+                [[_(name), summary[name]['first'], summary[name]['last'], summary[name]['worst_late'],
                   f"{100 * r['accuracy']:.1f}%", r['back']] for name, r in results.items()]))
     slowest = max(summary, key=lambda name: summary[name]['first'])
     shakiest = max(summary, key=lambda name: summary[name]['worst_late'])
-    accuracies = ', '.join(f"{name} {100 * r['accuracy']:.1f}%" for name, r in results.items())
-    print(f"slowest start: {slowest}; largest loss spike in the second half: {shakiest}; test accuracy: {accuracies}")
+    accuracies = ', '.join(f"{_(name)} {100 * r['accuracy']:.1f}%" for name, r in results.items())
+    print(_("slowest start: {slowest}; largest loss spike in the second half: {shakiest}; test accuracy: {accuracies}")
+          .format(slowest=_(slowest), shakiest=_(shakiest), accuracies=accuracies))
     learned = results['learned']['model'].attention.log_scale.exp().mean().item()
-    print(f"learned scale after training: {learned:.4f}  (started at 1/sqrt(d_k) = {1 / math.sqrt(d_model):.4f}, "
-          f"x {learned * math.sqrt(d_model):.2f})")
+    print(_("learned scale after training: {learned:.4f}  (started at 1/sqrt(d_k) = {start:.4f}, x {ratio:.2f})")
+          .format(learned=learned, start=1 / math.sqrt(d_model), ratio=learned * math.sqrt(d_model)))
     curves = {name: r['losses'] for name, r in results.items()}
-    print(table(['steps'] + list(curves),
+    print(table([_('steps')] + [_(name) for name in curves],
                 [[w] + [means[i][1] for means in (window_means(c, 5) for c in curves.values())]
-                 for i, (w, _) in enumerate(window_means(curves['no scale'], 5))]))
-    save_lines('scale_variants_training', curves, 'step', 'cross-entropy',
-               f'Copy the previous token, d_k = {d_model}: four scales (Adam)')
+                 for i, (w, _loss) in enumerate(window_means(curves['no scale'], 5))]))
+    save_lines('scale_variants_training', {_(name): losses for name, losses in curves.items()}, _('step'),
+               _('cross-entropy'), _('Copy the previous token, d_k = {d_k}: four scales (Adam)').format(d_k=d_model))
 
     sgd = training(steps, d_model, seed, device, 'SGD')
     by_optimizer = {'Adam': results, 'SGD': sgd}
     learn = {(opt, name): steps_to_learn(r['losses'])
              for opt, runs in by_optimizer.items() for name, r in runs.items()}
-    print(f"\n3. The same four trainings by plain SGD (lr {OPTIMIZERS['SGD'][1]}) next to Adam (lr "
-          f"{OPTIMIZERS['Adam'][1]}): the step where the loss first\n   drops below {LEARNED}, and the weight on "
-          "t-1 at the end")
-    print(table(['scale'] + [f"{opt}: {what}" for opt in by_optimizer for what in ('learned at step', 'weight on t-1')],
-                [[name] + [cell for opt, runs in by_optimizer.items()
-                           for cell in (learn[opt, name] or f"not in {steps}", runs[name]['back'])]
+    print(_("\n3. The same four trainings by plain SGD (lr {sgd_lr}) next to Adam (lr {adam_lr}): the step where the "
+            "loss first\n   drops below {learned}, and the weight on t-1 at the end").format(
+        sgd_lr=OPTIMIZERS['SGD'][1], adam_lr=OPTIMIZERS['Adam'][1], learned=LEARNED))
+    column, not_in = _("{optimizer}: {column}"), _("not in {steps}").format(steps=steps)
+    print(table([_('scale')] + [column.format(optimizer=opt, column=_(what)) for opt in by_optimizer
+                                for what in (N_('learned at step'), N_('weight on t-1'))],
+                [[_(name)] + [cell for opt, runs in by_optimizer.items()
+                              for cell in (learn[opt, name] or not_in, runs[name]['back'])]
                  for name in results]))
     slowdown = {opt: learn[opt, '1/d_k'] / learn[opt, '1/sqrt(d_k)'] for opt in by_optimizer
                 if learn[opt, '1/d_k'] and learn[opt, '1/sqrt(d_k)']}
-    sgd_x, adam_x = (f"{slowdown[opt]:.1f}x" if opt in slowdown else "(did not learn)" for opt in ('SGD', 'Adam'))
-    print("The attention article's table (§2.3.3) rates the wrong scale 1/d_k 'extremely slow' (极慢): with SGD it\n"
-          f"takes {sgd_x} the steps of 1/sqrt(d_k), with Adam {adam_x}.  SGD's step is the gradient itself, and 1/d_k\n"
-          "makes the gradients of W_Q, W_K sqrt(d_k) times smaller; Adam divides each gradient by its own running\n"
-          "size, which undoes most of that (softmax_saturation trains by SGD for the same reason).  So 'slow'\n"
-          "holds, 'extremely' depends on the optimizer, and 'extremely poor' does not: every run learns.")
-    save_lines('scale_variants_sgd', {name: r['losses'] for name, r in sgd.items()}, 'step', 'cross-entropy',
-               f"Copy the previous token, d_k = {d_model}: four scales (SGD, lr {OPTIMIZERS['SGD'][1]})")
+    sgd_x, adam_x = (f"{slowdown[opt]:.1f}x" if opt in slowdown else _("(did not learn)") for opt in ('SGD', 'Adam'))
+    print(_("The attention article's table (§2.3.3) rates the wrong scale 1/d_k 'extremely slow' (极慢): with SGD it\n"
+            "takes {sgd} the steps of 1/sqrt(d_k), with Adam {adam}.  SGD's step is the gradient itself, and 1/d_k\n"
+            "makes the gradients of W_Q, W_K sqrt(d_k) times smaller; Adam divides each gradient by its own running\n"
+            "size, which undoes most of that (softmax_saturation trains by SGD for the same reason).  So 'slow'\n"
+            "holds, 'extremely' depends on the optimizer, and 'extremely poor' does not: every run learns.").format(
+        sgd=sgd_x, adam=adam_x))
+    save_lines('scale_variants_sgd', {_(name): r['losses'] for name, r in sgd.items()}, _('step'), _('cross-entropy'),
+               _("Copy the previous token, d_k = {d_k}: four scales (SGD, lr {lr})").format(
+                   d_k=d_model, lr=OPTIMIZERS['SGD'][1]))
     runs = [(results, sgd)] + [(training(steps, d_model, seed + k, device), training(steps, d_model, seed + k, device,
                                                                                        'SGD'))
                                for k in range(1, FULL['seeds'] if full else 1)]
@@ -154,32 +163,32 @@ def _record(runs, steps, d_model, learned):
     spiky = sum(max(worst, key=worst.get) == 'no scale' for worst in late)
     learned_at = [{(opt, name): steps_to_learn(both[opt == 'SGD'][name]['losses']) for opt in ('Adam', 'SGD')
                    for name in ('learned', '1/sqrt(d_k)')} for both in runs]
-    look = 'part 2: the table "scale, loss, first 20 steps, ..., worst loss, 2nd half"; part 3: "learned at step"'
+    look = N_('part 2: the table "scale, loss, first 20 steps, ..., worst loss, 2nd half"; part 3: "learned at step"')
     claims.record('attention', '2.3.3', '错误缩放 (d_k) 极低 极慢 极差', 'partly',
-                  "1/d_k starts slowest (uniform attention) and needs {sgd} the steps of 1/√d_k to learn with SGD, "
-                  "{adam} with Adam, which rescales each gradient; it ends with the lowest loss of all in {lowest} of "
-                  "{n} seeds: not \"极差\"", look, seeds=seeds, n=n, lowest=lowest,
+                  N_("1/d_k starts slowest (uniform attention) and needs {sgd} the steps of 1/√d_k to learn with SGD, "
+                     "{adam} with Adam, which rescales each gradient; it ends with the lowest loss of all in {lowest} of "
+                     "{n} seeds: not \"极差\""), look, seeds=seeds, n=n, lowest=lowest,
                   sgd=claims.between([ratio('SGD', r) for r in runs], '.1f') + 'x',
                   adam=claims.between([ratio('Adam', r) for r in runs], '.1f') + 'x')
     at = [{name: steps_to_learn(r['losses']) or steps for name, r in adam.items()} for adam, _ in runs]
     claims.record('attention', '2.3.3', '无缩放 低 慢 差', 'partly',
-                  "no scale learns at step {none_at} with Adam against {fixed_at} for 1/√d_k (later in {slower} of {n} "
-                  "seeds); its loss "
-                  "in the second half of training peaks at {spike} (1/√d_k: {fixed_spike}), the largest late loss of "
-                  "the four scales in {spiky} of {n} seeds; the copy task still ends learned",
+                  N_("no scale learns at step {none_at} with Adam against {fixed_at} for 1/√d_k (later in {slower} of "
+                     "{n} seeds); its loss "
+                     "in the second half of training peaks at {spike} (1/√d_k: {fixed_spike}), the largest late loss of "
+                     "the four scales in {spiky} of {n} seeds; the copy task still ends learned"),
                   look, seeds=seeds, n=n, spiky=spiky, none_at=claims.between([a['no scale'] for a in at], 'd'),
                   slower=sum(a['no scale'] > a['1/sqrt(d_k)'] for a in at),
                   fixed_at=claims.between([a['1/sqrt(d_k)'] for a in at], 'd'),
                   spike=claims.between([worst['no scale'] for worst in late], '.2g'),
                   fixed_spike=claims.between([worst['1/sqrt(d_k)'] for worst in late], '.2g'))
     claims.record('attention', '2.3.4', '有论文尝试过可学习缩放因子，效果提升有限', 'holds',
-                  "`scale='learned'` ends at {learned:.4f} from 1/√{d} = {start:.4f} (x {ratio:.2f}) and trains like "
-                  "the fixed scale", 'part 2: the line "learned scale after training"', seeds=seeds, learned=learned,
+                  N_("`scale='learned'` ends at {learned:.4f} from 1/√{d} = {start:.4f} (x {ratio:.2f}) and trains "
+                     "like the fixed scale"), N_('part 2: the line "learned scale after training"'), seeds=seeds, learned=learned,
                   d=d_model, start=1 / math.sqrt(d_model), ratio=learned * math.sqrt(d_model))
     claims.record('architecture', '2.4.2', '学一个可学习的 scaling 标量 实测效果和 √d_k 差不多', 'holds',
-                  "the learned scale learns the task at step {adam_learned} with Adam against {adam_fixed} for 1/√d_k "
-                  "({sgd_learned} vs {sgd_fixed} with SGD), and ends at the same loss ({last_learned} vs {last_fixed} "
-                  "with Adam)", look, seeds=seeds,
+                  N_("the learned scale learns the task at step {adam_learned} with Adam against {adam_fixed} for "
+                     "1/√d_k ({sgd_learned} vs {sgd_fixed} with SGD), and ends at the same loss ({last_learned} vs "
+                     "{last_fixed} with Adam)"), look, seeds=seeds,
                   **{f"{opt.lower()}_{which}": claims.between([a[opt, name] or steps for a in learned_at], 'd')
                      for opt in ('Adam', 'SGD') for which, name in (('learned', 'learned'), ('fixed', '1/sqrt(d_k)'))},
                   last_learned=claims.between([loss['learned'] for loss in last], '.3g'),
@@ -187,9 +196,10 @@ def _record(runs, steps, d_model, learned):
 
 
 def main(argv=None):
-    options = options_of(run, steps='Adam steps of each training', d_model='width of the trained head (its d_k)',
-                         d_ks='the key widths d_k of part 1', seed='random seed',
-                         full='1000 steps, 5 seeds; also d_k = 4096 in part 1')
+    options = options_of(run, steps=N_('Adam steps of each training'),
+                         d_model=N_('width of the trained head (its d_k)'),
+                         d_ks=N_('the key widths d_k of part 1'), seed=N_('random seed'),
+                         full=N_('1000 steps, 5 seeds; also d_k = 4096 in part 1'))
     return run_lesson(run, command_line('scale_variants', __doc__, options, argv, check=_budget))
 
 

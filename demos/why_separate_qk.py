@@ -34,6 +34,7 @@ W_Q = W_K: fewer parameters, but less expressive".
 """
 import microtensor as mt
 from microtensor import nn, optim
+from microtensor.i18n import N_, _
 from transformer import Embed, MultiHeadAttention
 
 from . import budget, claims
@@ -41,6 +42,8 @@ from .report import check_loss, command_line, options_of, run_lesson, save_lines
 
 # the articles' sections this lesson checks (demos/articles.py)
 SECTIONS = [('attention', '2.2.2'), ('attention', '2.2.4')]
+# the two models, by name (English: the keys of the results; shown translated)
+PROJECTIONS = ((N_('shared W_Q = W_K'), True), (N_('separate W_Q, W_K'), False))
 
 
 # ---------------------------------------------------------------------------- 1. the symmetry
@@ -118,7 +121,7 @@ def train_copy_previous(steps=200, vocab=10, n=8, d_model=32, n_heads=1, B=32, l
 def compare(steps=200, seed=0, **options):
     """{'shared': result, 'separate': result} of train_copy_previous."""
     return {name: train_copy_previous(steps, seed=seed, shared_qk=shared, **options)
-            for name, shared in (('shared W_Q = W_K', True), ('separate W_Q, W_K', False))}
+            for name, shared in PROJECTIONS}
 
 
 FULL = dict(steps=1000, seeds=5)  # --full: the comparison over 5 seeds, and with 4 x seq-len tokens
@@ -127,73 +130,76 @@ FULL = dict(steps=1000, seeds=5)  # --full: the comparison over 5 seeds, and wit
 def run(steps=200, seq_len=8, d_model=32, batch_size=32, seed=0, full=False, device='cpu'):
     steps, n = (FULL['steps'] if full else steps), seq_len
     sym = symmetry(seed=seed, device=device)
-    print("1. One head on the same random X (5 tokens): asymmetry = max |M - M^T|; Z_i = sum_k exp(S_ik), the "
-          "normaliser of row i")
-    print(table(['projection', 'S = Q K^T / sqrt(d_k)', 'A = softmax(S)', 'A_ij Z_i = exp(S_ij)'],
-                [[name, sym[shared]['S_asym'], sym[shared]['A_asym'], sym[shared]['AZ_asym']]
-                 for name, shared in (('shared W_Q = W_K', True), ('separate W_Q, W_K', False))], fmt='.2e'))
-    print("With a shared projection S is exactly symmetric, but A is not: each row is divided by its own\n"
-          "Z_i = sum_k exp(S_ik), so A_ij / A_ji = Z_j / Z_i.  The attention article's 'A_ij = A_ji' (§2.2.2)\n"
-          "overstates it: what is symmetric is the score (before the row normalisation).  Shared-projection weights:")
+    print(_("1. One head on the same random X (5 tokens): asymmetry = max |M - M^T|; Z_i = sum_k exp(S_ik), the "
+            "normaliser of row i"))
+    print(table([_('projection'), 'S = Q K^T / sqrt(d_k)', 'A = softmax(S)', 'A_ij Z_i = exp(S_ij)'],
+                [[_(name), sym[shared]['S_asym'], sym[shared]['A_asym'], sym[shared]['AZ_asym']]
+                 for name, shared in PROJECTIONS], fmt='.2e'))
+    print(_("With a shared projection S is exactly symmetric, but A is not: each row is divided by its own\n"
+            "Z_i = sum_k exp(S_ik), so A_ij / A_ji = Z_j / Z_i.  The attention article's 'A_ij = A_ji' (§2.2.2)\n"
+            "overstates it: what is symmetric is the score (before the row normalisation).  Shared-projection weights:"))
     print(table(['Q \\ K'] + [str(j) for j in range(5)], [[i] + row for i, row in enumerate(sym[True]['A'])],
                 fmt='.3f'))
     claims.record('attention', '2.2.2', '如果 Q = K，那么注意力矩阵 A = Softmax(QK^T) 是对称的。A_ij = A_ji', 'partly',
-                  "with W_Q = W_K the scores are symmetric (max |S - S^T| = {s:.1e}), the weights are not ({a:.1e}): "
-                  "each row is divided by its own Z_i = Σ_k exp(S_ik), so A_ij / A_ji = Z_j / Z_i",
-                  'part 1: the table "projection, S = Q K^T / sqrt(d_k), A = softmax(S)"',
+                  N_("with W_Q = W_K the scores are symmetric (max |S - S^T| = {s:.1e}), the weights are not ({a:.1e}): "
+                     "each row is divided by its own Z_i = Σ_k exp(S_ik), so A_ij / A_ji = Z_j / Z_i"),
+                  N_('part 1: the table "projection, S = Q K^T / sqrt(d_k), A = softmax(S)"'),
                   s=sym[True]['S_asym'], a=sym[True]['A_asym'])
 
     sizes = dict(d_model=d_model, B=batch_size, device=device)
     results = compare(steps, seed, n=n, **sizes)
-    print(f"\n2. Copy the previous token ({n} tokens, 10 symbols, no mask, one head, {steps} Adam steps):")
-    print(table(['projection', 'parameters', 'final loss (mean of last 20)', 'test accuracy',
-                 'weight on t-1', 'weight on t+1'],
-                [[name, r['model'].num_parameters(), sum(r['losses'][-20:]) / 20, f"{100 * r['accuracy']:.1f}%",
+    print(_("\n2. Copy the previous token ({n} tokens, 10 symbols, no mask, one head, {steps} Adam steps):").format(
+        n=n, steps=steps))
+    print(table([_('projection'), _('parameters'), _('final loss (mean of last 20)'), _('test accuracy'),
+                 _('weight on t-1'), _('weight on t+1')],
+                [[_(name), r['model'].num_parameters(), sum(r['losses'][-20:]) / 20, f"{100 * r['accuracy']:.1f}%",
                   r['back'], r['forward']] for name, r in results.items()]))
-    print("(chance: 10%; a perfect model puts weight 1 on t-1 and 0 on t+1)")
+    print(_("(chance: 10%; a perfect model puts weight 1 on t-1 and 0 on t+1)"))
     (shared_name, shared), (separate_name, separate) = results.items()
-    print(table(['steps', f"loss, {shared_name}", f"loss, {separate_name}"],
-                [[w, a, b] for (w, a), (_, b) in zip(window_means(shared['losses'], 5),
-                                                     window_means(separate['losses'], 5))]))
+    print(table([_('steps')] + [_("loss, {projection}").format(projection=_(name))
+                                for name in (shared_name, separate_name)],
+                [[w, a, b] for (w, a), (_w, b) in zip(window_means(shared['losses'], 5),
+                                                      window_means(separate['losses'], 5))]))
     staircase = [[t, shared['S'][t][t - 1], shared['S'][t][t], shared['A'][t][t - 1], shared['A'][t][t]]
                  for t in range(1, n)]
-    print("\nHow the shared model does it (test batch means): S_{t,t-1} = S_{t-1,t} falls along t, so each t\n"
-          "prefers t-1 to t+1; the diagonal S_tt = |q_t|^2 stays close:")
+    print(_("\nHow the shared model does it (test batch means): S_{t,t-1} = S_{t-1,t} falls along t, so each t\n"
+            "prefers t-1 to t+1; the diagonal S_tt = |q_t|^2 stays close:"))
     print(table(['t', 'S_{t,t-1}', 'S_{t,t}', 'A_{t,t-1}', 'A_{t,t}'], staircase))
     runs = [results] + [compare(steps, seed + k, n=n, **sizes) for k in range(1, FULL['seeds'] if full else 1)]
     shared_runs, separate_runs = [r[shared_name] for r in runs], [r[separate_name] for r in runs]
     claims.record('attention', '2.2.4', '共享投影 W_Q = W_K 减少参数，但损失表达能力', 'holds',
-                  "the shared model has {shared_p} parameters against {separate_p}, and its attention is blurrier: "
-                  "weight {shared} on t-1 against {separate}", 'part 2: the table "projection, parameters, ..."',
+                  N_("the shared model has {shared_p} parameters against {separate_p}, and its attention is blurrier: "
+                     "weight {shared} on t-1 against {separate}"), N_('part 2: the table "projection, parameters, ..."'),
                   seeds=claims.seeds_note(len(runs)), shared_p=shared['model'].num_parameters(),
                   separate_p=separate['model'].num_parameters(), shared=claims.between([r['back'] for r in shared_runs]),
                   separate=claims.between([r['back'] for r in separate_runs]))
     learned_shared = sum(r['accuracy'] > 0.9 for r in shared_runs)
     claims.record('attention', '2.2.2', 'Q 和 K 的分离，是为了打破对称性，建立有向的关注。',
                   'partly' if 2 * learned_shared >= len(shared_runs) else 'holds',
-                  "the shared model still learns to copy the previous token (above 90% in {learned} of {n} seeds; "
-                  "{acc} test accuracy) through learned positions, but blurrier (weight {shared} on t-1 against "
-                  "{separate} with separate projections)",
-                  'part 2: the table "projection, parameters, final loss" and the staircase table "t, S_{{t,t-1}}"',
+                  N_("the shared model still learns to copy the previous token (above 90% in {learned} of {n} seeds; "
+                     "{acc} test accuracy) through learned positions, but blurrier (weight {shared} on t-1 against "
+                     "{separate} with separate projections)"),
+                  N_('part 2: the table "projection, parameters, final loss" and the staircase table "t, S_{{t,t-1}}"'),
                   seeds=claims.seeds_note(len(runs)), acc=claims.spread([r['accuracy'] for r in shared_runs]),
                   learned=learned_shared, n=len(shared_runs),
                   shared=claims.between([r['back'] for r in shared_runs]), separate=claims.between([r['back'] for r in separate_runs]))
-    save_lines('why_separate_qk', {name: r['losses'] for name, r in results.items()}, 'step', 'cross-entropy',
-               'Copy the previous token: shared vs separate W_Q, W_K')
+    save_lines('why_separate_qk', {_(name): r['losses'] for name, r in results.items()}, _('step'), _('cross-entropy'),
+               _('Copy the previous token: shared vs separate W_Q, W_K'))
     longer = None
     if full:
         longer = compare(steps, seed, n=4 * n, **sizes)
-        print(f"\nThe same with {4 * n} tokens:")
-        print(table(['projection', 'test accuracy', 'weight on t-1', 'weight on t+1'],
-                    [[name, f"{100 * r['accuracy']:.1f}%", r['back'], r['forward']] for name, r in longer.items()]))
+        print(_("\nThe same with {n} tokens:").format(n=4 * n))
+        print(table([_('projection'), _('test accuracy'), _('weight on t-1'), _('weight on t+1')],
+                    [[_(name), f"{100 * r['accuracy']:.1f}%", r['back'], r['forward']] for name, r in longer.items()]))
     return {'symmetry': sym, 'training': results, 'staircase': staircase, 'longer': longer,
             'device': results[shared_name]['model'].head.weight.device}
 
 
 def main(argv=None):
-    options = options_of(run, steps='Adam steps of each training', seq_len=('tokens per sequence n', 3),
-                         d_model='model width d_model (one head: d_k = d_model)', batch_size='sequences per batch',
-                         seed='random seed', full='train 1000 steps, 5 seeds, and also with 4 x seq-len tokens')
+    options = options_of(run, steps=N_('Adam steps of each training'), seq_len=(N_('tokens per sequence n'), 3),
+                         d_model=N_('model width d_model (one head: d_k = d_model)'),
+                         batch_size=N_('sequences per batch'), seed=N_('random seed'),
+                         full=N_('train 1000 steps, 5 seeds, and also with 4 x seq-len tokens'))
     return run_lesson(run, command_line('why_separate_qk', __doc__, options, argv, check=_budget))
 
 
