@@ -1,0 +1,62 @@
+"""Lessons on positions, the residual stream, the FFN as memory, dependency span, the score matrix's
+size and the PyTorch bridge, in Chinese: the same numbers as in English, Chinese words, and none of
+the English sentences that were translated."""
+import importlib
+import re
+
+import pytest
+
+from microtensor import i18n
+
+NUMBER = re.compile(r'-?\d+(?:\.\d+)?(?:e[-+]?\d+)?')
+
+# lesson: (the quick options, English sentences it prints, what the Chinese edition says instead)
+LESSONS = {
+    'positional_add_vs_concat': (
+        ['--steps', '2'],
+        ['the dot product depends on the distance k only', "Add's advantage is the cost above", 'test accuracy'],
+        ['点积只依赖距离 k', '相加的优势就是上面的代价', '测试准确率']),
+}
+
+pytestmark = pytest.mark.usefixtures('in_tmp_path')  # lessons write plots under runs/ of the working folder
+
+
+@pytest.fixture
+def speak(capsys):
+    """speak(name, argv, lang): what lesson `name`'s main(argv + --lang lang) prints."""
+    def run(name, argv, lang):
+        importlib.import_module(f"demos.{name}").main(argv + ['--lang', lang])
+        return capsys.readouterr().out
+    yield run
+    i18n.use('en')
+
+
+def numbers(text):
+    """The numbers printed, in order, without the articles' headings (their English glosses are left
+    out in Chinese)."""
+    return NUMBER.findall('\n'.join(line for line in text.splitlines() if not line.strip().startswith('§')))
+
+
+@pytest.mark.parametrize('name', LESSONS)
+def test_a_lesson_prints_the_same_numbers_in_chinese(name, speak):
+    argv, english_says, chinese_says = LESSONS[name]
+    english, chinese = speak(name, argv, 'en'), speak(name, argv, 'zh')
+    assert numbers(chinese) == numbers(english) and len(numbers(english)) > 10
+    for said in english_says:
+        assert said in english and said not in chinese, said
+    for said in chinese_says:
+        assert said in chinese, said
+
+
+@pytest.mark.parametrize('name', LESSONS)
+def test_a_lessons_help_speaks_chinese(name, capsys):
+    lesson = importlib.import_module(f"demos.{name}")
+    chinese = i18n.translator('zh')(lesson.__doc__)
+    try:
+        with pytest.raises(SystemExit):
+            lesson.main(['--help', '--lang', 'zh'])
+    finally:
+        i18n.use('en')
+    out = capsys.readouterr().out
+    assert chinese != lesson.__doc__ and chinese.splitlines()[0] in out
+    assert lesson.__doc__.splitlines()[0] not in out
