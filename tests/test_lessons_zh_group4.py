@@ -16,6 +16,10 @@ LESSONS = {
         ['--steps', '2'],
         ['the dot product depends on the distance k only', "Add's advantage is the cost above", 'test accuracy'],
         ['点积只依赖距离 k', '相加的优势就是上面的代价', '测试准确率']),
+    'residual_stream': (
+        ['--steps', '2'],
+        ["'100% kept' is wrong as a measure", "Deeper plain nets do worse than shallower ones", 'learns?'],
+        ['“100% 保留”作为度量是错的', '更深的普通网络连在训练数据上都比浅的差', '学会了？', '图已保存到']),
 }
 
 pytestmark = pytest.mark.usefixtures('in_tmp_path')  # lessons write plots under runs/ of the working folder
