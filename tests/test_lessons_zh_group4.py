@@ -20,6 +20,10 @@ LESSONS = {
         ['--steps', '2'],
         ["'100% kept' is wrong as a measure", "Deeper plain nets do worse than shallower ones", 'learns?'],
         ['“100% 保留”作为度量是错的', '更深的普通网络连在训练数据上都比浅的差', '学会了？', '图已保存到']),
+    'ffn_memory': (
+        ['--facts', '8', '--steps', '2'],
+        ['Sum of the four known terms', 'Shapes through the module', 'facts per 100 parameters'],
+        ['四个已知项之和', '经过模块的形状', '每 100 个参数存的事实']),
 }
 
 pytestmark = pytest.mark.usefixtures('in_tmp_path')  # lessons write plots under runs/ of the working folder
