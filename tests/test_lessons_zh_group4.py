@@ -24,6 +24,10 @@ LESSONS = {
         ['--facts', '8', '--steps', '2'],
         ['Sum of the four known terms', 'Shapes through the module', 'facts per 100 parameters'],
         ['四个已知项之和', '经过模块的形状', '每 100 个参数存的事实']),
+    'dependency_span': (
+        ['--steps', '2'],
+        ['since its path from the last position to the first is one step at any k', 'RNN: test accuracy'],
+        ['从最后一个位置到第一个位置的路径都只有一步', 'RNN：测试准确率', '种子 0']),
 }
 
 pytestmark = pytest.mark.usefixtures('in_tmp_path')  # lessons write plots under runs/ of the working folder
