@@ -28,6 +28,10 @@ LESSONS = {
         ['--steps', '2'],
         ['since its path from the last position to the first is one step at any k', 'RNN: test accuracy'],
         ['从最后一个位置到第一个位置的路径都只有一步', 'RNN：测试准确率', '种子 0']),
+    'score_matrix_size': (
+        ['--n-max', '128'],
+        ["the article's number holds", 'scores (one head)', 'patch vectors (tokens x numbers)'],
+        ['文章的数字成立', '分数（一个头）', '小方块向量']),
 }
 
 pytestmark = pytest.mark.usefixtures('in_tmp_path')  # lessons write plots under runs/ of the working folder
@@ -72,3 +76,14 @@ def test_a_lessons_help_speaks_chinese(name, capsys):
     out = capsys.readouterr().out
     assert chinese != lesson.__doc__ and chinese.splitlines()[0] in out
     assert lesson.__doc__.splitlines()[0] not in out
+
+
+def test_a_usage_error_of_score_matrix_size_speaks_chinese(capsys):
+    from demos import score_matrix_size
+    try:
+        with pytest.raises(SystemExit) as exit_:
+            score_matrix_size.main(['--n-max', '9000', '--lang', 'zh'])
+    finally:
+        i18n.use('en')
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and '--n-max 9000：这一课数的是 n = 128, 256' in err and 'so at most' not in err, err
