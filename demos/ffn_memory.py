@@ -149,8 +149,8 @@ def run(facts=512, steps=300, seed=0, full=False, device='cpu'):
     best = sizes[-1]
     reading = key_value_reading(stored[best][0], stored[best][3])
     linear = stored[None][2]
-    print(_("(chance: 1/{facts})  The single Linear recalls {linear:.0%}: a 32 x 32 matrix holds only so many arbitrary "
-            "pairs.  With a hidden\nlayer the recall grows with d_ff: the FFN does store facts, and more hidden units "
+    print(_("(chance: 1/{facts})  The single Linear recalls {linear:.0%}: a 32 x 32 matrix holds only so many "
+            "arbitrary pairs.  With a hidden\nlayer the recall grows with d_ff: the FFN does store facts, and more hidden units "
             "store more.  Read as key-value memory\n(d_ff = {best}): for {reading:.0%} of the facts the most active "
             "hidden unit alone writes towards the right object (chance\n{chance:.2%}); the rest is spread over "
             "several units.  The architecture article's claim holds for this toy memory; that\nreal models keep "

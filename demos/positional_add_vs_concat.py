@@ -124,8 +124,8 @@ def run(steps=300, seed=0, full=False, device='cpu'):
     claims.record('deep_dive', '3.6', '相邻帽子上的条纹是连续变化的，所以模型能看出"第 2 位和第 3 位离得近（差 1），第 1 位和第 3 位离得远（差 2）"',
                   'partly' if rises[12] is not None else 'holds',
                   N_("PE_10 · PE_(10+k) depends on k only (p = 10 and 100 agree to {same:.0e}) and falls with k at "
-                     "d_model = 512 ({wide} for k = {ks}); at the deep dive's d_model = 12, k = {k_up} ({up:.3f}) looks "
-                     "more alike than k = {k_down} ({down:.3f})"), N_('part 1: the table "d_model, p, k = ..."'),
+                     "d_model = 512 ({wide} for k = {ks}); at the deep dive's d_model = 12, k = {k_up} ({up:.3f}) "
+                     "looks more alike than k = {k_down} ({down:.3f})"), N_('part 1: the table "d_model, p, k = ..."'),
                   same=same, wide=', '.join(f"{v:.1f}" for v in dots[512][10]), ks=', '.join(map(str, OFFSETS)),
                   k_up=OFFSETS[rises[12]] if rises[12] else None, up=dots[12][10][rises[12]] if rises[12] else 0.0,
                   k_down=OFFSETS[rises[12] - 1] if rises[12] else None,

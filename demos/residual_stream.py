@@ -185,8 +185,8 @@ def run(steps=150, seed=0, full=False, device='cpu'):
     swept = sweeps[0]
     sweep = swept['errors']
     print(_("\n2. Trainability vs depth ({deep_dive}: 56 vs 20 layers; {attention} C: '< 20' vs '> 100' layers):\n"
-            "   MLP blocks of width 32 fitting a random teacher, {steps} Adam steps; error = MSE / Var(target):").format(
-              deep_dive=cite('deep_dive', '4.1'), attention=cite('attention', '2.3.5'), steps=steps))
+            "   MLP blocks of width 32 fitting a random teacher, {steps} Adam steps; error = MSE / Var(target):"
+            ).format(deep_dive=cite('deep_dive', '4.1'), attention=cite('attention', '2.3.5'), steps=steps))
     print(table([_('blocks'), _('plain: error'), _('learns?'), _('residual: error'), _('learns?')],
                 [[d, sweep[d, False], _('yes') if trains(sweep[d, False]) else _('no'), sweep[d, True],
                   _('yes') if trains(sweep[d, True]) else _('no')] for d in depths]))
@@ -215,11 +215,11 @@ def run(steps=150, seed=0, full=False, device='cpu'):
     claims.record('attention', '2.3.5', ['无残差 … < 20 层', '有残差 … > 100 层'],
                   'holds' if deepest > 100 and learning[deepest, True] == n and fails and fails <= 24 else 'partly',
                   N_("on a toy: plain MLP blocks stop learning at {fails} (error {plain} of the target's variance, "
-                     "learned in {plain_n} of {n} seeds); residual blocks at {deepest}: error {res}, learned in {res_n} "
-                     "of {n}") if deepest > 100 else
+                     "learned in {plain_n} of {n} seeds); residual blocks at {deepest}: error {res}, learned in "
+                     "{res_n} of {n}") if deepest > 100 else
                   N_("on a toy: plain MLP blocks stop learning at {fails} (error {plain} of the target's variance, "
-                     "learned in {plain_n} of {n} seeds); residual blocks at {deepest}: error {res}, learned in {res_n} "
-                     "of {n}; `--full` trains 110 blocks"), look, seeds=seeds_note, fails=fails,
+                     "learned in {plain_n} of {n} seeds); residual blocks at {deepest}: error {res}, learned in "
+                     "{res_n} of {n}; `--full` trains 110 blocks"), look, seeds=seeds_note, fails=fails,
                   plain=claims.between(errors[fails, False]) if fails else None, n=n, deepest=deepest,
                   plain_n=learning[fails, False] if fails else None, res=claims.between(errors[deepest, True]),
                   res_n=learning[deepest, True])
