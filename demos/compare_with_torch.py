@@ -24,6 +24,7 @@ learns something.
     python -m demos.compare_with_torch --d-model 32 --n-layers 4
 """
 import microtensor as mt
+from microtensor.i18n import N_, _
 from transformer import GPT
 
 from . import budget
@@ -37,36 +38,37 @@ def torch_missing():
     try:
         import torch  # noqa: F401
     except ImportError:
-        return "it needs PyTorch, which is not installed here: pip install 'microtensor[torch]'"
+        return _("it needs PyTorch, which is not installed here: pip install 'microtensor[torch]'")
     return None
 
 
 def run(d_model=16, n_layers=2, n_heads=4, seq_len=8, batch_size=2, seed=0, device='cpu'):
     reason = torch_missing()
     if reason is not None:
-        print(f"compare_with_torch: skipped, {reason}")
+        print(_("compare_with_torch: skipped, {reason}").format(reason=reason))
         return None
     from transformer import compare_with_torch
     mt.manual_seed(seed)
     vocab = 16
     ids = mt.randint(0, vocab, (batch_size, seq_len), device=device)
     results = {}
-    print("1. The tiny GPT, float32\n")
+    print(_("1. The tiny GPT, float32\n"))
     tiny = GPT(vocab, d_model=d_model, n_layers=n_layers, n_heads=n_heads, max_len=seq_len, init_std=0.1).to(device)
     results['tiny GPT'] = compare_with_torch(tiny, ids)
-    print("\n2. RoPE, RMSNorm, grouped-query attention (2 K/V heads), gated residuals, float64\n")
+    print(_("\n2. RoPE, RMSNorm, grouped-query attention (2 K/V heads), gated residuals, float64\n"))
     variant = GPT(vocab, d_model=d_model, n_layers=n_layers, n_heads=n_heads, max_len=seq_len, init_std=0.1,
                   positional='rope', norm_type='rms', n_kv_heads=max(1, n_heads // 2), gate=True)
     results['variant'] = compare_with_torch(variant.to(device, dtype='float64'), ids)
     worst32, worst64 = results['tiny GPT']['largest'][2], results['variant']['largest'][2]
-    print(f"\nLargest relative difference: {worst32:.1e} in float32, {worst64:.1e} in float64 -- rounding, "
-          "which shrinks with the precision; a mistake would not.")
+    print(_("\nLargest relative difference: {worst32:.1e} in float32, {worst64:.1e} in float64 -- rounding, which "
+            "shrinks with the precision; a mistake would not.").format(worst32=worst32, worst64=worst64))
     return results
 
 
 def main(argv=None):
-    options = options_of(run, d_model='width of both models', n_layers='layers', n_heads='attention heads',
-                         seq_len='tokens per sequence', batch_size='sequences in the batch', seed='random seed')
+    options = options_of(run, d_model=N_('width of both models'), n_layers=N_('layers'), n_heads=N_('attention heads'),
+                         seq_len=N_('tokens per sequence'), batch_size=N_('sequences in the batch'),
+                         seed=N_('random seed'))
     return run_lesson(run, command_line('compare_with_torch', __doc__, options, argv, check=_budget))
 
 

@@ -16,6 +16,7 @@ import random
 
 import microtensor as mt
 from microtensor import nn
+from microtensor.i18n import N_, _
 from transformer import RNN, Embed, MultiHeadAttention, TokenEmbedding
 
 from . import budget, claims
@@ -77,21 +78,25 @@ def run(steps=300, seed=0, full=False, device='cpu'):
             for kind in ('rnn', 'attention')}
     every = {(kind, k): [runs[kind, k, s][0] for s in seeds] for kind in ('rnn', 'attention') for k in distances}
     results = {key: accs[0] for key, accs in every.items()}
-    print(f"Output the first of k + 1 random tokens ({VOCAB} symbols) at the end, {steps} Adam steps, "
-          f"{_seeds(seeds)}\n({cite('attention', '2.1.1')}: 'more than 10-20 time steps'):")
-    print(table(['distance k', 'RNN: test accuracy', 'attention: test accuracy'],
+    print(_("Output the first of k + 1 random tokens ({vocab} symbols) at the end, {steps} Adam steps, {which}\n"
+            "({cite}: 'more than 10-20 time steps'):").format(vocab=VOCAB, steps=steps, which=_seeds(seeds, True),
+                                                              cite=cite('attention', '2.1.1')))
+    print(table([_('distance k'), _('RNN: test accuracy'), _('attention: test accuracy')],
                 [[k, claims.spread(every['rnn', k]), claims.spread(every['attention', k])] for k in distances]))
     rnn_fails = [k for k in distances if not all(map(learned, every['rnn', k]))]
     attention_fails = [k for k in distances if not all(map(learned, every['attention', k]))]
     reach = max((k for k in distances if all(map(learned, every['rnn', k]))), default=None)
-    print(f"(chance: {1 / VOCAB:.1%})  The RNN learns the dependency up to k = {reach} and not from k = "
-          f"{rnn_fails[0] if rnn_fails else 'none tried'} on" + (
-              "" if rnn_fails else " (none failed)") + "; attention learns every distance tried"
-          + ("" if not attention_fails else f" except {attention_fails}") + ",\nsince its path from the last "
-          "position to the first is one step at any k.\n" +
-          ("The article's '10-20 steps' holds here: the RNN's reach ends in that range or before it"
-           if rnn_fails and rnn_fails[0] <= 24 else "The RNN reached further than the article's 10-20 steps here") +
-          ("\n(with this training budget and one seed; --full trains 5 seeds)." if not full else "."))
+    print((_("(chance: {chance:.1%})  The RNN learns the dependency up to k = {reach} and not from k = {fail} on")
+           .format(chance=1 / VOCAB, reach=reach, fail=rnn_fails[0]) if rnn_fails else
+           _("(chance: {chance:.1%})  The RNN learns the dependency up to k = {reach} and not from k = none tried on "
+             "(none failed)").format(chance=1 / VOCAB, reach=reach)) +
+          (_("; attention learns every distance tried,\nsince its path from the last position to the first is one "
+             "step at any k.\n") if not attention_fails else
+           _("; attention learns every distance tried except {fails},\nsince its path from the last position to the "
+             "first is one step at any k.\n").format(fails=attention_fails)) +
+          (_("The article's '10-20 steps' holds here: the RNN's reach ends in that range or before it")
+           if rnn_fails and rnn_fails[0] <= 24 else _("The RNN reached further than the article's 10-20 steps here")) +
+          (_("\n(with this training budget and one seed; --full trains 5 seeds).") if not full else "."))
     n = len(seeds)
     learns = {k: sum(map(learned, every['rnn', k])) for k in distances}
     fail = next((k for k in distances if 2 * learns[k] < n), None)        # the first k most seeds do not learn
@@ -100,25 +105,27 @@ def run(steps=300, seed=0, full=False, device='cpu'):
     figures = dict(steps=steps, per_k=per_k, fail=fail, chance=f"{1 / VOCAB:.1%}", top=distances[-1],
                    attention=claims.spread(every['attention', distances[-1]]), which=_seeds(seeds))
     verdict = 'holds' if fail is not None and fail <= 24 and not attention_fails else 'partly'
-    look = 'the table "distance k, RNN: test accuracy, attention: test accuracy"'
+    look = N_('the table "distance k, RNN: test accuracy, attention: test accuracy"')
     claims.record('attention', '2.1.1', 'RNN 很难学习超过 10-20 个时间步的依赖关系', verdict,
-                  "or sooner: after {steps} Adam steps ({which}) the RNN recalls the token k steps back with {per_k} "
-                  "(chance {chance}); one attention layer reaches {attention} at k = {top}", look,
+                  N_("or sooner: after {steps} Adam steps ({which}) the RNN recalls the token k steps back with "
+                     "{per_k} (chance {chance}); one attention layer reaches {attention} at k = {top}"), look,
                   seeds=claims.seeds_note(n), **figures)
     claims.record('architecture', '2.1.2', '网络很难学到「第 1 个词和第 800 个词之间的关系」', verdict,
-                  "far sooner than 800: most RNN runs fail from {fail} steps, attention learns every distance tried "
-                  "({attention} at {top}); {which}", look, seeds=claims.seeds_note(n), **figures)
+                  N_("far sooner than 800: most RNN runs fail from {fail} steps, attention learns every distance "
+                     "tried ({attention} at {top}); {which}"), look, seeds=claims.seeds_note(n), **figures)
     return {'device': runs['rnn', distances[0], seeds[0]][1], 'accuracy': results, 'every': every,
             'rnn_fails': rnn_fails, 'attention_fails': attention_fails, 'rnn_reach': reach}
 
 
-def _seeds(seeds):
-    return f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}-{seeds[-1]}"
+def _seeds(seeds, translated=False):
+    """'seed 0' or 'seeds 0-4'; translated: in the reader's language (a claim's figures stay in English)."""
+    text = N_("seed {first}") if len(seeds) == 1 else N_("seeds {first}-{last}")
+    return (_(text) if translated else text).format(first=seeds[0], last=seeds[-1])
 
 
 def main(argv=None):
-    options = options_of(run, steps='Adam steps of each training', seed='random seed',
-                         full='distances 3 ... 24, 5 seeds each (about 5x as long)')
+    options = options_of(run, steps=N_('Adam steps of each training'), seed=N_('random seed'),
+                         full=N_('distances 3 ... 24, 5 seeds each (about 5x as long)'))
     return run_lesson(run, command_line('dependency_span', __doc__, options, argv, check=_budget))
 
 

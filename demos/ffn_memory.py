@@ -25,6 +25,7 @@ import random
 
 import microtensor as mt
 from microtensor import nn
+from microtensor.i18n import N_, _
 from transformer import FeedForward
 from transformer.feedforward import ACTIVATIONS
 
@@ -113,44 +114,48 @@ FULL = dict(facts=512, steps=300, seeds=5)  # --full: d_ff = 512 too, 5 seeds
 def run(facts=512, steps=300, seed=0, full=False, device='cpu'):
     facts, steps = (FULL['facts'], FULL['steps']) if full else (facts, steps)
     h = by_hand(device)
-    print(f"1. One hidden unit by hand ({cite('deep_dive', '6.2')}): x[:4] = {X_KNOWN},\n   W_1[:4, 0] = {W1_COLUMN}, "
-          f"b_1[0] = {B1_0}")
-    print(table(['x_i', 'W_1[i, 0]', 'product', 'printed'],
+    print(_("1. One hidden unit by hand ({cite}): x[:4] = {x},\n   W_1[:4, 0] = {w}, b_1[0] = {b}").format(
+        cite=cite('deep_dive', '6.2'), x=X_KNOWN, w=W1_COLUMN, b=B1_0))
+    print(table(['x_i', 'W_1[i, 0]', _('product'), _('printed')],
                 [[a, b, f"{p:.4f}", printed] for a, b, p, printed in zip(X_KNOWN, W1_COLUMN, h['products'],
                                                                           PRODUCTS_PRINTED)]))
-    print(f"Sum of the four known terms + b_1[0] = {h['pre']:.4f} (the article: '0.06 + ...');\nGELU({h['pre']:.4f}) "
-          f"= {h['gelu']:.4f} exact, {h['gelu_tanh']:.4f} by the tanh form;\nthrough FeedForward(12, 48) with the 8 "
-          f"unknown entries at 0: hidden[0] = {h['module']:.4f}.  GELU(x) / x = {h['gelu'] / h['pre']:.3f}: 'about "
-          "half' holds\nfor small x (Phi(0) = 0.5).  The article's products and its ≈ 0.03 hold, for these four "
-          "terms; the other 8 are not printed.")
-    print("Shapes through the module: " + ' -> '.join(str(s) for s in h['shapes']) +
-          " (x, x W_1 + b_1, GELU, FFN(x)): 12 -> 48 -> 12.")
+    print(_("Sum of the four known terms + b_1[0] = {pre:.4f} (the article: '0.06 + ...');\nGELU({pre:.4f}) = "
+            "{gelu:.4f} exact, {gelu_tanh:.4f} by the tanh form;\nthrough FeedForward(12, 48) with the 8 unknown "
+            "entries at 0: hidden[0] = {module:.4f}.  GELU(x) / x = {ratio:.3f}: 'about half' holds\nfor small x "
+            "(Phi(0) = 0.5).  The article's products and its ≈ 0.03 hold, for these four terms; the other 8 are not "
+            "printed.").format(pre=h['pre'], gelu=h['gelu'], gelu_tanh=h['gelu_tanh'], module=h['module'],
+                               ratio=h['gelu'] / h['pre']))
+    print(_("Shapes through the module: {shapes} (x, x W_1 + b_1, GELU, FFN(x)): 12 -> 48 -> 12.").format(
+        shapes=' -> '.join(str(s) for s in h['shapes'])))
     gap = max(abs(a - b) for a, b in zip(X_KNOWN, X_MID_EAT))
-    print(f"(This x is labelled 爱 of 我 爱 你, but it is {cite('deep_dive', '7.3')}'s X_mid(吃) of 猫 吃 鱼,\n"
-          f"{X_MID_EAT}, rounded: largest difference {gap:.4f}.)")
+    print(_("(This x is labelled 爱 of 我 爱 你, but it is {cite}'s X_mid(吃) of 猫 吃 鱼,\n{x_mid}, rounded: largest "
+            "difference {gap:.4f}.)").format(cite=cite('deep_dive', '7.3'), x_mid=X_MID_EAT, gap=gap))
     claims.record('deep_dive', '6.2', 'GELU(-0.072 - 0.0232 - 0.1155 + 0.2816 + ... + (-0.01)) ≈ GELU(0.06 + ...) ≈ 0.03',
-                  'holds', "for the four printed terms: the products are exact, their sum with b_1[0] is {pre:.4f}, "
-                  "GELU({pre:.4f}) = {gelu:.4f} (exact and tanh form; FeedForward(12, 48) gives {module:.4f}); the x "
-                  "labelled 爱 is §7.3's X_mid(吃), rounded (largest difference {gap:.4f})",
-                  'part 1: the table "x_i, W_1[i, 0], product, printed" and the lines under it', pre=h['pre'],
+                  'holds', N_("for the four printed terms: the products are exact, their sum with b_1[0] is {pre:.4f}, "
+                              "GELU({pre:.4f}) = {gelu:.4f} (exact and tanh form; FeedForward(12, 48) gives "
+                              "{module:.4f}); the x labelled 爱 is §7.3's X_mid(吃), rounded (largest difference "
+                              "{gap:.4f})"),
+                  N_('part 1: the table "x_i, W_1[i, 0], product, printed" and the lines under it'), pre=h['pre'],
                   gelu=h['gelu'], module=h['module'], gap=gap)
 
     sizes = (None, 8, 32, 128, 512) if full else (None, 8, 32, 128)
     stored = {d_ff: store(facts, d_ff, steps, seed, device) for d_ff in sizes}
-    print(f"\n2. An FFN as a memory ({cite('architecture', '2.7')}): {facts} facts subject -> object,\n   keys and "
-          f"objects fixed random 32-d vectors, {steps} Adam steps; recall = the right object ranked first:")
-    print(table(['memory', 'parameters', 'recall', 'facts per 100 parameters'],
-                [['Linear(32, 32), no hidden layer' if d_ff is None else f"FFN, d_ff = {d_ff}", n, f"{r:.1%}",
-                  f"{100 * r * facts / n:.1f}"] for d_ff, (_, n, r, _) in stored.items()]))
+    print(_("\n2. An FFN as a memory ({cite}): {facts} facts subject -> object,\n   keys and objects fixed random 32-d "
+            "vectors, {steps} Adam steps; recall = the right object ranked first:").format(
+              cite=cite('architecture', '2.7'), facts=facts, steps=steps))
+    print(table([_('memory'), _('parameters'), _('recall'), _('facts per 100 parameters')],
+                [[_('Linear(32, 32), no hidden layer') if d_ff is None else f"FFN, d_ff = {d_ff}", n, f"{r:.1%}",
+                  f"{100 * r * facts / n:.1f}"] for d_ff, (model, n, r, answers) in stored.items()]))
     best = sizes[-1]
     reading = key_value_reading(stored[best][0], stored[best][3])
     linear = stored[None][2]
-    print(f"(chance: 1/{facts})  The single Linear recalls {linear:.0%}: a 32 x 32 matrix holds only so many "
-          "arbitrary pairs.  With a hidden\nlayer the recall grows with d_ff: the FFN does store facts, and more "
-          f"hidden units store more.  Read as key-value memory\n(d_ff = {best}): for {reading:.0%} of the facts the "
-          "most active hidden unit alone writes towards the right object (chance\n" + f"{1 / facts:.2%}); the rest "
-          "is spread over several units.  The architecture article's claim holds for this toy memory; that\nreal "
-          "models keep their facts there is the research it cites, not something a toy can show.")
+    print(_("(chance: 1/{facts})  The single Linear recalls {linear:.0%}: a 32 x 32 matrix holds only so many "
+            "arbitrary pairs.  With a hidden\nlayer the recall grows with d_ff: the FFN does store facts, and more hidden units "
+            "store more.  Read as key-value memory\n(d_ff = {best}): for {reading:.0%} of the facts the most active "
+            "hidden unit alone writes towards the right object (chance\n{chance:.2%}); the rest is spread over "
+            "several units.  The architecture article's claim holds for this toy memory; that\nreal models keep "
+            "their facts there is the research it cites, not something a toy can show.").format(
+              facts=facts, linear=linear, best=best, reading=reading, chance=1 / facts))
     _record(stored, facts, steps, seed, full, device)
     return {'device': stored[best][0].ffn.W_1.weight.device, 'by_hand': h, 'reading': reading, 'x_mid_gap': gap,
             'memory': {d_ff: (n, r) for d_ff, (_, n, r, _) in stored.items()}}
@@ -163,16 +168,17 @@ def _record(stored, facts, steps, seed, full, device):
                for d_ff, (_, _, r, _) in stored.items()}
     sizes = [d_ff for d_ff in recalls if d_ff is not None]
     claims.record('architecture', '2.7', '研究表明 FFN 层储存了大量事实知识，可以理解为模型的「记忆仓库」', 'holds',
-                  "for a toy memory: {facts} facts (fixed random keys and objects, only the FFN learns) are recalled "
-                  "{linear} by one Linear(32, 32), {ffn} by FFNs with d_ff = {sizes}.  That real models keep theirs "
-                  "there is the cited research", 'part 2: the table "memory, parameters, recall"',
+                  N_("for a toy memory: {facts} facts (fixed random keys and objects, only the FFN learns) are "
+                     "recalled {linear} by one Linear(32, 32), {ffn} by FFNs with d_ff = {sizes}.  That real models "
+                     "keep theirs there is the cited research"), N_('part 2: the table "memory, parameters, recall"'),
                   seeds=claims.seeds_note(len(seeds)), facts=facts, linear=claims.spread(recalls[None]),
                   ffn=', '.join(claims.spread(recalls[d]) for d in sizes), sizes=', '.join(map(str, sizes)))
 
 
 def main(argv=None):
-    options = options_of(run, facts='facts (subject -> object pairs) to store', steps='Adam steps (full batch)',
-                         seed='random seed', full='d_ff = 512 too, and 5 seeds')
+    options = options_of(run, facts=N_('facts (subject -> object pairs) to store'),
+                         steps=N_('Adam steps (full batch)'), seed=N_('random seed'),
+                         full=N_('d_ff = 512 too, and 5 seeds'))
     return run_lesson(run, command_line('ffn_memory', __doc__, options, argv, check=_budget))
 
 

@@ -21,6 +21,7 @@ import math
 
 import microtensor as mt
 from microtensor import nn
+from microtensor.i18n import N_, _
 from transformer import EncoderLayer, MultiHeadAttention, SinusoidalPositionalEncoding, TokenEmbedding
 
 from . import budget, claims
@@ -76,9 +77,9 @@ class CopyPrevious(nn.Module):
         return self.head(self.attention(self.embed(ids)))
 
 
-VARIANTS = {'add: tokens 16 + PE 16 -> 16': dict(d_tok=16, mode='add'),
-            'concat: tokens 8 ; PE 8 -> 16': dict(d_tok=8, mode='concat', d_pos=8),
-            'concat: tokens 16 ; PE 16 -> 32': dict(d_tok=16, mode='concat', d_pos=16)}
+VARIANTS = {N_('add: tokens 16 + PE 16 -> 16'): dict(d_tok=16, mode='add'),
+            N_('concat: tokens 8 ; PE 8 -> 16'): dict(d_tok=8, mode='concat', d_pos=8),
+            N_('concat: tokens 16 ; PE 16 -> 32'): dict(d_tok=16, mode='concat', d_pos=16)}
 
 
 def train_variant(options, steps=300, n=16, B=32, seed=0, device='cpu'):
@@ -105,80 +106,89 @@ FULL = dict(steps=1000, seeds=5)  # --full
 def run(steps=300, seed=0, full=False, device='cpu'):
     steps, seeds = (FULL['steps'], FULL['seeds']) if full else (steps, 1)
     dots = {d: pe_dots(d, device=device) for d in (12, 512)}
-    print(f"1. PE_p . PE_(p+k), sinusoidal (the deep dive's d_model = 12, and 512), {cite('deep_dive', '3.3')}:")
+    print(_("1. PE_p . PE_(p+k), sinusoidal (the deep dive's d_model = 12, and 512), {cite}:").format(
+        cite=cite('deep_dive', '3.3')))
     print(table(['d_model', 'p'] + [f"k = {k}" for k in OFFSETS],
                 [[d, p] + values for d, by_p in dots.items() for p, values in by_p.items()], fmt='.3f'))
     rises = {d: first_rise(dots[d][10]) for d in dots}
     same = max(abs(a - b) for d in dots for a, b in zip(dots[d][10], dots[d][100]))
-    print(f"Rows p = 10 and p = 100 agree to {same:.0e}: the dot product depends on the distance k only.")
+    print(_("Rows p = 10 and p = 100 agree to {same:.0e}: the dot product depends on the distance k only.").format(
+        same=same))
     for d, i in rises.items():
-        print(f"d_model = {d}: " + ("it falls with k at every k shown: nearer positions look more alike."
-                                    if i is None else
-                                    f"k = {OFFSETS[i]} ({dots[d][10][i]:.3f}) looks more alike than k = "
-                                    f"{OFFSETS[i - 1]} ({dots[d][10][i - 1]:.3f}): the fastest sin/cos pairs "
-                                    "wrap around, and with only 6 pairs\n  nothing averages them out."))
-    print("So 'nearer looks more alike' holds for a wide code and only roughly for the deep dive's 12 dimensions.")
+        print(_("d_model = {d}: it falls with k at every k shown: nearer positions look more alike.").format(d=d)
+              if i is None else
+              _("d_model = {d}: k = {k} ({dot:.3f}) looks more alike than k = {k_before} ({dot_before:.3f}): the "
+                "fastest sin/cos pairs wrap around, and with only 6 pairs\n  nothing averages them out.").format(
+                  d=d, k=OFFSETS[i], dot=dots[d][10][i], k_before=OFFSETS[i - 1], dot_before=dots[d][10][i - 1]))
+    print(_("So 'nearer looks more alike' holds for a wide code and only roughly for the deep dive's 12 dimensions."))
     claims.record('deep_dive', '3.6', '相邻帽子上的条纹是连续变化的，所以模型能看出"第 2 位和第 3 位离得近（差 1），第 1 位和第 3 位离得远（差 2）"',
                   'partly' if rises[12] is not None else 'holds',
-                  "PE_10 · PE_(10+k) depends on k only (p = 10 and 100 agree to {same:.0e}) and falls with k at d_model "
-                  "= 512 ({wide} for k = {ks}); at the deep dive's d_model = 12, k = {k_up} ({up:.3f}) looks more alike "
-                  "than k = {k_down} ({down:.3f})", 'part 1: the table "d_model, p, k = ..."', same=same,
-                  wide=', '.join(f"{v:.1f}" for v in dots[512][10]), ks=', '.join(map(str, OFFSETS)),
+                  N_("PE_10 · PE_(10+k) depends on k only (p = 10 and 100 agree to {same:.0e}) and falls with k at "
+                     "d_model = 512 ({wide} for k = {ks}); at the deep dive's d_model = 12, k = {k_up} ({up:.3f}) "
+                     "looks more alike than k = {k_down} ({down:.3f})"), N_('part 1: the table "d_model, p, k = ..."'),
+                  same=same, wide=', '.join(f"{v:.1f}" for v in dots[512][10]), ks=', '.join(map(str, OFFSETS)),
                   k_up=OFFSETS[rises[12]] if rises[12] else None, up=dots[12][10][rises[12]] if rises[12] else 0.0,
                   k_down=OFFSETS[rises[12] - 1] if rises[12] else None,
                   down=dots[12][10][rises[12] - 1] if rises[12] else 0.0)
 
     layer_512, layer_1024 = (EncoderLayer(d, 8).num_parameters() for d in (512, 1024))
     back = nn.Linear(1024, 512).num_parameters()
-    print(f"\n2. Concatenating a 512-d PE to 512-d tokens ({cite('deep_dive', '3.4')}, {cite('attention', '2.5.2')}):")
-    print(table(['', 'parameters'], [['EncoderLayer(d_model = 512, 8 heads)', f"{layer_512:,}"],
-                                     ['EncoderLayer(d_model = 1024, 8 heads): every layer wider', f"{layer_1024:,}"],
-                                     ['or one Linear(1024, 512) back to 512 first', f"{back:,}"]]))
-    print(f"Every wider layer has {layer_1024 / layer_512:.1f}x the parameters (the matrices are d_model x d_model);"
-          " projecting back costs one extra\nmatrix, and that projection is itself a way of adding (it sums "
-          "W_tok e + W_pos p).  The articles' cost argument holds.")
+    print(_("\n2. Concatenating a 512-d PE to 512-d tokens ({deep_dive}, {attention}):").format(
+        deep_dive=cite('deep_dive', '3.4'), attention=cite('attention', '2.5.2')))
+    print(table(['', _('parameters')], [[_('EncoderLayer(d_model = 512, 8 heads)'), f"{layer_512:,}"],
+                                        [_('EncoderLayer(d_model = 1024, 8 heads): every layer wider'),
+                                         f"{layer_1024:,}"],
+                                        [_('or one Linear(1024, 512) back to 512 first'), f"{back:,}"]]))
+    print(_("Every wider layer has {x:.1f}x the parameters (the matrices are d_model x d_model); projecting back "
+            "costs one extra\nmatrix, and that projection is itself a way of adding (it sums W_tok e + W_pos p).  "
+            "The articles' cost argument holds.").format(x=layer_1024 / layer_512))
     claims.record('attention', '2.5.2', '如果是"拼接"？ 维度翻倍 需要额外投影 增加参数', 'holds',
-                  "an EncoderLayer at 1024 has {wide:,} parameters against {narrow:,} at 512 ({x:.1f}x), or a "
-                  "Linear(1024, 512) of {back:,} projects back", 'part 2: the table of parameters',
+                  N_("an EncoderLayer at 1024 has {wide:,} parameters against {narrow:,} at 512 ({x:.1f}x), or a "
+                     "Linear(1024, 512) of {back:,} projects back"), N_('part 2: the table of parameters'),
                   wide=layer_1024, narrow=layer_512, x=layer_1024 / layer_512, back=back)
     results = {name: [train_variant(options, steps, seed=seed + s, device=device) for s in range(seeds)]
                for name, options in VARIANTS.items()}
-    print(f"Trained on copy-the-previous-token (16 tokens, 10 symbols, one layer, {steps} Adam steps"
-          f"{f', {seeds} seeds' if seeds > 1 else ''}):")
-    print(table(['embedding', 'parameters', 'final loss', 'test accuracy'],
-                [[name, r[0][0], sum(x[1] for x in r) / seeds, f"{100 * sum(x[2] for x in r) / seeds:.1f}%"]
+    several = _(", {seeds} seeds").format(seeds=seeds) if seeds > 1 else ''
+    print(_("Trained on copy-the-previous-token (16 tokens, 10 symbols, one layer, {steps} Adam steps{several}):")
+          .format(steps=steps, several=several))
+    print(table([_('embedding'), _('parameters'), _('final loss'), _('test accuracy')],
+                [[_(name), r[0][0], sum(x[1] for x in r) / seeds, f"{100 * sum(x[2] for x in r) / seeds:.1f}%"]
                  for name, r in results.items()]))
     acc = {name: sum(x[2] for x in r) / seeds for name, r in results.items()}
     loss = {name: sum(x[1] for x in r) / seeds for name, r in results.items()}
     add_name, narrow_name, wide_name = VARIANTS
     tie = abs(acc[add_name] - acc[narrow_name]) < 0.01                 # within a point of accuracy
-    print(f"(chance: 10%)  At the same width (16) adding ends at loss {loss[add_name]:.3f}, concatenating at "
-          f"{loss[narrow_name]:.3f}; concatenating at width 32, {loss[wide_name]:.4f}.")
-    print("'Add is better than Concat' (the deep dive gives no measurement) " +
-          ("does not show here: at equal width\nthe two learn the task equally well (within a point of accuracy).  "
-           if tie else "holds here at equal width.  " if acc[add_name] > acc[narrow_name] else
-           "does not show here: at equal width\nconcatenating learned it better.  ") +
-          "\nAdd's advantage is the cost above: both codes share the model's width, so nothing has to widen.")
+    print(_("(chance: 10%)  At the same width (16) adding ends at loss {add:.3f}, concatenating at {narrow:.3f}; "
+            "concatenating at width 32, {wide:.4f}.").format(add=loss[add_name], narrow=loss[narrow_name],
+                                                            wide=loss[wide_name]))
+    print((_("'Add is better than Concat' (the deep dive gives no measurement) does not show here: at equal width\n"
+             "the two learn the task equally well (within a point of accuracy).  ") if tie else
+           _("'Add is better than Concat' (the deep dive gives no measurement) holds here at equal width.  ")
+           if acc[add_name] > acc[narrow_name] else
+           _("'Add is better than Concat' (the deep dive gives no measurement) does not show here: at equal width\n"
+             "concatenating learned it better.  ")) +
+          _("\nAdd's advantage is the cost above: both codes share the model's width, so nothing has to widen."))
     claims.record('deep_dive', '3.4', '实际效果：Add 比 Concat 好', 'partly',
-                  "the cost argument holds (a 1024-wide layer has {x:.1f}x the parameters), but trained at equal width "
-                  "(16) on copy-the-previous-token both learn ({add} adding, {concat} concatenating); the article "
-                  "gives no measurement", 'part 2: the table "embedding, parameters, final loss, test accuracy"',
+                  N_("the cost argument holds (a 1024-wide layer has {x:.1f}x the parameters), but trained at equal "
+                     "width (16) on copy-the-previous-token both learn ({add} adding, {concat} concatenating); the "
+                     "article gives no measurement"),
+                  N_('part 2: the table "embedding, parameters, final loss, test accuracy"'),
                   seeds=claims.seeds_note(seeds), x=layer_1024 / layer_512,
                   add=claims.spread([x[2] for x in results[add_name]]),
                   concat=claims.spread([x[2] for x in results[narrow_name]]))
     cos = {d: interference(d, seed=seed, device=device) for d in (16, 512)}
-    print("Adding mixes the two codes in one space; how much they overlap:\nmean |cos(token embedding, PE row)| = "
-          + ', '.join(f"{c:.3f} at d = {d}" for d, c in cos.items())
-          + " (random directions: about sqrt(2 / (pi d)) = "
-          + ', '.join(f"{math.sqrt(2 / (math.pi * d)):.3f}" for d in cos) + "):\nin a wide space the two hardly "
-          "collide, in a narrow one they do.")
+    print(_("Adding mixes the two codes in one space; how much they overlap:\nmean |cos(token embedding, PE row)| = "
+            "{measured} (random directions: about sqrt(2 / (pi d)) = {random}):\nin a wide space the two hardly "
+            "collide, in a narrow one they do.").format(
+              measured=', '.join(_("{cos:.3f} at d = {d}").format(cos=c, d=d) for d, c in cos.items()),
+              random=', '.join(f"{math.sqrt(2 / (math.pi * d)):.3f}" for d in cos)))
     return {'device': results[add_name][0][3], 'dots': dots, 'rises': rises, 'same': same,
             'parameters': (layer_512, layer_1024, back), 'training': results, 'accuracy': acc, 'interference': cos}
 
 
 def main(argv=None):
-    options = options_of(run, steps='Adam steps of each training', seed='random seed',
-                         full='1000 steps, five seeds')
+    options = options_of(run, steps=N_('Adam steps of each training'), seed=N_('random seed'),
+                         full=N_('1000 steps, five seeds'))
     return run_lesson(run, command_line('positional_add_vs_concat', __doc__, options, argv, check=_budget))
 
 

@@ -25,6 +25,7 @@ import statistics
 
 import microtensor as mt
 from microtensor import nn
+from microtensor.i18n import N_, _
 from transformer import EncoderLayer, LayerNorm
 from transformer import article_data as article
 
@@ -142,38 +143,40 @@ FULL = dict(depths=(2, 8, 24, 110), steps=150, seeds=5)  # --full: up to 110 blo
 def run(steps=150, seed=0, full=False, device='cpu'):
     depths, steps = (FULL['depths'], FULL['steps']) if full else (DEPTHS, steps)
     runs = {norm: stream(norm, seed=seed, device=device) for norm in ('pre', 'post')}
-    print("1. What is left of x_0 after l EncoderLayers (d_model = 64, fresh weights); beside it "
-          f"{cite('attention', '2.3.5')}'s\n   table E (original information 100% at every layer, plus the 'new' "
-          "share):")
-    print(table(['layer l', 'article: kept', 'article: new', 'Pre-LN cos(x_0, x_l)', '|x_l - x_0| / |x_0|',
+    print(_("1. What is left of x_0 after l EncoderLayers (d_model = 64, fresh weights); beside it {cite}'s\n"
+            "   table E (original information 100% at every layer, plus the 'new' share):").format(
+              cite=cite('attention', '2.3.5')))
+    print(table([_('layer l'), _('article: kept'), _('article: new'), 'Pre-LN cos(x_0, x_l)', '|x_l - x_0| / |x_0|',
                  'Post-LN cos(x_0, x_l)', '|x_l - x_0| / |x_0|'],
                 [[l, '100%', f"{new:.0%}", *(f"{v:.2f}" for v in runs['pre'][l]),
                   *(f"{v:.2f}" for v in runs['post'][l])] for l, new in STREAM_TABLE.items()]))
     pre_96, post_96 = runs['pre'][96], runs['post'][96]
-    print(f"In Pre-LN x_l = x_0 + f_1 + ... + f_l: the x_0 term is never rescaled, but by layer 96 the layers have "
-          f"added {pre_96[1]:.1f}x its\nlength and x_0's direction is only cos = {pre_96[0]:.2f} of the stream.  In "
-          f"Post-LN each LayerNorm rescales the sum: cos = {post_96[0]:.2f}\nat layer 96, x_0 is gone.  '100% kept' "
-          "is wrong as a measure: the term stays (Pre-LN), its share does not.")
+    print(_("In Pre-LN x_l = x_0 + f_1 + ... + f_l: the x_0 term is never rescaled, but by layer 96 the layers have "
+            "added {added:.1f}x its\nlength and x_0's direction is only cos = {pre:.2f} of the stream.  In Post-LN "
+            "each LayerNorm rescales the sum: cos = {post:.2f}\nat layer 96, x_0 is gone.  '100% kept' is wrong as a "
+            "measure: the term stays (Pre-LN), its share does not.").format(added=pre_96[1], pre=pre_96[0],
+                                                                              post=post_96[0]))
     claims.record('attention', '2.3.5', '原始信息始终 100% 保留（通过残差连接）', 'partly',
-                  "the x_0 term does stay in a Pre-LN stream (x_l = x_0 + f_1 + ... + f_l), but not its share: through "
-                  "96 fresh EncoderLayers cos(x_0, x_96) is {pre:.2f} (the layers add {added:.1f}x its length), and "
-                  "{post:.2f} with Post-LN, whose LayerNorms rescale the sum every layer; whether x_0 can still be read "
-                  "back from x_96 is not what cos measures: a probe trained to recover it would test that",
-                  'part 1: the table "layer l, article: kept, ..., Pre-LN cos(x_0, x_l)"', pre=pre_96[0],
+                  N_("the x_0 term does stay in a Pre-LN stream (x_l = x_0 + f_1 + ... + f_l), but not its share: "
+                     "through 96 fresh EncoderLayers cos(x_0, x_96) is {pre:.2f} (the layers add {added:.1f}x its "
+                     "length), and {post:.2f} with Post-LN, whose LayerNorms rescale the sum every layer; whether x_0 "
+                     "can still be read back from x_96 is not what cos measures: a probe trained to recover it would "
+                     "test that"),
+                  N_('part 1: the table "layer l, article: kept, ..., Pre-LN cos(x_0, x_l)"'), pre=pre_96[0],
                   added=pre_96[1], post=post_96[0])
     (layer, normed) = article_layer(device=device)
-    print(f"\nThe deep dive's own trace, {cite('deep_dive', '7.3')} (d): cos(word₀, word₁) after one Post-LN layer "
-          "(d_model = 12),\nprinted vs 20 fresh initialisations of EncoderLayer(12, 3, 48, norm='post'), and "
-          "LayerNorm alone, cos(X0, LN(X0)):")
-    print(table(['word', 'article', 'EncoderLayer: mean', 'min', 'max', 'LayerNorm(X0) alone'],
+    print(_("\nThe deep dive's own trace, {cite} (d): cos(word₀, word₁) after one Post-LN layer (d_model = 12),\n"
+            "printed vs 20 fresh initialisations of EncoderLayer(12, 3, 48, norm='post'), and LayerNorm alone, "
+            "cos(X0, LN(X0)):").format(cite=cite('deep_dive', '7.3')))
+    print(table([_('word'), _('article'), _('EncoderLayer: mean'), 'min', 'max', _('LayerNorm(X0) alone')],
                 [[w, COS_X0_X1_PRINTED[w], *layer[w], normed[w]] for w in article.TOKENS], fmt='.3f'))
-    print("The deep dive itself measures 42% (猫) and 12-13% (吃, 鱼) after one layer, not 100%; fresh layers give "
-          "a similar\npicture (猫 keeps the most).  Much of it is LayerNorm alone: the article's embeddings are all "
-          "positive, and\nsubtracting each row's mean turns the vector.")
+    print(_("The deep dive itself measures 42% (猫) and 12-13% (吃, 鱼) after one layer, not 100%; fresh layers give "
+            "a similar\npicture (猫 keeps the most).  Much of it is LayerNorm alone: the article's embeddings are all "
+            "positive, and\nsubtracting each row's mean turns the vector."))
     claims.record('deep_dive', '7.3', 'cos(猫₀, 猫₁) = 0.4227 … 「猫」还有 42% 的原始语义保留', 'holds',
-                  "as a picture: fresh Post-LN EncoderLayer(12, 3, 48) on the article's X0 give {layer} for 猫 / 吃 / 鱼 "
-                  "(mean of 20; article {printed}), LayerNorm alone {normed}; it contradicts the attention article's "
-                  "\"100% 保留\"", 'part 1: the second table "word, article, EncoderLayer: mean"',
+                  N_("as a picture: fresh Post-LN EncoderLayer(12, 3, 48) on the article's X0 give {layer} for 猫 / 吃 / "
+                     "鱼 (mean of 20; article {printed}), LayerNorm alone {normed}; it contradicts the attention "
+                     "article's \"100% 保留\""), N_('part 1: the second table "word, article, EncoderLayer: mean"'),
                   layer=' / '.join(f"{layer[w][0]:.2f}" for w in article.TOKENS),
                   printed=' / '.join(f"{COS_X0_X1_PRINTED[w]:.2f}" for w in article.TOKENS),
                   normed=' / '.join(f"{normed[w]:.2f}" for w in article.TOKENS))
@@ -181,44 +184,51 @@ def run(steps=150, seed=0, full=False, device='cpu'):
     sweeps = [depth_sweep(depths, steps, seed=s, device=device) for s in range(seed, seed + (FULL['seeds'] if full else 1))]
     swept = sweeps[0]
     sweep = swept['errors']
-    print(f"\n2. Trainability vs depth ({cite('deep_dive', '4.1')}: 56 vs 20 layers; {cite('attention', '2.3.5')} C: "
-          "'< 20' vs '> 100' layers):\n   MLP blocks of width 32 fitting a random teacher, "
-          f"{steps} Adam steps; error = MSE / Var(target):")
-    print(table(['blocks', 'plain: error', 'learns?', 'residual: error', 'learns?'],
-                [[d, sweep[d, False], 'yes' if trains(sweep[d, False]) else 'no', sweep[d, True],
-                  'yes' if trains(sweep[d, True]) else 'no'] for d in depths]))
+    print(_("\n2. Trainability vs depth ({deep_dive}: 56 vs 20 layers; {attention} C: '< 20' vs '> 100' layers):\n"
+            "   MLP blocks of width 32 fitting a random teacher, {steps} Adam steps; error = MSE / Var(target):"
+            ).format(deep_dive=cite('deep_dive', '4.1'), attention=cite('attention', '2.3.5'), steps=steps))
+    print(table([_('blocks'), _('plain: error'), _('learns?'), _('residual: error'), _('learns?')],
+                [[d, sweep[d, False], _('yes') if trains(sweep[d, False]) else _('no'), sweep[d, True],
+                  _('yes') if trains(sweep[d, True]) else _('no')] for d in depths]))
     plain_fails = [d for d in depths if not trains(sweep[d, False])]
     residual_fails = [d for d in depths if not trains(sweep[d, True])]
-    print(("The plain net stops learning at " + (f"{plain_fails[0]} blocks" if plain_fails else "no depth tried")) +
-          ("; the residual one learns at every depth tried" if not residual_fails else
-           f"; the residual one at {residual_fails[0]}") +
-          f" (deepest: {depths[-1]}).\nDeeper plain nets do worse than shallower ones on the training data itself, "
-          "as ResNet found at 56 vs 20 layers\n(there on images, with BatchNorm; here a toy): the article's story "
-          "holds." + (f"\nResidual blocks train at {depths[-1]}: the attention article's '> 100 layers' holds here."
-                      if full and not residual_fails else "" if full else "  --full trains 110 blocks, 5 seeds."))
-    save_lines('residual_stream_depth', {'plain': [sweep[d, False] for d in depths],
-                                         'residual': [sweep[d, True] for d in depths]}, 'blocks',
-               'final MSE / Var(target)', 'Trainability vs depth: plain vs residual blocks', x=list(depths), logx=True)
+    print((_("The plain net stops learning at {blocks} blocks").format(blocks=plain_fails[0]) if plain_fails else
+           _("The plain net stops learning at no depth tried")) +
+          (_("; the residual one learns at every depth tried") if not residual_fails else
+           _("; the residual one at {blocks}").format(blocks=residual_fails[0])) +
+          _(" (deepest: {deepest}).\nDeeper plain nets do worse than shallower ones on the training data itself, as "
+            "ResNet found at 56 vs 20 layers\n(there on images, with BatchNorm; here a toy): the article's story "
+            "holds.").format(deepest=depths[-1]) +
+          (_("\nResidual blocks train at {deepest}: the attention article's '> 100 layers' holds here.").format(
+              deepest=depths[-1]) if full and not residual_fails else "" if full else
+           _("  --full trains 110 blocks, 5 seeds.")))
+    save_lines('residual_stream_depth', {_('plain'): [sweep[d, False] for d in depths],
+                                         _('residual'): [sweep[d, True] for d in depths]}, _('blocks'),
+               _('final MSE / Var(target)'), _('Trainability vs depth: plain vs residual blocks'), x=list(depths),
+               logx=True)
     errors = {key: [run['errors'][key] for run in sweeps] for key in sweep}
     learning = {key: sum(map(trains, values)) for key, values in errors.items()}
     n, deepest = len(sweeps), depths[-1]
     fails = next((d for d in depths if learning[d, False] < n), None)
-    look = 'part 2: the table "blocks, plain: error, learns?, residual: error, learns?"'
+    look = N_('part 2: the table "blocks, plain: error, learns?, residual: error, learns?"')
     seeds_note = claims.seeds_note(n)
     claims.record('attention', '2.3.5', ['无残差 … < 20 层', '有残差 … > 100 层'],
                   'holds' if deepest > 100 and learning[deepest, True] == n and fails and fails <= 24 else 'partly',
-                  "on a toy: plain MLP blocks stop learning at {fails} (error {plain} of the target's variance, learned "
-                  "in {plain_n} of {n} seeds); residual blocks at {deepest}: error {res}, learned in {res_n} of {n}"
-                  + ("" if deepest > 100 else "; `--full` trains 110 blocks"), look, seeds=seeds_note, fails=fails,
+                  N_("on a toy: plain MLP blocks stop learning at {fails} (error {plain} of the target's variance, "
+                     "learned in {plain_n} of {n} seeds); residual blocks at {deepest}: error {res}, learned in "
+                     "{res_n} of {n}") if deepest > 100 else
+                  N_("on a toy: plain MLP blocks stop learning at {fails} (error {plain} of the target's variance, "
+                     "learned in {plain_n} of {n} seeds); residual blocks at {deepest}: error {res}, learned in "
+                     "{res_n} of {n}; `--full` trains 110 blocks"), look, seeds=seeds_note, fails=fails,
                   plain=claims.between(errors[fails, False]) if fails else None, n=n, deepest=deepest,
                   plain_n=learning[fails, False] if fails else None, res=claims.between(errors[deepest, True]),
                   res_n=learning[deepest, True])
     shallow = [d for d in depths if d < (fails or deepest)]
     claims.record('deep_dive', '4.1', '深层网络（56 层）的训练误差和测试误差都比浅层网络（20 层）高——不是过拟合…而是根本学不动',
                   'holds' if fails else 'partly',
-                  "on a toy: plain MLP blocks fit a random teacher to {shallow_err} of its variance at {shallow} blocks, "
-                  "{deep_err} at {fails} (training error); residual blocks {res_err}", look, seeds=seeds_note,
-                  shallow=' to '.join(map(str, shallow[::max(1, len(shallow) - 1)])), fails=fails,
+                  N_("on a toy: plain MLP blocks fit a random teacher to {shallow_err} of its variance at {shallow} "
+                     "blocks, {deep_err} at {fails} (training error); residual blocks {res_err}"), look,
+                  seeds=seeds_note, shallow=' to '.join(map(str, shallow[::max(1, len(shallow) - 1)])), fails=fails,
                   shallow_err=claims.between([e for d in shallow for e in errors[d, False]]),
                   deep_err=claims.between(errors[fails, False]) if fails else None,
                   res_err=claims.between([e for d in depths for e in errors[d, True]]))
@@ -227,8 +237,8 @@ def run(steps=150, seed=0, full=False, device='cpu'):
 
 
 def main(argv=None):
-    options = options_of(run, steps='Adam steps of each net in the depth sweep', seed='random seed',
-                         full='depths 2, 8, 24 and 110, 5 seeds')
+    options = options_of(run, steps=N_('Adam steps of each net in the depth sweep'), seed=N_('random seed'),
+                         full=N_('depths 2, 8, 24 and 110, 5 seeds'))
     return run_lesson(run, command_line('residual_stream', __doc__, options, argv, check=_budget))
 
 

@@ -14,6 +14,7 @@
     python -m demos.score_matrix_size --n-max 4096
 """
 import microtensor as mt
+from microtensor.i18n import N_, _
 from transformer import MultiHeadAttention
 
 from . import claims
@@ -68,54 +69,58 @@ LENGTHS = (128, 256, 512, 1024, 2048, 4096)  # the sequence lengths n counted
 
 def run(n_max=1024, seed=0, device='cpu'):
     vit = vit_scores(seed, device)
-    print(f"1. ViT ({cite('deep_dive', '8.4')}): a 3 x {IMAGE} x {IMAGE} image cut into {PATCH} x {PATCH} patches:")
-    print(table(['', 'value'],
-                [['patches (224 / 16)^2', f"{(IMAGE // PATCH) ** 2}"], ['patch vectors (tokens x numbers)',
-                                                                        str(vit['patches'])],
-                 ['largest |patch - its slice of the image|', f"{vit['checked']:.1e}"],
-                 ['attention weights, MultiHeadAttention(768, 12 heads)', str(vit['weights'])],
-                 ['scores per head: 196^2', f"{vit['per_head']:,}"],
-                 ['scores per layer (12 heads)', f"{vit['per_layer']:,}"]]))
-    print("196 patches, as the deep dive says (ViT itself adds a class token: 197 rows); one layer of ViT-Base "
-          f"holds {vit['per_layer']:,} weights,\nfor an image that is only 196 'words' long.")
+    print(_("1. ViT ({cite}): a 3 x {image} x {image} image cut into {patch} x {patch} patches:").format(
+        cite=cite('deep_dive', '8.4'), image=IMAGE, patch=PATCH))
+    print(table(['', _('value')],
+                [[_('patches (224 / 16)^2'), f"{(IMAGE // PATCH) ** 2}"], [_('patch vectors (tokens x numbers)'),
+                                                                           str(vit['patches'])],
+                 [_('largest |patch - its slice of the image|'), f"{vit['checked']:.1e}"],
+                 [_('attention weights, MultiHeadAttention(768, 12 heads)'), str(vit['weights'])],
+                 [_('scores per head: 196^2'), f"{vit['per_head']:,}"],
+                 [_('scores per layer (12 heads)'), f"{vit['per_layer']:,}"]]))
+    print(_("196 patches, as the deep dive says (ViT itself adds a class token: 197 rows); one layer of ViT-Base holds "
+            "{weights:,} weights,\nfor an image that is only 196 'words' long.").format(weights=vit['per_layer']))
     claims.record('deep_dive', '8.4', 'ViT（Vision Transformer）把一张 224×224 的图像切成 196 个 16×16 的小方块', 'holds',
-                  "a (3, 224, 224) image reshapes into {patches} patches, each equal to its slice ({checked:.1e}); one "
-                  "ViT-Base-wide layer keeps 196^2 = {per_head:,} scores per head (ViT itself adds a class token: 197)",
-                  'part 1', patches=tuple(vit['patches']), checked=vit['checked'], per_head=vit['per_head'])
+                  N_("a (3, 224, 224) image reshapes into {patches} patches, each equal to its slice ({checked:.1e}); "
+                     "one ViT-Base-wide layer keeps 196^2 = {per_head:,} scores per head (ViT itself adds a class "
+                     "token: 197)"),
+                  N_('part 1'), patches=tuple(vit['patches']), checked=vit['checked'], per_head=vit['per_head'])
     claims.record('deep_dive', '1.8', '整个流程中唯一出现"n × n"矩阵的地方是注意力分数和权重', 'holds',
-                  "the weights of MultiHeadAttention(768, 12) over 196 tokens are {weights}", 'part 1, the row '
-                  '"attention weights"', weights=tuple(vit['weights']))
+                  N_("the weights of MultiHeadAttention(768, 12) over 196 tokens are {weights}"),
+                  N_('part 1, the row "attention weights"'), weights=tuple(vit['weights']))
 
     lengths = tuple(n for n in LENGTHS if n <= n_max)
     sizes = scores_by_length(lengths, seed=seed, device=device)
-    print(f"\n2. The scores one head keeps, counted on MultiHeadAttention ({cite('attention', '2.6')}: 10^6 tokens "
-          "-> 10^12 elements):")
+    print(_("\n2. The scores one head keeps, counted on MultiHeadAttention ({cite}: 10^6 tokens -> 10^12 elements):")
+          .format(cite=cite('attention', '2.6')))
     first = lengths[0]
     rows = [[f"{n:,}", f"{count:,}", f"{count / sizes[first][0]:.0f}x", f"{(n / first) ** 2:.0f}x",
              f"{nbytes / 2 ** 20:.1f} MiB"] for n, (count, nbytes) in sizes.items()]
     per_score = sizes[first][1] / sizes[first][0]
     rows.append(['1,000,000 (n^2)', f"{10 ** 12:,}", '', '', f"{10 ** 12 * per_score / 2 ** 40:.2f} TiB"])
-    print(table(['n', 'scores (one head)', 'growth', '(n / n_0)^2', 'float32 bytes'], rows))
-    print(f"The count is exactly n^2, so 10^6 tokens give 10^12 scores per head and layer: the article's number "
-          f"holds.  Stored,\nthat is {10 ** 12 * per_score / 2 ** 40:.1f} TiB in float32 per head and layer.  "
-          "Fused kernels (FlashAttention) never store the whole matrix, computing it\nin tiles, but still compute "
-          "all 10^12 scores: hence the sparse and linear attention the article points to.")
+    print(table(['n', _('scores (one head)'), _('growth'), '(n / n_0)^2', _('float32 bytes')], rows))
+    print(_("The count is exactly n^2, so 10^6 tokens give 10^12 scores per head and layer: the article's number "
+            "holds.  Stored,\nthat is {tib:.1f} TiB in float32 per head and layer.  Fused kernels (FlashAttention) "
+            "never store the whole matrix, computing it\nin tiles, but still compute all 10^12 scores: hence the "
+            "sparse and linear attention the article points to.").format(tib=10 ** 12 * per_score / 2 ** 40))
     claims.record('attention', '2.6', '如果序列长度是 100 万，注意力矩阵是 1 万亿个元素。', 'holds',
-                  "the scores one head keeps are exactly n^2 (counted at n = {first} … {last}), so 10^12 at n = 10^6: "
-                  "{tib:.1f} TiB in float32 per head and layer", 'part 2: the table "n, scores (one head), growth"',
+                  N_("the scores one head keeps are exactly n^2 (counted at n = {first} … {last}), so 10^12 at n = "
+                     "10^6: {tib:.1f} TiB in float32 per head and layer"),
+                  N_('part 2: the table "n, scores (one head), growth"'),
                   first=first, last=lengths[-1], tib=10 ** 12 * per_score / 2 ** 40)
     return {'device': vit['device'], 'vit': vit, 'sizes': sizes}
 
 
 def main(argv=None):
-    options = options_of(run, n_max=('the longest sequence n counted (128 .. 4096)', 128), seed='random seed')
+    options = options_of(run, n_max=(N_('the longest sequence n counted (128 .. 4096)'), 128), seed=N_('random seed'))
     return run_lesson(run, command_line('score_matrix_size', __doc__, options, argv, check=_longest))
 
 
 def _longest(args):
     """--n-max within the lengths the lesson counts (a usage error beyond: it would be ignored)."""
     if args.n_max > LENGTHS[-1]:
-        return f"--n-max {args.n_max}: the lesson counts n = {', '.join(map(str, LENGTHS))}, so at most {LENGTHS[-1]}"
+        return _("--n-max {n_max}: the lesson counts n = {lengths}, so at most {most}").format(
+            n_max=args.n_max, lengths=', '.join(map(str, LENGTHS)), most=LENGTHS[-1])
     return None
 
 
