@@ -169,7 +169,7 @@ def run(max_n=1024, d=64, repeats=3, full=False, device='cpu'):
         draw_lines(axes[0], times, _('sequence length n'), _('forward pass (ms)'), ns, logx=True)
         draw_lines(axes[1], memory, _('sequence length n'), _('memory (MiB)'), ns, logx=True)
         axes[0].set_title(_('time'))
-        axes[1].set_title(_('memory'))
+        axes[1].set_title(_('memory used'))  # ('memory' alone is ffn_memory's, a memory of facts)
     save_plot('attention_cost', draw, _('One layer, d = {d}: time and memory against n ({device})').format(
         d=d, device=device), panels=2)
     return {'rows': rows, 'slopes': slopes, 'crossing': cross, 'device': rows[0]['device']}
