@@ -27,7 +27,7 @@ LESSONS = {
                     ['without its activation vs', 'mean squared error over the last', 'Lower loss:',
                      'Every h gives the same count', 'share of the layer']),
     'small_numbers': (['--seq-len', '8', '--n-layers', '3', '--repeats', '1', '--seed', '1'],
-                      ['梯度每层缩小的倍数', '文章的 0.9', '文章说“压缩了将近 6 倍”：实际是', '批均值的标准差',
+                      ['梯度每层缩小的倍数', '文章的 0.9', '文章说“压缩了将近 6 倍”（约 6 倍）：实际是', '批均值的标准差',
                        '自注意力（4 个头）', '必须互相等待的小乘法'],
                       ["The gradient's shrink per layer", "the article's arithmetic holds", 'values per statistic',
                        'as the article counts', 'one step at a time', 'must wait for each other']),
