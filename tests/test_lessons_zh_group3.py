@@ -31,6 +31,11 @@ LESSONS = {
                        '自注意力（4 个头）', '必须互相等待的小乘法'],
                       ["The gradient's shrink per layer", "the article's arithmetic holds", 'values per statistic',
                        'as the article counts', 'one step at a time', 'must wait for each other']),
+    'qkv_roles': (['--steps', '3', '--lookup-steps', '4', '--seed', '1'],
+                  ['不做投影', '测试准确率', '查出存放在某个地址上的内容', '文章的公式是错的', '查询路径的参数量',
+                   '其他词   0.050'],
+                  ["Each word's largest weight is itself", 'Copy the previous token', 'look up the content stored',
+                   "The article's formula is wrong", 'counted on the modules', 'The weights sum to']),
 }
 
 
