@@ -36,6 +36,10 @@ LESSONS = {
                    '其他词   0.050'],
                   ["Each word's largest weight is itself", 'Copy the previous token', 'look up the content stored',
                    "The article's formula is wrong", 'counted on the modules', 'The weights sum to']),
+    'scale_alternatives': (['--rows', '3', '--steps', '4', '--seed', '1'],
+                           ['30 折合多少个标准差', '缩放的替代方案', '完全不缩放', '一行的平均跨度', '两个说法都成立'],
+                           ['standard deviations: about', 'Alternatives to the scale', 'with no scale at all',
+                            'rule of thumb for spotting', 'both claims hold']),
 }
 
 
