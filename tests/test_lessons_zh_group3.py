@@ -40,6 +40,10 @@ LESSONS = {
                            ['30 折合多少个标准差', '缩放的替代方案', '完全不缩放', '一行的平均跨度', '两个说法都成立'],
                            ['standard deviations: about', 'Alternatives to the scale', 'with no scale at all',
                             'rule of thumb for spotting', 'both claims hold']),
+    'heads_specialise': (['--steps', '3', '--seed', '1'],
+                         ['我 爱 你 的三个头', '平均熵（nats）', '说出每个词元的两个邻居', '前一个：准确率'],
+                         ['Every row sums to 1.00', 'Name both neighbours', 'previous: acc',
+                          'One head has to look both ways']),
 }
 
 
