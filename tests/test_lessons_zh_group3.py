@@ -80,3 +80,16 @@ def test_a_lesson_prints_the_same_numbers_in_chinese(lesson, tmp_path, monkeypat
         assert said in chinese and said not in english, said
     for said in english_says:
         assert said in english and said not in chinese, said
+
+
+@pytest.mark.parametrize('lesson', LESSONS)
+def test_a_lessons_help_speaks_chinese(lesson, monkeypatch, capsys):
+    monkeypatch.delenv('MICROTENSOR_LANG', raising=False)
+    module = importlib.import_module(f'demos.{lesson}')
+    with pytest.raises(SystemExit):
+        run(lesson, ['--help'], 'zh', capsys)
+    said = capsys.readouterr().out
+    first = module.__doc__.splitlines()[0]
+    assert said.startswith('用法：') and '课程：' in said and first not in said, said
+    assert '随机种子' in said or '步数' in said, said       # the options' helps too
+    assert f'python -m demos.{lesson}' in said               # commands stay as they are
