@@ -137,7 +137,7 @@ def run(seq_len=512, n_layers=24, repeats=3, seed=0, device='cpu'):
                   N_('part 2: "y = ..."'),
                   y=', '.join(f"{v:.3f}" for v in y))
     claims.record('deep_dive', '5.2', '跨度 14）…跨度 2.51），压缩了将近 6 倍', 'holds',
-                  "{before:.0f} / {after:.3f} = {ratio:.2f}x", N_('part 2: the table "range"'), before=before, after=after,
+                  N_("{before:.0f} / {after:.3f} = {ratio:.2f}x"), N_('part 2: the table "range"'), before=before, after=after,
                   ratio=before / after)
 
     stats = batchnorm_statistics(device=device)
