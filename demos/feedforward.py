@@ -26,6 +26,7 @@ import random
 
 import microtensor as mt
 from microtensor import nn, optim
+from microtensor.i18n import N_, _
 from transformer import GPT, EncoderLayer, FeedForward, MultiHeadAttention
 
 from . import budget, claims
@@ -115,95 +116,98 @@ def run(steps=300, copy_steps=150, seeds=1, full=False, device='cpu'):
     if full:
         steps, copy_steps, seeds = FULL['steps'], FULL['copy_steps'], FULL['seeds']
     c = collapse(device=device)
-    print("1. The deep dive's '两个线性层的复合还是线性层' (§6.1): a FeedForward(8, 32) without its activation vs\n"
-          "   one Linear(8, 8) with W = W_1 W_2, "
-          "b = b_1 W_2 + b_2 (float64):")
-    print(table(['', 'max |difference|', 'parameters'],
-                [['W_2(W_1(x)) vs the single Linear', f"{c['gap']:.1e}", f"{c['ffn_params']} vs {c['single_params']}"],
-                 ['with the activation (GELU) vs it', f"{c['with_activation_gap']:.2f}", '']]))
+    print(_("1. The deep dive's '两个线性层的复合还是线性层' (§6.1): a FeedForward(8, 32) without its activation vs\n"
+            "   one Linear(8, 8) with W = W_1 W_2, "
+            "b = b_1 W_2 + b_2 (float64):"))
+    print(table(['', _('max |difference|'), _('parameters')],
+                [[_('W_2(W_1(x)) vs the single Linear'), f"{c['gap']:.1e}", f"{c['ffn_params']} vs {c['single_params']}"],
+                 [_('with the activation (GELU) vs it'), f"{c['with_activation_gap']:.2f}", '']]))
 
-    print(f"\n2-3. An FFN (8 -> 32 -> 8) learns a function elementwise, x ~ N(0, 1), Adam, {steps} steps, "
-          f"{seeds} seed{'s' * (seeds > 1)}: mean squared error over the last 20 steps")
+    seed_count = (_("{n} seeds") if seeds > 1 else _("{n} seed")).format(n=seeds)
+    print("\n" + _("2-3. An FFN (8 -> 32 -> 8) learns a function elementwise, x ~ N(0, 1), Adam, {steps} steps, "
+                   "{seed_count}: mean squared error over the last 20 steps").format(steps=steps, seed_count=seed_count))
     curves = {(t, a): [fit(t, a, steps, seed=s, device=device) for s in range(seeds)]
               for t in TARGETS for a in (None, 'relu', 'gelu')}
     final = {k: sum(_tail(r) for r in runs) / seeds for k, runs in curves.items()}
     plateau = 1 - 2 / math.pi
-    print(table(['target', 'no activation', 'ReLU', 'GELU', 'best linear map'],
+    print(table([_('target'), _('no activation'), 'ReLU', 'GELU', _('best linear map')],
                 [[t, final[t, None], final[t, 'relu'], final[t, 'gelu'],
                   f"{plateau:.4f}" if t == '|x|' else f"{_sin_plateau():.4f}"] for t in TARGETS], fmt='.4f'))
-    print(f"Without the activation the FFN is a linear map and cannot go below the best linear fit (|x|: 1 - 2/pi\n"
-          f"= {plateau:.3f}; sin(2x): Var - Cov^2 = {_sin_plateau():.3f}), however long it trains; with one it goes on "
-          "down.")
+    print(_("Without the activation the FFN is a linear map and cannot go below the best linear fit (|x|: 1 - 2/pi\n"
+            "= {plateau:.3f}; sin(2x): Var - Cov^2 = {sin_plateau:.3f}), however long it trains; with one it goes on "
+            "down.").format(plateau=plateau, sin_plateau=_sin_plateau()))
 
     copy = {a: [train_copy(a, copy_steps, seed=s, device=device) for s in range(seeds)] for a in ('relu', 'gelu')}
     copy_final = {a: sum(_tail(r, 10) for r in runs) / seeds for a, runs in copy.items()}
-    print(f"A 2-layer GPT on the copy task, {copy_steps} steps: final loss ReLU {copy_final['relu']:.4f}, "
-          f"GELU {copy_final['gelu']:.4f} (chance {math.log(VOCAB):.2f})")
+    print(_("A 2-layer GPT on the copy task, {steps} steps: final loss ReLU {relu:.4f}, "
+            "GELU {gelu:.4f} (chance {chance:.2f})").format(steps=copy_steps, relu=copy_final['relu'],
+                                                              gelu=copy_final['gelu'], chance=math.log(VOCAB)))
     winner = {t: 'ReLU' if final[t, 'relu'] < final[t, 'gelu'] else 'GELU' for t in TARGETS}
     winner['copy'] = 'ReLU' if copy_final['relu'] < copy_final['gelu'] else 'GELU'
-    print(f"Lower loss: {', '.join(f'{t}: {w}' for t, w in winner.items())}.  "
-          + (f"{winner['copy']} is ahead on all three here" if len(set(winner.values())) == 1 else
-             "Neither activation wins everywhere")
-          + ": the article's case for GELU (a smooth\ncurve, friendlier gradients in deep networks) is not "
-          "something these small tasks can confirm.")
+    task = {**{t: t for t in TARGETS}, 'copy': _('copy')}
+    print(_("Lower loss: {winners}.  ").format(winners=', '.join(f'{task[t]}: {w}' for t, w in winner.items()))
+          + (_("{activation} is ahead on all three here").format(activation=winner['copy'])
+             if len(set(winner.values())) == 1 else _("Neither activation wins everywhere"))
+          + _(": the article's case for GELU (a smooth\ncurve, friendlier gradients in deep networks) is not "
+              "something these small tasks can confirm."))
     claims.record('deep_dive', '6.1', '如果没有它，两层线性变换叠加 = 一层线性变换', 'holds',
-                  "W_2(W_1 x) equals one Linear with W_1 W_2 to {gap:.1e}; without the activation the FFN stays at the "
-                  "best linear fit (|x|: {none:.4f} vs {plateau:.4f}) while ReLU reaches {relu:.4f}; `train_xor`'s "
-                  "MLP is such a pair of Linears around tanh, and solves XOR, which no linear map can",
-                  'part 1 and the table "target, no activation, ReLU, GELU, best linear map"', seeds=claims.seeds_note(seeds),
+                  N_("W_2(W_1 x) equals one Linear with W_1 W_2 to {gap:.1e}; without the activation the FFN stays at the "
+                     "best linear fit (|x|: {none:.4f} vs {plateau:.4f}) while ReLU reaches {relu:.4f}; `train_xor`'s "
+                     "MLP is such a pair of Linears around tanh, and solves XOR, which no linear map can"),
+                  N_('part 1 and the table "target, no activation, ReLU, GELU, best linear map"'), seeds=claims.seeds_note(seeds),
                   gap=c['gap'], none=final['|x|', None], plateau=plateau, relu=final['|x|', 'relu'])
     claims.record('deep_dive', '6.1', 'GELU 比 ReLU 更平滑…这种平滑性对深层网络的梯度流动更友好', 'not tested by this task',
-                  "on these small tasks the lower loss goes to {winners} (copy task: ReLU {relu:.4f}, GELU {gelu:.4f}); "
-                  "smoothness for deep networks' gradient flow needs deep networks: what would test it is the gradient "
-                  "norm through a deep stack (say 24+ layers) trained with each activation, over several seeds",
-                  'the line "Lower loss: ..."', seeds=claims.seeds_note(seeds),
+                  N_("on these small tasks the lower loss goes to {winners} (copy task: ReLU {relu:.4f}, GELU {gelu:.4f}); "
+                     "smoothness for deep networks' gradient flow needs deep networks: what would test it is the gradient "
+                     "norm through a deep stack (say 24+ layers) trained with each activation, over several seeds"),
+                  N_('the line "Lower loss: ..."'), seeds=claims.seeds_note(seeds),
                   winners=', '.join(f"{w} on {t}" for t, w in winner.items()), relu=copy_final['relu'],
                   gelu=copy_final['gelu'])
 
     p = parameter_counts(device=device)
     d, h = p['d_model'], p['n_heads']
     share = p['ffn'] / (p['attention'] + p['ffn'])
-    print(f"\n4. The architecture article's 'FFN 通常占了模型参数的大头' (§2.7) and heads that cost one head's "
-          f"parameters (§2.3.3):\n   parameters of EncoderLayer(d_model={d}, h={h}, d_ff={4 * d}), counted from the "
-          "modules:")
-    print(table(['part', 'parameters', 'formula', 'share of the layer'],
-                [['self-attention', p['attention'], f"4 d^2 + 4 d = {4 * d * d + 4 * d}",
+    print("\n" + _("4. The architecture article's 'FFN 通常占了模型参数的大头' (§2.7) and heads that cost one head's "
+                   "parameters (§2.3.3):\n   parameters of EncoderLayer(d_model={d}, h={h}, d_ff={d_ff}), counted from the "
+                   "modules:").format(d=d, h=h, d_ff=4 * d))
+    print(table([_('part'), _('parameters'), _('formula'), _('share of the layer')],
+                [[_('self-attention'), p['attention'], f"4 d^2 + 4 d = {4 * d * d + 4 * d}",
                   f"{100 * p['attention'] / p['layer']:.2f}%"],
                  ['FFN', p['ffn'], f"8 d^2 + 5 d = {8 * d * d + 5 * d}", f"{100 * p['ffn'] / p['layer']:.2f}%"],
-                 ['2 LayerNorms', p['norms'], f"4 d = {4 * d}", f"{100 * p['norms'] / p['layer']:.2f}%"],
-                 ['layer', p['layer'], '', '100%']]))
-    print(f"FFN / (attention + FFN) = {share:.4f} (2/3 = {2 / 3:.4f}: weights 8d^2 against 4d^2, "
-          "the biases 5d against 4d).")
-    print(table(['MultiHeadAttention(512, h)', 'd_k', 'parameters'],
+                 [_('2 LayerNorms'), p['norms'], f"4 d = {4 * d}", f"{100 * p['norms'] / p['layer']:.2f}%"],
+                 [_('layer'), p['layer'], '', '100%']]))
+    print(_("FFN / (attention + FFN) = {share:.4f} (2/3 = {two_thirds:.4f}: weights 8d^2 against 4d^2, "
+            "the biases 5d against 4d).").format(share=share, two_thirds=2 / 3))
+    print(table(['MultiHeadAttention(512, h)', 'd_k', _('parameters')],
                 [[f"h = {n}", d // n, v] for n, v in p['heads'].items()]))
-    print(f"Every h gives the same count: the h heads' W_Q are the column blocks of one (d, d) matrix.  Had each\n"
-          f"head projected to the full d_model instead, h = {h} would cost {h * 3 * d * d + h * d * d:,} weights "
-          f"(3 h d^2 + h d^2), {h}x as many.")
+    print(_("Every h gives the same count: the h heads' W_Q are the column blocks of one (d, d) matrix.  Had each\n"
+            "head projected to the full d_model instead, h = {h} would cost {full:,} weights "
+            "(3 h d^2 + h d^2), {h}x as many.").format(h=h, full=h * 3 * d * d + h * d * d))
     n = 128
     madds = {heads: 4 * n * d * d + heads * 2 * n * n * (d // heads) for heads in p['heads']}
-    print(f"Multiply-adds of one forward pass over n = {n} tokens, 4 n d^2 (W_Q, W_K, W_V, W_O) + h 2 n^2 d_k "
-          "(Q K^T and A V, per head):\n" + table(['MultiHeadAttention(512, h)', 'multiply-adds'],
+    print(_("Multiply-adds of one forward pass over n = {n} tokens, 4 n d^2 (W_Q, W_K, W_V, W_O) + h 2 n^2 d_k "
+            "(Q K^T and A V, per head):").format(n=n) + "\n" + table(['MultiHeadAttention(512, h)', _('multiply-adds')],
                                                  [[f"h = {heads}", v] for heads, v in madds.items()]))
     claims.record('architecture', '2.3.3', '让多头的总参数量和单头版本基本一致，不增加额外计算开销', 'holds',
-                  "{params:,} parameters for h = {hs}, and {madds:,} multiply-adds over {n} tokens for each (h heads "
-                  "of d_k = d_model / h: h 2 n^2 d_k = 2 n^2 d_model); the h heads' W_Q are column blocks of one "
-                  "d_model x d_model matrix", 'part 4: the tables "MultiHeadAttention(512, h)"',
+                  N_("{params:,} parameters for h = {hs}, and {madds:,} multiply-adds over {n} tokens for each (h heads "
+                     "of d_k = d_model / h: h 2 n^2 d_k = 2 n^2 d_model); the h heads' W_Q are column blocks of one "
+                     "d_model x d_model matrix"), N_('part 4: the tables "MultiHeadAttention(512, h)"'),
                   params=p['heads'][1] if len(set(p['heads'].values())) == 1 else -1, hs=', '.join(map(str, p['heads'])),
                   madds=madds[1] if len(set(madds.values())) == 1 else -1, n=n)
     claims.record('architecture', '2.10.4', 'd_k = d_model/H 的设计让总参数量与单头基本持平', 'holds',
-                  "the same {params:,} for every h; had each head projected to the full d_model, h = {h} would cost "
-                  "{full:,} weights", 'part 4: the table "MultiHeadAttention(512, h), d_k, parameters"',
+                  N_("the same {params:,} for every h; had each head projected to the full d_model, h = {h} would cost "
+                     "{full:,} weights"), N_('part 4: the table "MultiHeadAttention(512, h), d_k, parameters"'),
                   params=p['heads'][h], h=h, full=h * 3 * d * d + h * d * d)
     claims.record('architecture', '2.7', 'FFN 通常占了模型参数的大头（隐藏层维度一般是 4 × d_model）', 'holds',
-                  "{ffn:,} of an EncoderLayer's {layer:,} parameters ({share:.1%}, 2/3) at d_model = {d}; without its "
-                  "activation the FFN is one Linear (difference {gap:.1e}) and cannot go below the best linear fit "
-                  "(|x|: {none:.4f} vs {plateau:.4f})", 'part 4: the table "part, parameters, formula, share of the '
-                  'layer"; parts 1-2', ffn=p['ffn'], layer=p['layer'], share=p['ffn'] / p['layer'], d=d, gap=c['gap'],
+                  N_("{ffn:,} of an EncoderLayer's {layer:,} parameters ({share:.1%}, 2/3) at d_model = {d}; without its "
+                     "activation the FFN is one Linear (difference {gap:.1e}) and cannot go below the best linear fit "
+                     "(|x|: {none:.4f} vs {plateau:.4f})"), N_('part 4: the table "part, parameters, formula, share of '
+                                                               'the layer"; parts 1-2'), ffn=p['ffn'], layer=p['layer'], share=p['ffn'] / p['layer'], d=d, gap=c['gap'],
                   none=final['|x|', None], plateau=plateau)
 
-    save_lines('feedforward', {f"{a or 'no activation'}": [sum(r[i] for r in curves['|x|', a]) / seeds
-                                                           for i in range(steps)] for a in (None, 'relu', 'gelu')},
-               'step', 'mean squared error', 'An FFN learning |x| (the best linear fit: 1 - 2/pi)')
+    save_lines('feedforward', {a or _('no activation'): [sum(r[i] for r in curves['|x|', a]) / seeds
+                                                         for i in range(steps)] for a in (None, 'relu', 'gelu')},
+               _('step'), _('mean squared error'), _('An FFN learning |x| (the best linear fit: 1 - 2/pi)'))
     return {'collapse': c, 'final': final, 'plateau': plateau, 'sin_plateau': _sin_plateau(),
             'copy_final': copy_final, 'params': p, 'ffn_share': share, 'device': p['device']}
 
@@ -215,8 +219,8 @@ def _sin_plateau():
 
 
 def main(argv=None):
-    options = options_of(run, steps='Adam steps of each FFN fit (parts 2-3)', copy_steps='Adam steps of each GPT',
-                         seeds='seeds averaged per comparison', full='1000 / 400 steps, 5 seeds')
+    options = options_of(run, steps=N_('Adam steps of each FFN fit (parts 2-3)'), copy_steps=N_('Adam steps of each GPT'),
+                         seeds=N_('seeds averaged per comparison'), full=N_('1000 / 400 steps, 5 seeds'))
     return run_lesson(run, command_line('feedforward', __doc__, options, argv, check=_budget))
 
 

@@ -22,6 +22,7 @@ import math
 
 import microtensor as mt
 from microtensor import nn
+from microtensor.i18n import N_, _
 from transformer import Embed, MultiHeadAttention
 from transformer.attention import merge_heads, split_heads
 
@@ -111,8 +112,8 @@ def role(weights):
     """A head's name from its mean weights on (t-1, t, t+1)."""
     best = max(range(3), key=lambda i: weights[i])
     if weights[best] < 0.5:
-        return 'mixed'
-    return ('previous token', 'itself', 'next token')[best]
+        return N_('mixed')
+    return (N_('previous token'), N_('itself'), N_('next token'))[best]
 
 
 HEAD_COUNTS = (1, 2, 4)
@@ -122,69 +123,74 @@ FULL = dict(steps=1000, head_counts=(1, 2, 4, 8), seeds=5)  # --full: 1 and 2 he
 def run(steps=300, seed=0, full=False, device='cpu'):
     steps, head_counts = (FULL['steps'], FULL['head_counts']) if full else (steps, HEAD_COUNTS)
     facts = table_facts()
-    print(f"1. The three heads of 我 爱 你 ({cite('deep_dive', '2.5')}), as printed:")
-    print(table(['head', 'row sums', 'mean entropy (nats)', 'weight on neighbours |i-j| = 1', '爱 -> 你'],
+    print(_("1. The three heads of 我 爱 你 ({cite}), as printed:").format(cite=cite('deep_dive', '2.5')))
+    print(table([_('head'), _('row sums'), _('mean entropy (nats)'), _('weight on neighbours |i-j| = 1'), '爱 -> 你'],
                 [[h, ', '.join(f"{s:.2f}" for s in f['sums']), f['entropy'], f['neighbours'], TABLES[h][1][2]]
                  for h, f in facts.items()], fmt='.3f'))
     most_uniform = max(facts, key=lambda h: facts[h]['entropy'])
     most_local = max(facts, key=lambda h: facts[h]['neighbours'])
-    print(f"Every row sums to 1.00.  Head {most_uniform} has the largest entropy ({math.log(3):.3f} would be "
-          f"uniform): 'head 3 is the most uniform' " + ('holds' if most_uniform == 3 else 'does not hold') + ".\n"
-          f"The largest weight on neighbours is head {most_local}'s, not head 1's: in a 3-word sentence 爱 has "
-          "both words as neighbours, and\nhead 2 sends 爱 -> 你 0.85 and 你 -> 爱 0.75.\nSo 'head 1 attends to "
-          "neighbours' is " + ('right' if most_local == 1 else 'not what the numbers show') + "; 爱 -> 你 = 0.85 "
-          "is as printed.")
+    print(_("Every row sums to 1.00.  Head {uniform} has the largest entropy ({log3:.3f} would be "
+            "uniform): {uniform_verdict}.\n"
+            "The largest weight on neighbours is head {local}'s, not head 1's: in a 3-word sentence 爱 has "
+            "both words as neighbours, and\nhead 2 sends 爱 -> 你 0.85 and 你 -> 爱 0.75.\nSo {local_verdict}; "
+            "爱 -> 你 = 0.85 is as printed.").format(
+        uniform=most_uniform, log3=math.log(3), local=most_local,
+        uniform_verdict=_("'head 3 is the most uniform' holds") if most_uniform == 3 else
+        _("'head 3 is the most uniform' does not hold"),
+        local_verdict=_("'head 1 attends to neighbours' is right") if most_local == 1 else
+        _("'head 1 attends to neighbours' is not what the numbers show")))
     claims.record('deep_dive', '2.5', ['头 1 看起来更关注相邻词', '头 3 的权重分布更均匀'],
                   'holds' if most_local == 1 and most_uniform == 3 else 'partly',
-                  "every row sums to 1.00 and head {uniform} has the largest entropy ({entropy:.3f} nats; uniform "
-                  "{log3:.3f}), but head {local}, not head 1, puts the most weight on neighbours ({local_w:.3f} vs "
-                  "{one_w:.3f})", 'part 1: the table "head, row sums, mean entropy, weight on neighbours"',
+                  N_("every row sums to 1.00 and head {uniform} has the largest entropy ({entropy:.3f} nats; uniform "
+                     "{log3:.3f}), but head {local}, not head 1, puts the most weight on neighbours ({local_w:.3f} vs "
+                     "{one_w:.3f})"), N_('part 1: the table "head, row sums, mean entropy, weight on neighbours"'),
                   uniform=most_uniform, entropy=facts[most_uniform]['entropy'], log3=math.log(3), local=most_local,
                   local_w=facts[most_local]['neighbours'], one_w=facts[1]['neighbours'])
-    print("Through MultiHeadAttention(12, 3)'s W^V and W^O (random X):\nV_i, head_i = A_i V_i, Concat, output "
-          "shapes: " + ' -> '.join(str(s) for s in concat_shapes(seed, device)))
+    print(_("Through MultiHeadAttention(12, 3)'s W^V and W^O (random X):\nV_i, head_i = A_i V_i, Concat, output "
+            "shapes: {shapes}").format(shapes=' -> '.join(str(s) for s in concat_shapes(seed, device))))
 
     results = {h: train_neighbours(h, steps, seed=seed, device=device) for h in head_counts}
-    print(f"\n2. Name both neighbours of every token (8 tokens, 10 symbols, no mask, one layer, {steps} Adam steps); "
-          "per head, the mean weight\n   on t-1, t, t+1 (heads numbered from 1):")
+    print("\n" + _("2. Name both neighbours of every token (8 tokens, 10 symbols, no mask, one layer, {steps} Adam "
+                   "steps); per head, the mean weight\n   on t-1, t, t+1 (heads numbered from 1):").format(steps=steps))
     rows = []
     for h, r in results.items():
         for i, w in enumerate(r['offsets'], 1):
-            rows.append([h if i == 1 else '', i, *w, role(w),
+            rows.append([h if i == 1 else '', i, *w, _(role(w)),
                          *((f"{100 * r['accuracy'][0]:.1f}%", f"{100 * r['accuracy'][1]:.1f}%", tail_mean(r['losses']))
                            if i == 1 else ('', '', ''))])
-    print(table(['heads', 'head', 'on t-1', 'on t', 'on t+1', 'role', 'previous: acc', 'next: acc', 'final loss'],
-                rows, fmt='.3f'))
+    print(table([_('heads'), _('head'), _('on t-1'), _('on t'), _('on t+1'), _('role'), _('previous: acc'),
+                 _('next: acc'), _('final loss')], rows, fmt='.3f'))
     roles = {h: {role(w) for w in r['offsets']} for h, r in results.items()}
     split = [h for h in head_counts if {'previous token', 'next token'} <= roles[h]]
-    one, back, _, forward = results[1]['accuracy'], *results[1]['offsets'][0]
-    print(f"(chance: 10%)  One head has to look both ways at once (weights {back:.2f} / {forward:.2f}) and gets one "
-          "vector for both\nneighbours: " + (f"it reaches only {100 * one[0]:.0f}% (previous) / {100 * one[1]:.0f}% "
-                                            "(next)." if min(one) < 0.9 else
-                                            f"it still gets there, more slowly (final loss "
-                                            f"{tail_mean(results[1]['losses']):.3f} against "
-                                            f"{tail_mean(results[head_counts[1]]['losses']):.3f} with "
-                                            f"{head_counts[1]} heads).") + "\n" +
-          (f"With {split[0]} heads, one head takes the previous token and another the next: nobody\nassigned them, "
-           "training did -- the emergence the deep dive describes\n"
-           f"({cite('deep_dive', '2.3')}: 'this is not design, it is emergence')." if split else
-           "No head count tried here split the two jobs between heads."))
+    one, back, middle, forward = results[1]['accuracy'], *results[1]['offsets'][0]
+    print(_("(chance: 10%)  One head has to look both ways at once (weights {back:.2f} / {forward:.2f}) and gets one "
+            "vector for both\nneighbours: ").format(back=back, forward=forward)
+          + (_("it reaches only {previous:.0f}% (previous) / {next:.0f}% (next).").format(
+              previous=100 * one[0], next=100 * one[1]) if min(one) < 0.9 else
+             _("it still gets there, more slowly (final loss {one:.3f} against {more:.3f} with {heads} heads).").format(
+              one=tail_mean(results[1]['losses']), more=tail_mean(results[head_counts[1]]['losses']),
+              heads=head_counts[1])) + "\n" +
+          (_("With {heads} heads, one head takes the previous token and another the next: nobody\nassigned them, "
+             "training did -- the emergence the deep dive describes\n({cite}: 'this is not design, it is "
+             "emergence').").format(heads=split[0], cite=cite('deep_dive', '2.3')) if split else
+           _("No head count tried here split the two jobs between heads.")))
     seeds = range(seed, seed + (FULL['seeds'] if full else 1))
     runs = {h: [results[h]] + [train_neighbours(h, steps, seed=k, device=device) for k in list(seeds)[1:]]
             for h in head_counts[:2]}
     two = head_counts[1]
     splits = sum({'previous token', 'next token'} <= {role(w) for w in r['offsets']} for r in runs[two])
-    look = 'part 2: the table "heads, head, on t-1, on t, on t+1, role, previous: acc, next: acc"'
+    look = N_('part 2: the table "heads, head, on t-1, on t, on t+1, role, previous: acc, next: acc"')
     n = len(seeds)
     claims.record('deep_dive', '2.3', '注意：这不是设计，是涌现。', 'holds' if splits == n else 'partly',
-                  "on a toy: trained to name both neighbours, {two} heads split the jobs by themselves (one on t-1, "
-                  "one on t+1) in {splits} of {n} seeds, reaching {acc} on both", look, seeds=claims.seeds_note(n),
+                  N_("on a toy: trained to name both neighbours, {two} heads split the jobs by themselves (one on t-1, "
+                     "one on t+1) in {splits} of {n} seeds, reaching {acc} on both"), look, seeds=claims.seeds_note(n),
                   two=two, splits=splits, n=n, acc=claims.spread([a for r in runs[two] for a in r['accuracy']]))
     on = lambda h, k: [w[k] for r in runs[h] for w in r['offsets'] if role(w) == ('next token' if k == 2 else
                                                                                   'previous token')]
     claims.record('deep_dive', '2.6', '一些头几乎完全关注下一个词（像是一个"相邻性探测器"）', 'holds' if on(two, 2) else 'partly',
-                  "with {two} heads on the two-neighbours task, next-token heads put {next_w} on t+1 and previous-token "
-                  "heads {prev_w} on t-1; one head alone splits {back:.2f} / {forward:.2f} and reaches {one}", look,
+                  N_("with {two} heads on the two-neighbours task, next-token heads put {next_w} on t+1 and "
+                     "previous-token heads {prev_w} on t-1; one head alone splits {back:.2f} / {forward:.2f} and "
+                     "reaches {one}"), look,
                   seeds=claims.seeds_note(n), two=two, next_w=claims.between(on(two, 2)) if on(two, 2) else '-',
                   prev_w=claims.between(on(two, 0)) if on(two, 0) else '-', back=back, forward=forward,
                   one=' / '.join(f"{a:.0%}" for a in one))
@@ -194,8 +200,8 @@ def run(steps=300, seed=0, full=False, device='cpu'):
 
 
 def main(argv=None):
-    options = options_of(run, steps='Adam steps of each training', seed='random seed',
-                         full='1000 steps, 8 heads as well, and 1 and 2 heads over 5 seeds')
+    options = options_of(run, steps=N_('Adam steps of each training'), seed=N_('random seed'),
+                         full=N_('1000 steps, 8 heads as well, and 1 and 2 heads over 5 seeds'))
     return run_lesson(run, command_line('heads_specialise', __doc__, options, argv, check=_budget))
 
 

@@ -34,6 +34,7 @@ import random
 
 import microtensor as mt
 from microtensor import nn
+from microtensor.i18n import N_, _
 from transformer import KVCache, MultiHeadAttention, causal_mask, scaled_dot_product_attention
 from transformer import article_data as article
 from transformer.mla import MultiHeadLatentAttention
@@ -198,8 +199,9 @@ def mla_queries(d_model=64, n_heads=4, d_c=16, d_cq=24, n=5, seed=0, device='cpu
 
 
 # ---------------------------------------------------------------------------- 5. the 'it' table
+OTHER_WORDS = N_('other words')   # the 6 words the table does not list
 IT_TABLE = [('it', 0.05), ('animal', 0.65), ('street', 0.05), ('tired', 0.15), ('because', 0.05),
-            ('other words', 0.05)]   # the attention article §2.1.3; 'other words' = the 6 not listed
+            (OTHER_WORDS, 0.05)]   # the attention article §2.1.3
 SENTENCE = "The animal didn't cross the street because it was too tired".split()
 
 
@@ -224,31 +226,32 @@ def run(steps=200, lookup_steps=400, seed=0, full=False, device='cpu'):
     else:
         seeds = 1
 
-    print(f"1. Q = K = V = X, no projections ({cite('architecture', '2.3.2')}).  The 猫 吃 鱼 X0 of "
-          f"{cite('deep_dive', '7.2')}:")
+    print(_("1. Q = K = V = X, no projections ({cite}).  The 猫 吃 鱼 X0 of {cite_x0}:").format(
+        cite=cite('architecture', '2.3.2'), cite_x0=cite('deep_dive', '7.2')))
     S, A = self_attention_of_x0(device)
     words = article.TOKENS
     print(table(['Q \\ K'] + words + ['|'] + words, [[w] + S[i] + ['|'] + A[i] for i, w in enumerate(words)],
                 fmt='.3f'))
-    print("(left: S = X0 X0^T / sqrt(12), symmetric; right: softmax(S))\nEach word's largest weight is itself: "
-          + ', '.join(f"{w} {A[i][i]:.0%}" for i, w in enumerate(words)) + ".")
+    print(_("(left: S = X0 X0^T / sqrt(12), symmetric; right: softmax(S))\nEach word's largest weight is itself: "
+            "{weights}.").format(weights=', '.join(f"{w} {A[i][i]:.0%}" for i, w in enumerate(words))))
     is_max, on_diag = diagonal_share(seed=seed, device=device)
-    print(f"Random X (8 words, d = 64, rows of equal length): the diagonal is the largest weight\nin "
-          f"{is_max:.0%} of the rows, mean weight on itself {on_diag:.3f}.")
+    print(_("Random X (8 words, d = 64, rows of equal length): the diagonal is the largest weight\nin "
+            "{is_max:.0%} of the rows, mean weight on itself {on_diag:.3f}.").format(is_max=is_max, on_diag=on_diag))
     results = {p: copy_previous(p, steps, seed=seed, device=device) for p in (True, False)}
-    print(f"Copy the previous token (8 tokens, 10 symbols, learned positions, one layer, {steps} Adam steps):")
-    print(table(['attention', 'final loss', 'test accuracy', 'weight on t-1', 'weight on t itself'],
+    print(_("Copy the previous token (8 tokens, 10 symbols, learned positions, one layer, {steps} Adam steps):").format(
+        steps=steps))
+    print(table([_('attention'), _('final loss'), _('test accuracy'), _('weight on t-1'), _('weight on t itself')],
                 [[name, tail_mean(results[p]['losses']), f"{100 * results[p]['accuracy']:.1f}%", results[p]['back'],
                   results[p]['itself']]
                  for name, p in (('W_Q, W_K, W_V', True), ('Q = K = V = X', False))]))
-    print("(chance: 10%)  Without projections the embeddings are all that can learn, and a row's largest score "
-          "stays on its own\ntoken: the article's point holds.")
+    print(_("(chance: 10%)  Without projections the embeddings are all that can learn, and a row's largest score "
+            "stays on its own\ntoken: the article's point holds."))
     copies = [results[False]] + [copy_previous(False, steps, seed=seed + s, device=device) for s in range(1, seeds)]
     claims.record('architecture', '2.3.2', '如果让 Q/K/V 都直接等于 X 不做变换，模型就没法学到「该从什么角度提问」', 'holds',
-                  "with Q = K = V = X each word's largest weight is itself ({itself} on the deep dive's X0; {is_max} "
-                  "of the rows of random X of equal-length rows), and copying the previous token is not learned "
-                  "({without}, chance 10%; {with_} with W_Q, W_K, W_V)",
-                  "part 1: the 猫 吃 鱼 table and the table \"attention, final loss, test accuracy\"",
+                  N_("with Q = K = V = X each word's largest weight is itself ({itself} on the deep dive's X0; {is_max} "
+                     "of the rows of random X of equal-length rows), and copying the previous token is not learned "
+                     "({without}, chance 10%; {with_} with W_Q, W_K, W_V)"),
+                  N_("part 1: the 猫 吃 鱼 table and the table \"attention, final loss, test accuracy\""),
                   seeds=claims.seeds_note(seeds),
                   itself=', '.join(f"{w} {A[i][i]:.0%}" for i, w in enumerate(words)), is_max=f"{is_max:.0%}",
                   without=claims.spread([c['accuracy'] for c in copies]), with_=f"{100 * results[True]['accuracy']:.1f}%")
@@ -256,25 +259,30 @@ def run(steps=200, lookup_steps=400, seed=0, full=False, device='cpu'):
     d_ks = LOOKUP_D_KS
     lookup = {(tie, d_k): [train_lookup(tie, d_k, lookup_steps, seed=seed + s, device=device) for s in range(seeds)]
               for d_k in d_ks for tie in (False, True)}
-    print(f"\n2. K != V ({cite('attention', '2.2.3')}): look up the content stored at an address (8 addresses, "
-          f"6 stored,\n   one head, {lookup_steps} Adam steps{f', {seeds} seeds' if seeds > 1 else ''}):")
-    print(table(['d_k', 'W_V separate: params', 'accuracy', 'W_V = W_K: params', 'accuracy'],
+    seed_count = _(', {n} seeds').format(n=seeds) if seeds > 1 else ''
+    print("\n" + _("2. K != V ({cite}): look up the content stored at an address (8 addresses, 6 stored,\n   one head, "
+                   "{steps} Adam steps{seeds}):").format(cite=cite('attention', '2.2.3'), steps=lookup_steps,
+                                                         seeds=seed_count))
+    print(table(['d_k', _('W_V separate: params'), _('accuracy'), _('W_V = W_K: params'), _('accuracy')],
                 [[d_k] + [v for tie in (False, True) for v in
                           (lookup[tie, d_k][0][0], f"{100 * sum(r[2] for r in lookup[tie, d_k]) / seeds:.1f}%")]
                  for d_k in d_ks]))
     roomy = [d_k for d_k in d_ks if sum(r[2] for r in lookup[True, d_k]) / seeds > 0.95]
-    print("(chance: 12.5%)  With W_V = W_K one d_k-wide vector must carry both the address (to be matched) and "
-          "the content\n(to be returned); separate projections give each its own d_k.  So the article's point "
-          "holds where d_k is tight;\n" + (f"with room for both (d_k = {roomy[0]} here) a shared projection does "
-                                          "the job too: 'must' is too strong." if roomy else
-                                          "here no d_k tried gave the shared projection enough room."))
+    print(_("(chance: 12.5%)  With W_V = W_K one d_k-wide vector must carry both the address (to be matched) and "
+            "the content\n(to be returned); separate projections give each its own d_k.  So the article's point "
+            "holds where d_k is tight;\n")
+          + (_("with room for both (d_k = {d_k} here) a shared projection does the job too: 'must' is too "
+               "strong.").format(d_k=roomy[0]) if roomy else
+             _("here no d_k tried gave the shared projection enough room.")))
     mean = {key: sum(r[2] for r in runs) / seeds for key, runs in lookup.items()}
     claims.record('attention', '2.2.3', ['it 可能会通过匹配 animal 的词性（Key）找到它。',
                                          '但 it 真正需要的是 animal 的语义（Value）'], 'partly' if roomy else 'holds',
-                  "with W_V tied to W_K one head reaches {tied} at d_k = {d_ks} against {separate} with separate "
-                  "projections" + ("; at d_k = {roomy} the shared projection has room for address and content and "
-                                   "also reaches {roomy_acc}: \"must\" is too strong" if roomy else ""),
-                  'part 2: the table "d_k, W_V separate, W_V = W_K"', seeds=claims.seeds_note(seeds),
+                  N_("with W_V tied to W_K one head reaches {tied} at d_k = {d_ks} against {separate} with separate "
+                     "projections; at d_k = {roomy} the shared projection has room for address and content and "
+                     "also reaches {roomy_acc}: \"must\" is too strong") if roomy else
+                  N_("with W_V tied to W_K one head reaches {tied} at d_k = {d_ks} against {separate} with separate "
+                     "projections"),
+                  N_('part 2: the table "d_k, W_V separate, W_V = W_K"'), seeds=claims.seeds_note(seeds),
                   tied=' / '.join(f"{100 * mean[True, d]:.1f}%" for d in d_ks if d not in roomy),
                   d_ks=' / '.join(str(d) for d in d_ks if d not in roomy),
                   separate=claims.spread([mean[False, d] for d in d_ks]), roomy=roomy[0] if roomy else None,
@@ -282,58 +290,67 @@ def run(steps=200, lookup_steps=400, seed=0, full=False, device='cpu'):
 
     four = fourth_projection(seed=seed, device=device)
     a, b, c = four['abc']
-    print(f"\n3. A fourth projection ({cite('attention', '2.2.4')}: 'U = a Q + b K + c V'): for a random W_U "
-          f"(64 x 64,\n   initialised like W_Q, W_K, W_V) the best scalars are a = {a:.3f}, b = {b:.3f}, "
-          f"c = {c:.3f}, and they leave\n   {four['residual']:.1%} of W_U unexplained.")
-    print("The article's formula is wrong: a fourth projection is not a combination of the three.  What is true "
-          "is that a\nfourth matrix in a role already filled adds parameters but nothing the model can express:")
-    print(table(['check', 'largest difference'],
-                [['Q K_1^T + Q K_2^T  vs  Q (K_1 + K_2)^T: two key projections are one', four['merged']],
-                 ['W_Q columns x s_i, W_K columns / s_i: the scores do not change', four['rescaled']]], fmt='.1e'))
+    print("\n" + _("3. A fourth projection ({cite}: 'U = a Q + b K + c V'): for a random W_U (64 x 64,\n   initialised "
+                   "like W_Q, W_K, W_V) the best scalars are a = {a:.3f}, b = {b:.3f}, c = {c:.3f}, and they leave\n"
+                   "   {left:.1%} of W_U unexplained.").format(cite=cite('attention', '2.2.4'), a=a, b=b, c=c,
+                                                               left=four['residual']))
+    print(_("The article's formula is wrong: a fourth projection is not a combination of the three.  What is true "
+            "is that a\nfourth matrix in a role already filled adds parameters but nothing the model can express:"))
+    print(table([_('check'), _('largest difference')],
+                [[_('Q K_1^T + Q K_2^T  vs  Q (K_1 + K_2)^T: two key projections are one'), four['merged']],
+                 [_('W_Q columns x s_i, W_K columns / s_i: the scores do not change'), four['rescaled']]], fmt='.1e'))
     claims.record('attention', '2.2.4', '第四个向量可以被前三个的线性组合表示：U = a·Q + b·K + c·V',
                   'the article is wrong',
-                  "for a random fourth projection the best a, b, c leave {left:.1%} of W_U unexplained.  What holds is "
-                  "that a fourth matrix in a role already filled adds nothing: Q K_1^T + Q K_2^T = Q (K_1 + K_2)^T "
-                  "(difference {merged:.1e})", 'part 3', left=four['residual'], merged=four['merged'])
+                  N_("for a random fourth projection the best a, b, c leave {left:.1%} of W_U unexplained.  What holds is "
+                     "that a fourth matrix in a role already filled adds nothing: Q K_1^T + Q K_2^T = Q (K_1 + K_2)^T "
+                     "(difference {merged:.1e})"), N_('part 3'), left=four['residual'], merged=four['merged'])
 
     mla = mla_queries(device=device)
     (full_q, full_formula, full_cache), (small_q, small_formula, small_cache) = mla[None], mla[24]
     v2 = article.DEEPSEEK_V2
     shape = (v2['d_model'], v2['n_heads'], v2['d_head'], v2['d_rope'])
     v2_full, v2_small = query_parameters(*shape), query_parameters(*shape, v2['d_cq'])
-    print(f"\n4. MLA ({cite('attention', '2.2.4')}: 'Q 保持完整', Q stays full).  MultiHeadLatentAttention"
-          "(d_model = 64, 4 heads,\n   d_c = 16, the width of the cached K/V latent) with full queries and with "
-          "d_cq = 24 (the queries' own latent:\n   queries compressed too), counted on the modules:")
-    print(table(['queries', 'query-path parameters', 'cached numbers per token'],
-                [['full (d_cq = None)', full_q, full_cache], ['compressed (d_cq = 24)', small_q, small_cache]]))
-    print(f"DeepSeek-V2 (d_model = {v2['d_model']}, {v2['n_heads']} heads of {v2['d_head']} + {v2['d_rope']} RoPE) "
-          f"compresses its queries to d_c' = {v2['d_cq']}: {v2_small / 1e6:.1f} M query\nnumbers per layer instead "
-          f"of {v2_full / 1e6:.1f} M, the cache unchanged.  So 'Q stays full' is not what DeepSeek-V2 does; what "
-          "holds is\nthat queries are never cached, so compressing them saves no cache (in transformer.mla: d_cq).")
+    print("\n" + _("4. MLA ({cite}: 'Q 保持完整', Q stays full).  MultiHeadLatentAttention(d_model = 64, 4 heads,\n"
+                   "   d_c = 16, the width of the cached K/V latent) with full queries and with d_cq = 24 (the queries' "
+                   "own latent:\n   queries compressed too), counted on the modules:").format(
+        cite=cite('attention', '2.2.4')))
+    print(table([_('queries'), _('query-path parameters'), _('cached numbers per token')],
+                [[_('full (d_cq = None)'), full_q, full_cache], [_('compressed (d_cq = 24)'), small_q, small_cache]]))
+    print(_("DeepSeek-V2 (d_model = {d_model}, {n_heads} heads of {d_head} + {d_rope} RoPE) compresses its queries to "
+            "d_c' = {d_cq}: {small:.1f} M query\nnumbers per layer instead of {full:.1f} M, the cache unchanged.  So "
+            "'Q stays full' is not what DeepSeek-V2 does; what holds is\nthat queries are never cached, so compressing "
+            "them saves no cache (in transformer.mla: d_cq).").format(
+        d_model=v2['d_model'], n_heads=v2['n_heads'], d_head=v2['d_head'], d_rope=v2['d_rope'], d_cq=v2['d_cq'],
+        small=v2_small / 1e6, full=v2_full / 1e6))
     claims.record('attention', '2.2.4', '但 Q 保持完整，保证查询能力', 'the article is wrong',
-                  "for DeepSeek-V2, which compresses its queries too (d_c' = {d_cq}: {small:.1f} M query numbers per "
-                  "layer instead of {full:.1f} M); queries are never cached, so the cache is the same ({cache} numbers "
-                  "per token in the lesson's MLA with and without `d_cq`)", "part 4",
+                  N_("for DeepSeek-V2, which compresses its queries too (d_c' = {d_cq}: {small:.1f} M query numbers per "
+                     "layer instead of {full:.1f} M); queries are never cached, so the cache is the same ({cache} numbers "
+                     "per token in the lesson's MLA with and without `d_cq`)"), N_("part 4"),
                   d_cq=v2['d_cq'], small=v2_small / 1e6, full=v2_full / 1e6, cache=full_cache)
 
     it = it_table()
-    print(f"\n5. The 'it' table ({cite('attention', '2.1.3')}).  'gap to street' = ln(p / p_street): how much "
-          "larger that word's\n   scaled score q . k / sqrt(d_k) must be than street's to get its weight:")
-    print(table(['word', 'weight', 'gap to street'], [[w, p, it['gaps'].get(w, '')] for w, p in IT_TABLE], fmt='.3f'))
-    print(f"The weights sum to {it['sum']:.2f}: a distribution, as softmax rows are;\n'other words' are the "
-          f"{len(it['others'])} words {', '.join(it['others'])} ({it['each_other']:.4f} each).\n"
-          f"The heat map of {cite('attention', '2.6')} shows the 'it' row over five of these words, summing to "
-          f"{it['heat_sum']:.2f},\nbut gives 'The' {it['heat_the']:.2f} alone ({cite('attention', '2.1.3')}: 'The' "
-          "is among the 6 'other words' sharing 0.05).\nWith because at 0.05 as well, the remaining five words "
-          "would get 0, which a softmax never gives: the two tables\ndo not quite agree.")
+    print("\n" + _("5. The 'it' table ({cite}).  'gap to street' = ln(p / p_street): how much larger that word's\n"
+                   "   scaled score q . k / sqrt(d_k) must be than street's to get its weight:").format(
+        cite=cite('attention', '2.1.3')))
+    print(table([_('word'), _('weight'), _('gap to street')],
+                [[_(w) if w == OTHER_WORDS else w, p, it['gaps'].get(w, '')] for w, p in IT_TABLE], fmt='.3f'))
+    print(_("The weights sum to {total:.2f}: a distribution, as softmax rows are;\n'other words' are the "
+            "{n} words {words} ({each:.4f} each).\nThe heat map of {cite_heat} shows the 'it' row over five of these "
+            "words, summing to {heat_sum:.2f},\nbut gives 'The' {the:.2f} alone ({cite_table}: 'The' is among the 6 "
+            "'other words' sharing 0.05).\nWith because at 0.05 as well, the remaining five words would get 0, which a "
+            "softmax never gives: the two tables\ndo not quite agree.").format(
+        total=it['sum'], n=len(it['others']), words=', '.join(it['others']), each=it['each_other'],
+        cite_heat=cite('attention', '2.6'), heat_sum=it['heat_sum'], the=it['heat_the'],
+        cite_table=cite('attention', '2.1.3')))
     claims.record('attention', '2.1.3', 'it 的注意力分布：… animal │ 0.65 … tired │ 0.15 … 其他词 │ 0.05', 'holds',
-                  "the six weights sum to {total:.2f} (the {n} \"other words\" get {each:.4f} each); animal's weight "
-                  "means a scaled score ln(0.65 / 0.05) = {gap:.2f} above street's", "part 5: the 'it' table",
+                  N_("the six weights sum to {total:.2f} (the {n} \"other words\" get {each:.4f} each); animal's weight "
+                     "means a scaled score ln(0.65 / 0.05) = {gap:.2f} above street's"), N_("part 5: the 'it' table"),
                   total=it['sum'], n=len(it['others']), each=it['each_other'], gap=it['gaps']['animal'])
     claims.record('attention', '2.6', 'it │ 0.05 │ 0.65 │ 0.05 │ 0.05 │ 0.15', 'partly',
-                  "the 'it' row of the heat map gives 'The' {the:.2f} alone and sums to {heat:.2f}, while §2.1.3's "
-                  "table counts 'The' among the {n} words that share 0.05; with because at 0.05 (§2.1.3) the other "
-                  "five words would get 0, which a softmax never gives", "part 5: the lines under the 'it' table",
+                  N_("the 'it' row of the heat map gives 'The' {the:.2f} alone and sums to {heat:.2f}, while §2.1.3's "
+                     "table counts 'The' among the {n} words that share 0.05; with because at 0.05 (§2.1.3) the other "
+                     "five words would get 0, which a softmax never gives"),
+                  N_("part 5: the lines under the 'it' table"),
                   the=it['heat_the'], heat=it['heat_sum'], n=len(it['others']))
     return {'device': results[True]['model'].head.weight.device,
             'x0': (S, A), 'diagonal': (is_max, on_diag), 'copy': results, 'lookup': lookup, 'fourth': four,
@@ -341,9 +358,9 @@ def run(steps=200, lookup_steps=400, seed=0, full=False, device='cpu'):
 
 
 def main(argv=None):
-    options = options_of(run, steps='Adam steps of the copy-the-previous-token training',
-                         lookup_steps='Adam steps of each lookup training', seed='random seed',
-                         full='train 1000 steps, three seeds for the lookup')
+    options = options_of(run, steps=N_('Adam steps of the copy-the-previous-token training'),
+                         lookup_steps=N_('Adam steps of each lookup training'), seed=N_('random seed'),
+                         full=N_('train 1000 steps, three seeds for the lookup'))
     return run_lesson(run, command_line('qkv_roles', __doc__, options, argv, check=_budget))
 
 

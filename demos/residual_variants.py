@@ -25,6 +25,7 @@ import random
 
 import microtensor as mt
 from microtensor import optim
+from microtensor.i18n import N_, _
 from transformer import GPT, Encoder
 from transformer.probes import ResidualProbe
 from transformer.residual import ResidualGate
@@ -60,12 +61,12 @@ def probe(model, forward):
 
 
 VARIANTS = [  # (name, layer options, gate bias)
-    ('standard x + f(x)', {}, None),
-    ('scaled x + 0.5 f(x)', {'alpha': 0.5}, None),
-    ('scaled x + 0.1 f(x)', {'alpha': 0.1}, None),
-    ('gated, b_g = +3 (open)', {'gate': True}, 3.0),
-    ('gated, b_g = 0 (half)', {'gate': True}, 0.0),
-    ('gated, b_g = -3 (closed)', {'gate': True}, -3.0),
+    (N_('standard x + f(x)'), {}, None),
+    (N_('scaled x + 0.5 f(x)'), {'alpha': 0.5}, None),
+    (N_('scaled x + 0.1 f(x)'), {'alpha': 0.1}, None),
+    (N_('gated, b_g = +3 (open)'), {'gate': True}, 3.0),
+    (N_('gated, b_g = 0 (half)'), {'gate': True}, 0.0),
+    (N_('gated, b_g = -3 (closed)'), {'gate': True}, -3.0),
 ]
 
 
@@ -124,63 +125,64 @@ def gate_channels(model, ids):
 def layer_name(module_name):
     """'decoder.layers.0.gate_ffn' -> 'layer 1 gate_ffn': layers numbered from 1, as the articles number them."""
     index, gate = module_name.removeprefix('decoder.layers.').split('.', 1)
-    return f"layer {int(index) + 1} {gate}"
+    return _("layer {n} {gate}").format(n=int(index) + 1, gate=gate)
 
 
 def run(steps=150, n_layers=6, seed=0, device='cpu'):
     init = shares_at_init(n_layers, seed=seed, device=device)
-    print("The attention article's table of residual variants (§2.3.5): standard x + f(x), scaled x + α f(x), "
-          "gated x + g(x) f(x).")
-    print(f"1. At initialisation, {n_layers} Pre-LN EncoderLayers (the attention article's Pre-Norm), one random "
-          f"batch: the mean over the\n   {2 * n_layers} residual connections of the '+1 share' |via +1| / (|via +1| + "
-          "|via F|), and the mean gate g,\n   g = sigmoid(h W_g + b_g) per channel (h: what the sub-layer reads), in "
-          "y = x + g * F(h)")
-    print(table(['residual', 'mean gate g', '+1 share'],
-                [[name, '-' if g is None else f"{g:.3f}", f"{100 * s:.1f}%"] for name, (s, g) in init.items()]))
-    print("Scaling F by alpha, or gating it by g, narrows the F road: the smaller alpha or g, the larger\n"
-          "the part of the gradient that reaches x along the identity.  An open gate behaves like the standard form.")
+    print(_("The attention article's table of residual variants (§2.3.5): standard x + f(x), scaled x + α f(x), "
+            "gated x + g(x) f(x)."))
+    print(_("1. At initialisation, {n_layers} Pre-LN EncoderLayers (the attention article's Pre-Norm), one random "
+            "batch: the mean over the\n   {connections} residual connections of the '+1 share' |via +1| / (|via +1| + "
+            "|via F|), and the mean gate g,\n   g = sigmoid(h W_g + b_g) per channel (h: what the sub-layer reads), in "
+            "y = x + g * F(h)").format(n_layers=n_layers, connections=2 * n_layers))
+    print(table([_('residual'), _('mean gate g'), _('+1 share')],
+                [[_(name), '-' if g is None else f"{g:.3f}", f"{100 * s:.1f}%"] for name, (s, g) in init.items()]))
+    print(_("Scaling F by alpha, or gating it by g, narrows the F road: the smaller alpha or g, the larger\n"
+            "the part of the gradient that reaches x along the identity.  An open gate behaves like the standard form."))
     names = list(init)
     claims.record('attention', '2.3.5', ['缩放残差 x + α·f(x) 控制增量大小', '门控残差 x + g(x)·f(x) 动态控制信息流'], 'holds',
-                  "scaling or closing the gate narrows the F road: the \"+1\" share rises from {standard:.1%} "
-                  "(standard) to {scaled:.1%} ({scaled_name}) and {closed:.1%} ({closed_name}, g = {g:.3f})",
-                  'part 1: the table "residual, mean gate g, +1 share"', standard=init[names[0]][0],
+                  N_("scaling or closing the gate narrows the F road: the \"+1\" share rises from {standard:.1%} "
+                     "(standard) to {scaled:.1%} ({scaled_name}) and {closed:.1%} ({closed_name}, g = {g:.3f})"),
+                  N_('part 1: the table "residual, mean gate g, +1 share"'), standard=init[names[0]][0],
                   scaled=init[names[2]][0], scaled_name=names[2], closed=init[names[-1]][0], closed_name=names[-1],
                   g=init[names[-1]][1])
 
     trained = train_gated(steps, seed=seed, device=device)
     (s0, g0), (s1, g1) = trained['before'], trained['after']
     losses = trained['losses']
-    print(f"\n2. A 2-layer gated GPT learns to copy ({steps} steps): loss {sum(losses[:10]) / 10:.3f} -> "
-          f"{sum(losses[-10:]) / 10:.3f}")
-    check_learned(losses, 'residual_variants', rose=('another --seed',), flat=('more --steps',))
-    print(table(['', 'mean gate g', '+1 share'],
-                [['before training', f"{g0:.3f}", f"{100 * s0:.1f}%"],
-                 ['after training', f"{g1:.3f}", f"{100 * s1:.1f}%"]]))
+    print("\n" + _("2. A 2-layer gated GPT learns to copy ({steps} steps): loss {first:.3f} -> {last:.3f}").format(
+        steps=steps, first=sum(losses[:10]) / 10, last=sum(losses[-10:]) / 10))
+    check_learned(losses, 'residual_variants', rose=(N_('another --seed'),), flat=(N_('more --steps'),))
+    print(table(['', _('mean gate g'), _('+1 share')],
+                [[_('before training'), f"{g0:.3f}", f"{100 * s0:.1f}%"],
+                 [_('after training'), f"{g1:.3f}", f"{100 * s1:.1f}%"]]))
     before, after = trained['channels_before'], trained['channels_after']
-    print(table(['gate (channels: min / mean / max)', 'before training', 'after training'],
+    print(table([_('gate (channels: min / mean / max)'), _('before training'), _('after training')],
                 [[layer_name(name)] +
                  [f"{min(g[name]):.2f} / {sum(g[name]) / len(g[name]):.2f} / {max(g[name]):.2f}"
                   for g in (before, after)]
                  for name in before]))
     moved = max(abs(a - b) for name in before for a, b in zip(before[name], after[name]))
-    print(f"The largest change of one channel's mean opening: {moved:.2f}.  " +
-          ("Here the gates stay\nnear half open while the task is learned: the copy task gives them no "
-           "reason to close or open." if moved < 0.25 else
-           "Training has opened some channels and closed others: the gate decides, per channel, how much\n"
-           "of the sub-layer gets into the stream."))
+    print(_("The largest change of one channel's mean opening: {moved:.2f}.  ").format(moved=moved) +
+          (_("Here the gates stay\nnear half open while the task is learned: the copy task gives them no "
+             "reason to close or open.") if moved < 0.25 else
+           _("Training has opened some channels and closed others: the gate decides, per channel, how much\n"
+             "of the sub-layer gets into the stream.")))
 
     def draw(ax):
         names = list(init)
-        ax.barh(names, [100 * init[n][0] for n in names])
-        ax.set(xlabel="'+1 share' of the gradient (%)", xlim=(0, 100))
+        ax.barh([_(n) for n in names], [100 * init[n][0] for n in names])
+        ax.set(xlabel=_("'+1 share' of the gradient (%)"), xlim=(0, 100))
         ax.invert_yaxis()
-    save_plot('residual_variants', draw, f'Residual variants at initialisation ({n_layers} Pre-LN layers)')
+    save_plot('residual_variants', draw, _('Residual variants at initialisation ({n_layers} Pre-LN layers)').format(
+        n_layers=n_layers))
     return {'init': init, 'trained': trained, 'device': trained['device']}
 
 
 def main(argv=None):
-    options = options_of(run, steps='Adam steps of the gated GPT (part 2)', n_layers='EncoderLayers in part 1',
-                         seed='random seed')
+    options = options_of(run, steps=N_('Adam steps of the gated GPT (part 2)'), n_layers=N_('EncoderLayers in part 1'),
+                         seed=N_('random seed'))
     return run_lesson(run, command_line('residual_variants', __doc__, options, argv, check=_budget))
 
 

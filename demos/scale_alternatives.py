@@ -26,6 +26,7 @@
 import math
 
 import microtensor as mt
+from microtensor.i18n import N_, _
 from transformer import LayerNorm, MultiHeadAttention
 
 from . import qkv_roles
@@ -105,95 +106,97 @@ def run(rows=200, steps=200, seed=0, full=False, device='cpu'):
     rows, seeds = (FULL['rows'], range(seed, seed + FULL['seeds'])) if full else (rows, [seed])
     d = dot_products(rows=rows, seed=seed, device=device)
     z = 30 / math.sqrt(128)
-    print(f"1. q . k at d_k = 128 ({cite('architecture', '2.4.1')}: std ≈ 11.3, 'spread over ±30'), "
-          f"{rows} rows of 512 keys:")
-    print(table(['', 'measured', 'normal distribution'],
-                [['std of q . k', f"{d['std']:.2f}", f"{math.sqrt(128):.2f}"],
-                 ['30 in standard deviations', f"{30 / d['std']:.2f}", f"{z:.2f}"],
+    print(_("1. q . k at d_k = 128 ({cite}: std ≈ 11.3, 'spread over ±30'), {rows} rows of 512 keys:").format(
+        cite=cite('architecture', '2.4.1'), rows=rows))
+    print(table(['', _('measured'), _('normal distribution')],
+                [[_('std of q . k'), f"{d['std']:.2f}", f"{math.sqrt(128):.2f}"],
+                 [_('30 in standard deviations'), f"{30 / d['std']:.2f}", f"{z:.2f}"],
                  ['P(|q . k| > 30)', f"{d['beyond']:.3%}", f"{normal_beyond(z):.3%}"],
-                 ['keys beyond ±30 in a row of 512', f"{512 * d['beyond']:.1f}", f"{512 * normal_beyond(z):.1f}"],
-                 ['largest |q . k| in a row of 512 (mean)', f"{d['row_max']:.1f}", '']]))
-    print(f"30 is {z:.2f} standard deviations: about {d['beyond']:.1%} of the scores pass it, but a row of 512 keys "
-          f"typically holds\na few, and its largest is about {d['row_max']:.0f}.  '±30' is the reach of a row, not "
-          "the typical score (68% lie within ±11.3): it holds.")
+                 [_('keys beyond ±30 in a row of 512'), f"{512 * d['beyond']:.1f}", f"{512 * normal_beyond(z):.1f}"],
+                 [_('largest |q . k| in a row of 512 (mean)'), f"{d['row_max']:.1f}", '']]))
+    print(_("30 is {z:.2f} standard deviations: about {beyond:.1%} of the scores pass it, but a row of 512 keys "
+            "typically holds\na few, and its largest is about {top:.0f}.  '±30' is the reach of a row, not "
+            "the typical score (68% lie within ±11.3): it holds.").format(z=z, beyond=d['beyond'], top=d['row_max']))
     claims.record('architecture', '2.4.1', 'd_k = 128 时标准差是 √128 ≈ 11.3，意味着点积数值会散布在 ±30 这种很大的范围',
-                  'holds', "30 is {z:.2f} standard deviations, passed by {beyond:.2%} of the scores (normal: {normal:.2%}), "
-                  "{keys:.1f} keys in a row of 512, whose largest |q·k| is {top:.1f} on average",
-                  'part 1: the table "measured, normal distribution"', z=z, beyond=d['beyond'],
+                  'holds', N_("30 is {z:.2f} standard deviations, passed by {beyond:.2%} of the scores (normal: "
+                              "{normal:.2%}), {keys:.1f} keys in a row of 512, whose largest |q·k| is {top:.1f} on average"),
+                  N_('part 1: the table "measured, normal distribution"'), z=z, beyond=d['beyond'],
                   normal=normal_beyond(z), keys=512 * d['beyond'], top=d['row_max'])
 
     pre = pre_ln_scores(device=device)
-    print(f"\n2. Alternatives to the scale ({cite('architecture', '2.4.2')}).  Pre-LN: one head on LayerNorm(x), "
-          "no scale\n   (scale = 1), default initialisation:")
+    print("\n" + _("2. Alternatives to the scale ({cite}).  Pre-LN: one head on LayerNorm(x), no scale\n   (scale = 1), "
+                   "default initialisation:").format(cite=cite('architecture', '2.4.2')))
     first = min(pre)
-    print(table(['d_k', 'std of q . k', 'std / sqrt(d_k)', 'growth since d_k = ' + str(first)],
+    print(table(['d_k', _('std of q . k'), 'std / sqrt(d_k)', _('growth since d_k = {first}').format(first=first)],
                 [[d_k, s, s / math.sqrt(d_k), f"{s / pre[first]:.1f}x (sqrt: {math.sqrt(d_k / first):.1f}x)"]
                  for d_k, s in pre.items()]))
-    print("LayerNorm fixes each token's scale, but the scores still grow like sqrt(d_k): Pre-LN does not replace "
-          "the scale,\nas the article says.")
+    print(_("LayerNorm fixes each token's scale, but the scores still grow like sqrt(d_k): Pre-LN does not replace "
+            "the scale,\nas the article says."))
     small = small_d_k(steps=steps * 2, seed=seed, device=device)
-    print("A small d_k: the qkv_roles lookup (32 addresses, one head) with no scale at all:")
-    print(table(['d_k', 'std of q . k for unit q, k', 'test accuracy'],
+    print(_("A small d_k: the qkv_roles lookup (32 addresses, one head) with no scale at all:"))
+    print(table(['d_k', _('std of q . k for unit q, k'), _('test accuracy')],
                 [[d_k, f"{math.sqrt(d_k):.2f}", f"{acc:.1%}"] for d_k, acc in small.items()]))
     short = [d_k for d_k, acc in small.items() if acc < 0.9]
-    print("(chance: 1/32 = 3.1%)  " + (f"At d_k = {', '.join(map(str, short))} the unscaled scores are harmless, but "
-                                       "the head cannot hold 32 addresses:\nthe capacity the article says it costs."
-                                       if short else "Every d_k tried held the 32 addresses: no capacity cost seen."))
+    print(_("(chance: 1/32 = 3.1%)  ") + (_("At d_k = {d_ks} the unscaled scores are harmless, but the head cannot hold "
+                                            "32 addresses:\nthe capacity the article says it costs.").format(
+        d_ks=', '.join(map(str, short))) if short else _("Every d_k tried held the 32 addresses: no capacity cost seen.")))
     claims.record('architecture', '2.4.2', '用 Layer Norm 归一化（Pre-LN） 严格说是「在 Attention 之前做归一化」，不是真的替换 √d_k',
-                  'holds', "on LayerNorm(x) the unscaled scores still grow {growth:.1f}x from d_k = {first} to {last} "
-                  "(sqrt: {sqrt:.0f}x)", 'part 2: the table "d_k, std of q . k, std / sqrt(d_k), growth"',
+                  'holds', N_("on LayerNorm(x) the unscaled scores still grow {growth:.1f}x from d_k = {first} to {last} "
+                              "(sqrt: {sqrt:.0f}x)"), N_('part 2: the table "d_k, std of q . k, std / sqrt(d_k), growth"'),
                   growth=pre[max(pre)] / pre[first], first=first, last=max(pre), sqrt=math.sqrt(max(pre) / first))
     smalls = [small] + [small_d_k(steps=steps * 2, seed=s, device=device) for s in list(seeds)[1:]]
     d_ks = sorted(small)
     claims.record('architecture', '2.4.2', '直接限制 d_k 很小 等于直接限制模型容量', 'holds',
-                  "unscaled, a one-head lookup of 32 addresses reaches {accs} at d_k = {d_ks} (scores harmless: std "
-                  "of q·k for unit q, k is √d_k)", 'part 2: the table "d_k, std of q . k for unit q, k, test accuracy"',
+                  N_("unscaled, a one-head lookup of 32 addresses reaches {accs} at d_k = {d_ks} (scores harmless: std "
+                     "of q·k for unit q, k is √d_k)"),
+                  N_('part 2: the table "d_k, std of q . k for unit q, k, test accuracy"'),
                   seeds=claims.seeds_note(len(seeds)), d_ks=', '.join(map(str, d_ks)),
                   accs=', '.join(claims.spread([run[d_k] for run in smalls]) for d_k in d_ks))
 
     trained = trained_scores(steps, seed, device)
     (p5, slope5), (p12, slope12), (p20, slope20) = (softmax_and_slope(x, device)
                                                     for x in ([5.0, -5.0], [1.2, -0.3], [20.0, -5.0]))
-    print(f"\n3. 'Softmax inputs should be within -5 and +5' ({cite('attention', '2.3.3')}).  The copy-the-previous-"
-          f"token model\n   after {steps} Adam steps ({trained['accuracy']:.0%} test accuracy, weight on t-1 "
-          f"{trained['back']:.3f}):")
-    print(table(['scaled scores', 'value'],
-                [['share within ±5', f"{trained['within']:.1%}"], ['largest |score|', f"{trained['largest']:.2f}"],
-                 ['mean spread of a row (max - min)', f"{trained['spread']:.2f}"]]))
-    print(f"And inputs inside ±5 can still saturate: softmax(5, -5) = [{p5[0]:.5f}, {p5[1]:.5f}], gradient "
-          f"p(1 - p) = {slope5:.1e}.\nSo ±5 is a rule of thumb for spotting a missing scale, not a guarantee: "
-          "what sets the softmax's softness is the spread\nwithin a row, and a model that has learned a sharp "
-          "pattern has a wide one on purpose.")
+    print("\n" + _("3. 'Softmax inputs should be within -5 and +5' ({cite}).  The copy-the-previous-token model\n"
+                   "   after {steps} Adam steps ({accuracy:.0%} test accuracy, weight on t-1 {back:.3f}):").format(
+        cite=cite('attention', '2.3.3'), steps=steps, accuracy=trained['accuracy'], back=trained['back']))
+    print(table([_('scaled scores'), _('value')],
+                [[_('share within ±5'), f"{trained['within']:.1%}"], [_('largest |score|'), f"{trained['largest']:.2f}"],
+                 [_('mean spread of a row (max - min)'), f"{trained['spread']:.2f}"]]))
+    print(_("And inputs inside ±5 can still saturate: softmax(5, -5) = [{p0:.5f}, {p1:.5f}], gradient "
+            "p(1 - p) = {slope:.1e}.\nSo ±5 is a rule of thumb for spotting a missing scale, not a guarantee: "
+            "what sets the softmax's softness is the spread\nwithin a row, and a model that has learned a sharp "
+            "pattern has a wide one on purpose.").format(p0=p5[0], p1=p5[1], slope=slope5))
     runs = [trained] + [trained_scores(steps, s, device) for s in list(seeds)[1:]]
     claims.record('attention', '2.3.3', 'Softmax 输入的范围（应该在 -5 到 +5 之间）', 'partly',
-                  "a rule of thumb for a missing scale, no more: a trained copy-the-previous-token model has {within} "
-                  "of its scaled scores within ±5, its largest {largest}, and it learned the task ({acc}); and "
-                  "softmax(5, -5) is already saturated (gradient {slope:.1e})", 'part 3',
+                  N_("a rule of thumb for a missing scale, no more: a trained copy-the-previous-token model has {within} "
+                     "of its scaled scores within ±5, its largest {largest}, and it learned the task ({acc}); and "
+                     "softmax(5, -5) is already saturated (gradient {slope:.1e})"), N_('part 3'),
                   seeds=claims.seeds_note(len(runs)), within=claims.spread([r['within'] for r in runs]),
                   largest=claims.between([r['largest'] for r in runs]), acc=claims.spread([r['accuracy'] for r in runs]),
                   slope=slope5)
 
-    print(f"\n4. The two examples of {cite('deep_dive', '1.5')}, computed:")
+    print("\n" + _("4. The two examples of {cite}, computed:").format(cite=cite('deep_dive', '1.5')))
     print(table(['x', 'softmax(x)', 'dp_1/dx_1 = p_1 (1 - p_1)'],
                 [['(1.2, -0.3)', f"[{p12[0]:.3f}, {p12[1]:.3f}]", f"{slope12:.4f}"],
                  ['(20, -5)', f"[{p20[0]:.12f}, {p20[1]:.1e}]", f"{slope20:.1e}"]]))
-    print(f"softmax(1.2, -0.3) = [{p12[0]:.3f}, {p12[1]:.3f}], whose gradient {slope12:.3f} is near the largest "
-          f"possible, 0.25;\nsoftmax(20, -5) is one-hot to 11 decimals (the article's [0.999, 0.000]\nunderstates "
-          f"it), and its gradient is {slope20:.0e}: both claims hold.")
+    print(_("softmax(1.2, -0.3) = [{p0:.3f}, {p1:.3f}], whose gradient {slope:.3f} is near the largest "
+            "possible, 0.25;\nsoftmax(20, -5) is one-hot to 11 decimals (the article's [0.999, 0.000]\nunderstates "
+            "it), and its gradient is {slope20:.0e}: both claims hold.").format(p0=p12[0], p1=p12[1], slope=slope12,
+                                                                                slope20=slope20))
     claims.record('deep_dive', '1.5', 'Softmax 的输入如果太大（比如有 20 和 -5），输出就接近 one-hot（[0.999, 0.000...]）',
-                  'holds', "softmax(20, -5) = [{p0:.12f}, {p1:.1e}], its gradient {slope:.1e}", 'part 4',
+                  'holds', N_("softmax(20, -5) = [{p0:.12f}, {p1:.1e}], its gradient {slope:.1e}"), N_('part 4'),
                   p0=p20[0], p1=p20[1], slope=slope20)
     claims.record('deep_dive', '1.5', '输入适中（比如 1.2 和 -0.3），Softmax 输出"软"而平滑——梯度信息丰富', 'holds',
-                  "softmax(1.2, -0.3) = [{p0:.3f}, {p1:.3f}], its gradient p(1 - p) = {slope:.3f} (at most 0.25)",
-                  'part 4', p0=p12[0], p1=p12[1], slope=slope12)
+                  N_("softmax(1.2, -0.3) = [{p0:.3f}, {p1:.3f}], its gradient p(1 - p) = {slope:.3f} (at most 0.25)"),
+                  N_('part 4'), p0=p12[0], p1=p12[1], slope=slope12)
     return {'device': trained['device'], 'dot': d, 'pre_ln': pre, 'small_d_k': small, 'trained': trained, 'softmax': {
         (5.0, -5.0): (p5, slope5), (1.2, -0.3): (p12, slope12), (20.0, -5.0): (p20, slope20)}}
 
 
 def main(argv=None):
-    options = options_of(run, rows='rows of 512 random (q, k) pairs at d_k = 128',
-                         steps='Adam steps of the trainings', seed='random seed',
-                         full='2000 rows; the trainings over 5 seeds')
+    options = options_of(run, rows=N_('rows of 512 random (q, k) pairs at d_k = 128'),
+                         steps=N_('Adam steps of the trainings'), seed=N_('random seed'),
+                         full=N_('2000 rows; the trainings over 5 seeds'))
     return run_lesson(run, command_line('scale_alternatives', __doc__, options, argv, check=_budget))
 
 

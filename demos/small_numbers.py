@@ -22,6 +22,7 @@ import math
 import statistics
 
 import microtensor as mt
+from microtensor.i18n import N_, _
 from transformer import RNN, BatchNorm1d, LayerNorm, MultiHeadAttention
 from transformer import article_data as article
 
@@ -31,6 +32,8 @@ from .residual_highway import label, layer_gradients
 
 # the articles' sections this lesson checks (demos/articles.py)
 SECTIONS = [('deep_dive', '4.1'), ('deep_dive', '5.2'), ('deep_dive', '5.3'), ('deep_dive', '8.1')]
+SPEEDUP = {'inside': N_("inside the article's 10-100x"), 'below': N_("below the article's 10-100x"),
+           'above': N_("above the article's 10-100x")}
 
 
 # ---------------------------------------------------------------------------- 1. per-layer decay
@@ -97,84 +100,91 @@ def attention_vs_rnn(n=512, d_model=64, n_heads=4, B=1, repeats=3, seed=0, devic
 def run(seq_len=512, n_layers=24, repeats=3, seed=0, device='cpu'):
     n = seq_len
     factors = per_layer_factors(n_layers, seed=seed, device=device)
-    print(f"1. The gradient's shrink per layer: 0.9 (the deep dive, §4.1) vs measured in {n_layers} EncoderLayers, "
-          f"(|dL/dx_1| / |dL/dx_{n_layers}|)^(1/{n_layers - 1})\n   (Pre-LN: the attention article's Pre-Norm)")
-    rows = [["the article's 0.9", '0.900', f"{100 * 0.9 ** 20:.1f}%", f"{100 * 0.9 ** 56:.2f}%"]]
+    print(_("1. The gradient's shrink per layer: 0.9 (the deep dive, §4.1) vs measured in {n_layers} EncoderLayers, "
+            "(|dL/dx_1| / |dL/dx_{n_layers}|)^(1/{exponent})\n   (Pre-LN: the attention article's Pre-Norm)").format(
+        n_layers=n_layers, exponent=n_layers - 1))
+    rows = [[_("the article's 0.9"), '0.900', f"{100 * 0.9 ** 20:.1f}%", f"{100 * 0.9 ** 56:.2f}%"]]
     rows += [[label(*c), f"{f:.3f}", f"{100 * f ** 20:.3g}%", f"{100 * f ** 56:.3g}%"] for c, f in factors.items()]
-    print(table(['stack', 'per layer', 'after 20 layers', 'after 56 layers'], rows))
+    print(table([_('stack'), _('per layer'), _('after 20 layers'), _('after 56 layers')], rows))
     grow = {c: f for c, f in factors.items() if c[1]}
-    print(f"0.9^20 = {0.9 ** 20:.4f} (≈ 12%) and 0.9^56 = {0.9 ** 56:.4f} (≈ 0.3%): the article's arithmetic "
-          "holds.  Without residuals\nthese layers shrink the gradient much faster than 0.9 per layer.  With them "
-          f"the factor is slightly above 1\n({', '.join(f'{f:.3f}' for f in grow.values())}): each connection passes "
-          "dL/dy (1 + dF/dx), the '+1' plus a little from F, so the gradient\ngrows gently towards the input "
-          f"instead of fading; {100 * max(grow.values()) ** 56:.0f}% after 56 layers is that factor compounded, not "
-          "a blow-up.\nThe article's 0.9 per layer describes a stack without residuals (the §4.1 ResNet story), "
-          "and there it is optimistic.")
+    print(_("0.9^20 = {twenty:.4f} (≈ 12%) and 0.9^56 = {fifty_six:.4f} (≈ 0.3%): the article's arithmetic "
+            "holds.  Without residuals\nthese layers shrink the gradient much faster than 0.9 per layer.  With them "
+            "the factor is slightly above 1\n({factors}): each connection passes "
+            "dL/dy (1 + dF/dx), the '+1' plus a little from F, so the gradient\ngrows gently towards the input "
+            "instead of fading; {grown:.0f}% after 56 layers is that factor compounded, not "
+            "a blow-up.\nThe article's 0.9 per layer describes a stack without residuals (the §4.1 ResNet story), "
+            "and there it is optimistic.").format(twenty=0.9 ** 20, fifty_six=0.9 ** 56,
+                                                  factors=', '.join(f'{f:.3f}' for f in grow.values()),
+                                                  grown=100 * max(grow.values()) ** 56))
     claims.record('deep_dive', '4.1', '穿 20 层 → 梯度变成了 0.9^20 ≈ 12%。穿 56 层 → 0.9^56 ≈ 0.3%', 'holds',
-                  "as arithmetic ({a:.4f}, {b:.4f})", 'part 1: the line "0.9^20 = ..."', a=0.9 ** 20, b=0.9 ** 56)
+                  N_("as arithmetic ({a:.4f}, {b:.4f})"), N_('part 1: the line "0.9^20 = ..."'), a=0.9 ** 20, b=0.9 ** 56)
     claims.record('deep_dive', '4.1', '每穿过一层，梯度乘以该层的导数（通常小于 1）', 'partly',
-                  "0.9 per layer: measured in {L} EncoderLayers without residuals it is {pre_no:.2f} (Pre-LN) and "
-                  "{post_no:.2f} (Post-LN), so the gradient fades much faster; with residuals it is {pre:.2f} and "
-                  "{post:.2f}: the gradient even grows a little towards the input ({grown:.0%} after 56 layers, "
-                  "compounded), it does not fade", 'part 1: the table "stack, per layer, after 20 layers, after 56 '
-                  'layers"', L=n_layers, pre_no=factors['pre', False], post_no=factors['post', False],
+                  N_("0.9 per layer: measured in {L} EncoderLayers without residuals it is {pre_no:.2f} (Pre-LN) and "
+                     "{post_no:.2f} (Post-LN), so the gradient fades much faster; with residuals it is {pre:.2f} and "
+                     "{post:.2f}: the gradient even grows a little towards the input ({grown:.0%} after 56 layers, "
+                     "compounded), it does not fade"),
+                  N_('part 1: the table "stack, per layer, after 20 layers, after 56 layers"'), L=n_layers, pre_no=factors['pre', False], post_no=factors['post', False],
                   pre=factors['pre', True], post=factors['post', True], grown=max(grow.values()) ** 56)
 
     before, after, y = layernorm_ranges(device)
-    print(f"\n2. LayerNorm of [2, 8, -4, -6] with the deep dive's γ, β (§5.2): "
-          f"y = [{', '.join(f'{v:.3f}' for v in y)}]")
-    print(table(['', 'range'], [['x', f"{before:.3f}"], ['LayerNorm(x)', f"{after:.3f}"],
-                                ['ratio', f"{before / after:.2f}x"]]))
-    print(f"The article says '压缩了将近 6 倍' (nearly 6 times): it is {before / after:.1f}x.")
+    print("\n" + _("2. LayerNorm of [2, 8, -4, -6] with the deep dive's γ, β (§5.2): y = [{y}]").format(
+        y=', '.join(f'{v:.3f}' for v in y)))
+    print(table(['', _('range')], [['x', f"{before:.3f}"], ['LayerNorm(x)', f"{after:.3f}"],
+                                   [_('ratio'), f"{before / after:.2f}x"]]))
+    print(_("The article says '压缩了将近 6 倍' (nearly 6 times): it is {ratio:.1f}x.").format(ratio=before / after))
     claims.record('deep_dive', '5.2', 'x = [2.0, 8.0, -4.0, -6.0] … = [0.538, 1.069, -0.730, -1.444]', 'holds',
-                  "y = [{y}] against the printed one (the article rounds x̂ to 3 decimals first)", 'part 2: "y = ..."',
+                  N_("y = [{y}] against the printed one (the article rounds x̂ to 3 decimals first)"),
+                  N_('part 2: "y = ..."'),
                   y=', '.join(f"{v:.3f}" for v in y))
     claims.record('deep_dive', '5.2', '跨度 14）…跨度 2.51），压缩了将近 6 倍', 'holds',
-                  "{before:.0f} / {after:.3f} = {ratio:.2f}x", 'part 2: the table "range"', before=before, after=after,
+                  N_("{before:.0f} / {after:.3f} = {ratio:.2f}x"), N_('part 2: the table "range"'), before=before, after=after,
                   ratio=before / after)
 
     stats = batchnorm_statistics(device=device)
-    print("\n3. BatchNorm1d (§5.3: 32 sentences x 10 words) on (B, 10 words, d) batches of N(0, 1) data: the values\n"
-          "   behind each feature's statistic, and how much the batch mean of one feature varies from batch to\n"
-          "   batch (200 batches; its true value is 0)")
-    print(table(['batch size B', 'values per statistic', 'std of the batch mean', '1/sqrt(values)'],
+    print("\n" + _("3. BatchNorm1d (§5.3: 32 sentences x 10 words) on (B, 10 words, d) batches of N(0, 1) data: the values\n"
+                   "   behind each feature's statistic, and how much the batch mean of one feature varies from batch to\n"
+                   "   batch (200 batches; its true value is 0)"))
+    print(table([_('batch size B'), _('values per statistic'), _('std of the batch mean'), _('1/sqrt(values)')],
                 [[B, n, f"{s:.4f}", f"{1 / math.sqrt(n):.4f}"] for B, (n, s) in stats.items()]))
     (n_big, s_big), (n_small, s_small) = stats[32], stats[2]
-    print(f"{n_big} and {n_small} values, as the article counts; with B = 2 the mean is {s_small / s_big:.1f}x "
-          f"noisier (sqrt({n_big}/{n_small}) = {math.sqrt(n_big / n_small):.1f}).")
+    print(_("{n_big} and {n_small} values, as the article counts; with B = 2 the mean is {x:.1f}x "
+            "noisier (sqrt({n_big}/{n_small}) = {root:.1f}).").format(n_big=n_big, n_small=n_small, x=s_small / s_big,
+                                                                    root=math.sqrt(n_big / n_small)))
     claims.record('deep_dive', '5.3', ['取 32×10=320 个值', '如果 batch size=2，只取 20 个值算均值方差，统计量极其不可靠'],
-                  'holds', "{n_big} and {n_small} values; the batch mean of a feature is {x:.1f}x noisier at B = 2 (std "
-                  "{s_small:.3f} vs {s_big:.3f})", 'part 3: the table "batch size B, values per statistic, ..."',
+                  'holds', N_("{n_big} and {n_small} values; the batch mean of a feature is {x:.1f}x noisier at B = 2 (std "
+                              "{s_small:.3f} vs {s_big:.3f})"),
+                  N_('part 3: the table "batch size B, values per statistic, ..."'),
                   n_big=n_big, n_small=n_small, x=s_small / s_big, s_small=s_small, s_big=s_big)
 
     timing = attention_vs_rnn(n, repeats=repeats, seed=seed, device=device)
     ratio = timing['rnn'] / timing['attention']
-    print(f"\n4. The deep dive's '快 10-100 倍' (§8.1): forward + backward over n = {n} positions, d_model = 64, "
-          f"median of {repeats} runs on {device}:")
-    print(table(['layer', 'seconds', 'multiply-adds'],
-                [['self-attention (4 heads)', f"{timing['attention']:.4f}",
+    print("\n" + _("4. The deep dive's '快 10-100 倍' (§8.1): forward + backward over n = {n} positions, d_model = 64, "
+                   "median of {repeats} runs on {device}:").format(n=n, repeats=repeats, device=device))
+    print(table([_('layer'), _('seconds'), _('multiply-adds')],
+                [[_('self-attention (4 heads)'), f"{timing['attention']:.4f}",
                   f"{4 * n * 64 * 64 + 2 * n * n * 64:,}"],
-                 ['RNN (tanh), one step at a time', f"{timing['rnn']:.4f}", f"{2 * n * 64 * 64:,}"]]))
+                 [_('RNN (tanh), one step at a time'), f"{timing['rnn']:.4f}", f"{2 * n * 64 * 64:,}"]]))
     verdict = ('inside' if 10 <= ratio <= 100 else 'below' if ratio < 10 else 'above')
-    print(f"Attention is {ratio:.1f}x faster here, {verdict} the article's 10-100x, although it does more "
-          "arithmetic (the n^2 scores):\nits work is a few large matrix products, the RNN's is "
-          f"{n} small ones that must wait for each other.  The ratio depends on the\nhardware, as the article says "
-          + ("(here: numpy on CPU; a GPU favours the large products more)." if device == 'cpu' else
-             "(here: cupy on the GPU, which favours the large products more than a CPU does)."))
+    print(_("Attention is {ratio:.1f}x faster here, {verdict}, although it does more "
+            "arithmetic (the n^2 scores):\nits work is a few large matrix products, the RNN's is "
+            "{n} small ones that must wait for each other.  The ratio depends on the\nhardware, as the article says "
+            ).format(ratio=ratio, verdict=_(SPEEDUP[verdict]), n=n)
+          + (_("(here: numpy on CPU; a GPU favours the large products more).") if device == 'cpu' else
+             _("(here: cupy on the GPU, which favours the large products more than a CPU does).")))
     claims.record('deep_dive', '8.1', 'Transformer 处理一个 512 词的句子比 RNN 快 10-100 倍（取决于序列长度和硬件）',
                   'holds' if 10 <= ratio <= 100 else 'partly',
-                  "one attention layer was {ratio:.1f}x faster than an RNN over {n} positions (forward + backward, "
-                  "{device}), although it does 10x the arithmetic; the ratio depends on the hardware and on n "
-                  "(attention_cost's curves)", 'part 4: the table "layer, seconds, multiply-adds"', timing=True,
+                  N_("one attention layer was {ratio:.1f}x faster than an RNN over {n} positions (forward + backward, "
+                     "{device}), although it does 10x the arithmetic; the ratio depends on the hardware and on n "
+                     "(attention_cost's curves)"), N_('part 4: the table "layer, seconds, multiply-adds"'), timing=True,
                   ratio=ratio, n=n, device='numpy on a CPU' if device == 'cpu' else 'cupy on a GPU')
     return {'factors': factors, 'layernorm': (before, after), 'batchnorm': stats, 'timing': timing, 'speedup': ratio,
             'device': timing['device']}
 
 
 def main(argv=None):
-    options = options_of(run, seq_len='positions n of the attention vs RNN timing',
-                         n_layers=('EncoderLayers whose per-layer gradient factor is measured', 2),
-                         repeats='timed runs (the median is shown)', seed='random seed')
+    options = options_of(run, seq_len=N_('positions n of the attention vs RNN timing'),
+                         n_layers=(N_('EncoderLayers whose per-layer gradient factor is measured'), 2),
+                         repeats=N_('timed runs (the median is shown)'), seed=N_('random seed'))
     return run_lesson(run, command_line('small_numbers', __doc__, options, argv, check=_budget))
 
 
