@@ -30,6 +30,7 @@ size, which hides part of the effect) from the article's starting point: q and k
 unit-variance entries.
 
     python -m demos.softmax_saturation --d-ks 8 512 --seq-len 64 --no-train
+    python -m demos.softmax_saturation --full    # the training from 5 seeds
 """
 import math
 
@@ -49,6 +50,8 @@ SECTIONS = [('deep_dive', '1.5'), ('attention', '2.3.1'), ('attention', '2.3.2')
 
 D_KS = (4, 16, 64, 256, 1024)
 ARTICLE_TABLE = ([1, 2, 3], [10, 20, 30], [100, 200, 300])  # the attention article §2.3.2
+FULL = dict(seeds=5)  # --full
+LEARNED, STUCK = 0.1, 0.5  # a final MSE below LEARNED has learned the lookup; one above STUCK all along has not
 
 
 def saturation(d_k, scaled, B=32, n=16, seed=0, device='cpu', html=None):
@@ -130,9 +133,10 @@ def train_lookup(scaled, d=32, d_k=256, n=8, B=32, steps=150, lr=0.5, seed=0, de
     return losses
 
 
-def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train_d_k=256, seed=0, device='cpu',
-        html=False):
+def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train_d_k=256, seed=0, seeds=1, full=False,
+        device='cpu', html=False):
     B, n = batch_size, seq_len
+    seeds = FULL['seeds'] if full else seeds
     rows = sweep(d_ks, B=B, n=n, seed=seed, device=device)
     print("Var(q . k) = d_k (the deep dive §1.5, the attention article §2.3.1); what it does to the softmax "
           "(§2.3.2).")
@@ -194,15 +198,26 @@ def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train
         print(table(['steps', 'with 1/sqrt(d_k)', 'without'],
                     [[steps, a, b] for (steps, a), (_, b) in zip(window_means(curves[True], 5),
                                                                  window_means(curves[False], 5))]))
+        runs = [curves] + [{scaled: train_lookup(scaled, d_k=train_d_k, steps=train_steps, seed=s, device=device)
+                            for scaled in (True, False)} for s in range(seed + 1, seed + seeds)]
         half = len(curves[False]) // 2
+        finals = [window_means(r[True], 5)[-1][1] for r in runs]
+        stuck = [r[False][half:] for r in runs]
+        if seeds > 1:
+            print(table(['seed', 'with 1/sqrt(d_k): last fifth', 'without: lowest in the second half'],
+                        [[seed + i, f, min(u)] for i, (f, u) in enumerate(zip(finals, stuck))]))
+        both = sum(f < LEARNED and min(u) > STUCK for f, u in zip(finals, stuck))
         claims.record('architecture', '2.10.2', 'd_k 大 → 点积方差大 → softmax 趋近 one-hot → 梯度含 p(1-p) 项趋近 0 → 训不起来',
-                      'holds', "each link measured: Var {var:.4g} at d_k = {big}, max p {max_p:.3f}, p(1-p) {p1p:.2g}; "
+                      'holds' if both == seeds else 'partly',
+                      "each link measured: Var {var:.4g} at d_k = {big}, max p {max_p:.3f}, p(1-p) {p1p:.2g}; "
                       "and by SGD at d_k = {d_k} the unscaled head's mean squared error stays at {low:.2f}-{high:.2f} "
-                      "over the second half of training while the scaled one reaches {scaled:.2g}",
-                      'both tables: "d_k, scale, Var(scores), ..." and "steps, with 1/sqrt(d_k), without"', seeds='1 seed',
-                      var=at[big, False]['var'], big=big, max_p=at[big, False]['max_p'], p1p=at[big, False]['p1p'],
-                      d_k=train_d_k, low=min(curves[False][half:]), high=max(curves[False][half:]),
-                      scaled=window_means(curves[True], 5)[-1][1])
+                      "over the second half of training while the scaled one reaches {scaled} (in {both} of {n} seeds "
+                      "the scaled head gets below {learned} and the unscaled one stays above {stuck_at})",
+                      'both tables: "d_k, scale, Var(scores), ..." and "steps, with 1/sqrt(d_k), without"',
+                      seeds=claims.seeds_note(seeds), var=at[big, False]['var'], big=big, max_p=at[big, False]['max_p'],
+                      p1p=at[big, False]['p1p'], d_k=train_d_k, low=min(min(u) for u in stuck),
+                      high=max(max(u) for u in stuck), scaled=claims.between(finals, '.2g'), both=both, n=seeds,
+                      learned=LEARNED, stuck_at=STUCK)
         save_lines('softmax_saturation_training', {'scores / sqrt(d_k)': curves[True], 'no scale': curves[False]},
                    'step', 'MSE', f'Lookup task by SGD, d_k = {train_d_k}')
     return {'rows': rows, 'curves': curves}
@@ -227,7 +242,8 @@ def main(argv=None):
                          seq_len='sequence length n (queries and keys per sequence)',
                          train='also train one attention head with and without the scale',
                          train_steps='SGD steps of that training', train_d_k='d_k of that training',
-                         seed='random seed',
+                         seed='random seed', seeds='seeds of that training (seed, seed + 1, ...) for the verdict',
+                         full='that training from 5 seeds',
                          html='also write the largest d_k\'s backward pass, scaled and not, as viewer pages')
     return run_lesson(run, command_line('softmax_saturation', __doc__, options, argv, check=_budget))
 
@@ -238,10 +254,11 @@ def _budget(args):
     sweep = budget.Cost(0, 0, 0)
     for d_k in args.d_ks:  # q, k, v (n, T, d_k), their gradients, scores and weights (n, T, T); scaled and not
         sweep = sweep + 2 * budget.dense(6 * n * T * d_k + 6 * n * T * T, 6 * n * T * T * d_k)
-    training = (budget.transformer(32, 8, args.train_d_k, n_layers=1, heads=1, steps=args.train_steps)
+    seeds = FULL['seeds'] if args.full else args.seeds
+    training = (seeds * budget.transformer(32, 8, args.train_d_k, n_layers=1, heads=1, steps=args.train_steps)
                 if args.train else budget.Cost(0, 0, 0))
     return budget.refuse({'--d-ks': ' '.join(map(str, args.d_ks)), '--batch-size': n, '--seq-len': T,
-                          '--train-steps': args.train_steps, '--train-d-k': args.train_d_k},
+                          '--train-steps': args.train_steps, '--train-d-k': args.train_d_k, '--seeds': seeds},
                          sweep + 2 * training, args.device)
 
 

@@ -34,6 +34,7 @@ softmax", 1.5 "smooth, diverse"; and greedily (always the most likely character)
     python -m demos.train_gpt --preset gpu --device auto       # a run worth a GPU
     python -m demos.train_gpt --text notes.txt --steps 2000    # your own text
     python -m demos.train_gpt --steps 2000 --resume            # continue the last run
+    python -m demos.train_gpt --full                           # the tour's run from 5 seeds, for the verdicts
 """
 import argparse
 import hashlib
@@ -42,6 +43,7 @@ import os
 import random
 import signal
 import sys
+import tempfile
 import threading
 import time
 
@@ -78,6 +80,7 @@ HELP = dict(steps='training steps', batch_size='windows per batch', context='cha
 RUN_KEYS = ('batch_size', 'context', 'd_model', 'n_layers', 'n_heads', 'lr', 'warmup', 'val_fraction', 'seed')
 PROMPTS = {'poem': 'Twinkle', 'stdlib': 'Return the '}
 TRIES = ('a lower --lr (say 10x smaller)', 'a longer --warmup')
+FULL = dict(seeds=5)  # --full: the articles' verdicts over 5 seeds
 
 
 class Characters:
@@ -482,11 +485,13 @@ def default_prompt(corpus, text_file, text):
 
 
 def run(preset='tiny', corpus=None, text_file=None, out=os.path.join(RUNS, 'train_gpt'), device='cpu', resume=False,
-        stop_after=None, prompt=None, sample_length=160, fused=True, sample=None, **options):
+        stop_after=None, prompt=None, sample_length=160, fused=True, sample=None, seeds=1, full=False, **options):
     """Load the text (corpus: 'poem' or 'stdlib', default the preset's; text_file: a UTF-8 file),
     train on it (options: see train; fused=False: with the textbook ops instead of the fused
     layer's), print the losses, plot them and sample.  sample: a checkpoint to sample from
-    instead, without training."""
+    instead, without training.  seeds (full: FULL['seeds']): the verdicts count that many trainings,
+    seed, seed + 1, ... (the printout is the first's; the others' checkpoints go to a scratch folder)."""
+    seeds = FULL['seeds'] if full else seeds
     if sample is not None:
         return sample_checkpoint(sample, prompt, sample_length, device)
     corpus = corpus or PRESETS[preset]['corpus']
@@ -515,7 +520,17 @@ def run(preset='tiny', corpus=None, text_file=None, out=os.path.join(RUNS, 'trai
         for label, sample in written.items():
             print(f"--- {label}\n{sample}")
     if result['val']:
-        _record(result, written, prompt, name, corpus)
+        runs = [_verdict_figures(result, written, prompt)]
+        for seed in range(result['config']['seed'] + 1, result['config']['seed'] + seeds):
+            with tempfile.TemporaryDirectory() as scratch, mt.fused(fused):
+                again = train(text, scratch, device, False, stop_after, preset, **{**options, 'seed': seed})
+            runs.append(_verdict_figures(again, samples(again['model'], chars, prompt, sample_length)
+                                         if sample_length else {}, prompt))
+        if seeds > 1:
+            print(table(['seed', 'best validation loss', 'T = 0.2 follows greedy', 'T = 1.5 follows greedy'],
+                        [[result['config']['seed'] + i, r['best'], r.get('T = 0.2', '-'), r.get('T = 1.5', '-')]
+                         for i, r in enumerate(runs)], fmt='.4f'))
+        _record(runs, result['baseline'], written, name, corpus)
     return result
 
 
@@ -523,27 +538,49 @@ def _common_prefix(a, b):
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
-def _record(result, written, prompt, name, corpus):
-    """The verdicts on the architecture article's decoder-only claims (§2.8, §2.9.1) from this run."""
+def _verdict_figures(result, written, prompt):
+    """What the verdicts count in one run: {'best', 'step' (of the best validation loss), 'below' (it beats the
+    unigram baseline), 'continued' (samples that continue the prompt), and 'T = 0.2', 'T = 1.5': characters each
+    follows the greedy continuation}."""
     best_step, best = min(result['val'], key=lambda v: v[1])
-    depends = 'the Python version (the stdlib corpus is its docstrings)' if corpus == 'stdlib' else None
-    continued = sum(sample.startswith(prompt) and len(sample) > len(prompt) for sample in written.values())
-    claims.record('architecture', '2.8', 'Decoder-only 因果掩码，只看前面 CLM（预测下一个 token）', 'holds',
-                  "the GPT (causal mask, next-token loss) learns {name}: validation loss {best:.2f} at best against "
-                  "the unigram baseline {baseline:.2f}", 'the validation lines', depends_on=depends, seeds='1 seed',
-                  name=name, best=best, baseline=result['baseline'])
+    figures = {'best': best, 'step': best_step, 'below': best < result['baseline'],
+               'continued': sum(sample.startswith(prompt) and len(sample) > len(prompt) for sample in written.values())}
     if {'T = 0.2', 'T = 1.5', 'greedy'} <= set(written):
-        agree = {label: _common_prefix(written[label], written['greedy']) - len(prompt) for label in ('T = 0.2', 'T = 1.5')}
-        claims.record('attention', '2.4.2', ['T = 0.2 极度尖锐，接近 Argmax', 'T = 1.5 平滑，多样性高'], 'holds',
+        figures.update({label: _common_prefix(written[label], written['greedy']) - len(prompt)
+                        for label in ('T = 0.2', 'T = 1.5')})
+    return figures
+
+
+def _record(runs, baseline, written, name, corpus):
+    """The verdicts on the articles' decoder-only and temperature claims (§2.8, §2.9.1, §2.4.2) from these runs
+    (_verdict_figures of each seed, the first the printed one)."""
+    n = len(runs)
+    depends = 'the Python version (the stdlib corpus is its docstrings)' if corpus == 'stdlib' else None
+    below = sum(r['below'] for r in runs)
+    best = claims.between([r['best'] for r in runs])
+    claims.record('architecture', '2.8', 'Decoder-only 因果掩码，只看前面 CLM（预测下一个 token）',
+                  'holds' if below == n else 'partly',
+                  "the GPT (causal mask, next-token loss) learns {name}: validation loss {best} at best against "
+                  "the unigram baseline {baseline:.2f} (below it in {below} of {n} seeds)",
+                  'the validation lines (--full: the table "seed, best validation loss, ...")', depends_on=depends,
+                  seeds=claims.seeds_note(n), name=name, best=best, baseline=baseline, below=below, n=n)
+    if 'T = 0.2' in runs[0]:
+        sharper = sum(r['T = 0.2'] > r['T = 1.5'] for r in runs)
+        claims.record('attention', '2.4.2', ['T = 0.2 极度尖锐，接近 Argmax', 'T = 1.5 平滑，多样性高'],
+                      'holds' if sharper == n else 'partly',
                       "the GPT's T = 0.2 continuation follows the greedy (argmax) one for {low} characters, T = 1.5's "
-                      "for {high}", 'the continuations "--- T = 0.2", "--- T = 1.5", "--- greedy"', depends_on=depends,
-                      seeds='1 seed', low=agree['T = 0.2'], high=agree['T = 1.5'])
-    claims.record('architecture', '2.9.1', '都能统一表达成「续写」这一件事', 'holds',
+                      "for {high} (T = 0.2 follows it longer in {sharper} of {n} seeds)",
+                      'the continuations "--- T = 0.2", "--- T = 1.5", "--- greedy" (--full: the table "seed, ...")',
+                      depends_on=depends, seeds=claims.seeds_note(n), low=claims.between([r['T = 0.2'] for r in runs], 'd'),
+                      high=claims.between([r['T = 1.5'] for r in runs], 'd'), sharper=sharper, n=n)
+    claims.record('architecture', '2.9.1', '都能统一表达成「续写」这一件事', 'holds' if below == n else 'partly',
                   "for what a lesson can show: one loss, next-token cross-entropy at every position, trains the GPT on "
-                  "{name} (validation loss {best:.2f} at best, step {step}, against the unigram baseline "
-                  "{baseline:.2f})" + (", and {continued} of {n} samples continue the prompt" if written else ""),
-                  'the validation lines and the continuations', depends_on=depends, seeds='1 seed', name=name,
-                  best=best, step=best_step, baseline=result['baseline'], continued=continued, n=len(written))
+                  "{name} (validation loss {best} at best, step {step}, against the unigram baseline {baseline:.2f}; "
+                  "below it in {below} of {n} seeds)" + (", and {continued} of {samples} samples continue the prompt"
+                                                         if written else ""),
+                  'the validation lines and the continuations', depends_on=depends, seeds=claims.seeds_note(n),
+                  name=name, best=best, step=claims.between([r['step'] for r in runs], 'd'), baseline=baseline,
+                  below=below, n=n, continued=claims.between([r['continued'] for r in runs], 'd'), samples=len(written))
 
 
 def main(argv=None):
@@ -572,6 +609,9 @@ def main(argv=None):
         parser.add_argument('--prompt', help=f"the start of the samples (default: {PROMPTS['poem']!r} for the poem, "
                                              f"{PROMPTS['stdlib']!r} for stdlib, a file's first characters; with "
                                              "--sample, a new line)")
+        parser.add_argument('--seeds', type=int, default=1, metavar='N',
+                            help='the verdicts also train from seed + 1, ..., seed + N - 1 (scratch checkpoints)')
+        parser.add_argument('--full', action='store_true', help=f"--seeds {FULL['seeds']}")
         parser.add_argument('--sample', metavar='CKPT', help='train nothing: load this checkpoint (a ckpt.npz of '
                                                              'train_gpt) and write from --prompt at each temperature')
 
@@ -601,11 +641,14 @@ def _check(args):
         return _sample_problem(args.sample, args.prompt)
     if args.d_model % args.n_heads:
         return f"--n-heads {args.n_heads} must divide --d-model {args.d_model}"
+    if args.seeds < 1:
+        return f"argument --seeds: must be an integer >= 1, got {args.seeds}"
     sizes = {**vars(args), 'steps': min(args.steps, args.stop_after or args.steps)}
-    too_much = budget.refuse({f"--{name.replace('_', '-')}": getattr(args, name) for name in
-                              ('steps', 'batch_size', 'context', 'd_model', 'n_layers', 'n_heads', 'eval_batches',
-                               'sample_length')},
-                             cost(**sizes), args.device)
+    seeds = FULL['seeds'] if args.full else args.seeds
+    too_much = budget.refuse({**{f"--{name.replace('_', '-')}": getattr(args, name) for name in
+                                 ('steps', 'batch_size', 'context', 'd_model', 'n_layers', 'n_heads', 'eval_batches',
+                                  'sample_length')}, '--seeds': seeds},
+                             seeds * cost(**sizes), args.device)
     if too_much:
         return too_much
     if args.stop_after is not None and args.stop_after < 1:
