@@ -238,7 +238,7 @@ def between(values, spec='.2f'):
 
 
 def _load(record):
-    return '' if record['load'] is None else f", load {record['load']:.1f}"
+    return '' if record['load'] is None else _(", load {load:.1f}").format(load=record['load'])
 
 
 def run_time(lesson, folder=RECORDS):
@@ -252,6 +252,8 @@ def run_time(lesson, folder=RECORDS):
                 found.append(json.load(f))
     if not found:
         return None
-    times = ', '.join(f"{r['run_time_s']:g} s ({r['command'].split(lesson, 1)[1].strip() or 'the defaults'}{_load(r)})"
+    defaults = _('the defaults')
+    times = ', '.join(f"{r['run_time_s']:g} s ({r['command'].split(lesson, 1)[1].strip() or defaults}{_load(r)})"
                       for r in found)
-    return f"Typical run time: {times}, measured on {found[0]['machine']} (docs/claims/)."
+    return _("Typical run time: {times}, measured on {machine} (docs/claims/).").format(times=times,
+                                                                                       machine=found[0]['machine'])

@@ -14,6 +14,7 @@ plus SinusoidalPositionalEncoding).  Everything else that the article prints aft
 it leaves out, so it cannot be recomputed.
 """
 import microtensor as mt
+from microtensor.i18n import _
 
 from . import article_data as article
 
@@ -47,15 +48,15 @@ def tables(X0):
     changes = relative_changes(article.COS_X0_PRINTED, article.COS_X2_PRINTED)
     largest = max(changes, key=changes.get)
     return [
-        ("4. The first residual connection (§7.3 b): X_mid_raw = X0 + MHA(X0), first 4 dimensions "
-         "(MHA: the article's printed output)",
-         ['word', 'X0 + MHA computed', 'X_mid_raw printed', 'max |difference|'],
+        (_("4. The first residual connection (§7.3 b): X_mid_raw = X0 + MHA(X0), first 4 dimensions "
+           "(MHA: the article's printed output)"),
+         [_('word'), _('X0 + MHA computed'), _('X_mid_raw printed'), _('max |difference|')],
          [[w, _vector(x_mid_raw[i]), _vector(article.X_MID_RAW_PRINTED[i]),
            f"{max(abs(a - b) for a, b in zip(x_mid_raw[i], article.X_MID_RAW_PRINTED[i])):.1e}"]
           for i, w in enumerate(article.TOKENS)]),
-        ("5. Cosine similarities (§7.4): X0 recomputed (all 12 dimensions) | X2 as printed (only 4 of its 12 "
-         f"dimensions are printed, so not recomputable); the largest rise: {'-'.join(largest)}",
-         ['pair', 'cos X0 computed', 'cos X0 printed', 'cos X2 printed', 'change'],
+        (_("5. Cosine similarities (§7.4): X0 recomputed (all 12 dimensions) | X2 as printed (only 4 of its 12 "
+           "dimensions are printed, so not recomputable); the largest rise: {pair}").format(pair='-'.join(largest)),
+         [_('pair'), _('cos X0 computed'), _('cos X0 printed'), _('cos X2 printed'), _('change')],
          [['-'.join(pair), f"{cos_x0[pair]:.4f}", f"{article.COS_X0_PRINTED[pair]:.4f}",
            f"{article.COS_X2_PRINTED[pair]:.4f}", f"{100 * changes[pair]:+.1f}%"] for pair in article.PAIRS]),
     ]

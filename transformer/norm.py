@@ -19,6 +19,7 @@ Shapes: x (..., d_model) -> the same shape.
 """
 import microtensor as mt
 from microtensor import nn
+from microtensor.i18n import _
 
 from . import checks
 
@@ -78,8 +79,9 @@ class BatchNorm1d(nn.Module):
             axes = tuple(range(x.ndim - 1))
             n = x.numel() // self.num_features
             if n < 2:
-                raise ValueError(f"BatchNorm1d: training needs more than one value per feature to estimate its "
-                                 f"variance, got x of shape {x.shape}; use a larger batch or call .eval()")
+                raise ValueError(_("BatchNorm1d: training needs more than one value per feature to estimate its "
+                                   "variance, got x of shape {shape}; use a larger batch or call .eval()").format(
+                                       shape=x.shape))
             mean, var = x.mean(dim=axes), x.var(dim=axes, correction=0)  # biased, as PyTorch normalises
             with mt.no_grad():
                 m = self.momentum

@@ -24,6 +24,7 @@ import math
 
 import microtensor as mt
 from microtensor import nn
+from microtensor.i18n import _
 
 from .mlm import IGNORE
 from .models import GPT, EncoderOnly, Transformer
@@ -125,21 +126,26 @@ def compare_with_torch(model, batch, file=None):
     out_abs, out_rel = difference(*result['outputs'])
     rows = gradient_differences(result['grads'])
     worst = max(rows, key=lambda row: row['rel'])
-    module, _, parameter = worst['name'].rpartition('.')
+    module, _dot, parameter = worst['name'].rpartition('.')
     mt_loss, torch_loss = result['loss']
     dtype = model.parameters()[0].dtype
-    lines = [f"{type(model).__name__} ({dtype}): one forward and backward in microtensor and in PyTorch",
-             f"loss: microtensor {mt_loss:.8g}, PyTorch {torch_loss:.8g} (difference {abs(mt_loss - torch_loss):.1e})",
-             f"outputs {result['outputs'][0].shape}: max abs difference {out_abs:.1e}, max relative {out_rel:.1e}",
+    lines = [_("{model} ({dtype}): one forward and backward in microtensor and in PyTorch").format(
+                 model=type(model).__name__, dtype=dtype),
+             _("loss: microtensor {mine:.8g}, PyTorch {theirs:.8g} (difference {difference:.1e})").format(
+                 mine=mt_loss, theirs=torch_loss, difference=abs(mt_loss - torch_loss)),
+             _("outputs {shape}: max abs difference {abs:.1e}, max relative {rel:.1e}").format(
+                 shape=result['outputs'][0].shape, abs=out_abs, rel=out_rel),
              '']
-    header = ('parameter', 'shape', 'max |grad|', 'max abs diff', 'max rel diff')
-    cells = [header] + [(row['name'] + (' (no gradient)' if row['name'] in result['unused'] else ''),
-                         str(row['shape']), f"{row['max_grad']:.3e}", f"{row['abs']:.1e}", f"{row['rel']:.1e}")
+    header = (_('parameter'), _('shape'), 'max |grad|', _('max abs diff'), _('max rel diff'))
+    cells = [header] + [(_("{name} (no gradient)").format(name=row['name']) if row['name'] in result['unused']
+                         else row['name'], str(row['shape']), f"{row['max_grad']:.3e}", f"{row['abs']:.1e}",
+                         f"{row['rel']:.1e}")
                         for row in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
     lines += ['  '.join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cell, widths))).rstrip()
               for cell in cells]
-    lines.append(f"largest relative difference: {worst['rel']:.1e}, in {module or 'the model'} ({parameter})")
+    lines.append(_("largest relative difference: {rel:.1e}, in {module} ({parameter})").format(
+        rel=worst['rel'], module=module or _('the model'), parameter=parameter))
     print('\n'.join(lines), file=file)
     return {'loss': result['loss'], 'outputs': (out_abs, out_rel), 'rows': rows,
             'largest': (module, parameter, worst['rel'])}
