@@ -106,7 +106,7 @@ def run(n_layers=24, d_model=16, n_heads=2, batch_size=4, seq_len=8, seed=0, dev
             "the input."))
 
     save_lines('residual_highway', {label(*c): grads[c] for c in CONFIGS}, _('layer (1 = nearest the input)'),
-               '|dL/d layer input|', _('Gradient per layer, {n_layers} EncoderLayers').format(n_layers=n_layers))
+               _('|dL/d layer input|'), _('Gradient per layer, {n_layers} EncoderLayers').format(n_layers=n_layers))
     mt.manual_seed(seed)  # rank collapse (Dong et al. 2021): without the "+1" every token becomes the same vector
     x = mt.randn(batch_size, seq_len, d_model).to(device)
     collapse = {c: rank_collapse(Encoder(n_layers, d_model, n_heads, norm=c[0], residual=c[1]).to(device), x)
