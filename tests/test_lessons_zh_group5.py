@@ -16,6 +16,11 @@ LESSONS = {
         ['--steps', '60'],
         ['mean loss', 'predictions [', 'loss 0.'],
         ['平均损失', '预测 [', '损失 0.']),
+    'softmax_saturation': (
+        ['--d-ks', '4', '64', '--batch-size', '4', '--seq-len', '8', '--train-steps', '10', '--seeds', '2'],
+        ['rows cut off', 'every d_k behaves alike', "The attention article's table", 'Mean squared error',
+         'lowest in the second half'],
+        ['被切断的行', '每个 d_k 表现都一样', '注意力篇的表格', '均方误差', '后半程的最低值']),
 }
 
 pytestmark = pytest.mark.usefixtures('in_tmp_path')  # lessons write plots under runs/ of the working folder
