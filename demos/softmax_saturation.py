@@ -146,7 +146,8 @@ def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train
             "max p = 1/n = {p:.3f}, entropy = log {n} = {entropy:.2f}").format(B=B, n=n, p=1 / n, entropy=math.log(n)))
     print(table(['d_k', _('scale'), 'Var(scores)', 'max p', _('mean p(1-p)'), _('entropy'), _('passes'),
                  _('rows cut off')],
-                [[r['d_k'], '1/sqrt(d_k)' if r['scaled'] else _('no scale'), r['var'], r['max_p'], r['p1p'], r['entropy'],
+                [[r['d_k'], '1/sqrt(d_k)' if r['scaled'] else _('no scale'), r['var'], r['max_p'], r['p1p'],
+                  r['entropy'],
                   r['passes'], f"{100 * r['cut_off']:.1f}%"] for r in rows]))
     print(_("passes = |dL/ds| / |dL/dp| per query row (mean); cut off = rows passing less than 1e-3.\n"
             "With the scale Var(scores) stays ~1 and every d_k behaves alike; without it Var(scores) ~ d_k,\n"
@@ -160,7 +161,8 @@ def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train
     claims.record('attention', '2.3.2', 'Softmax 会输出一个极度尖锐的分布（One-Hot 形式）…这会导致梯度消失', 'holds',
                   N_("without the scale at d_k = {big} the largest weight averages {max_p:.3f}, mean p(1-p) is "
                      "{p1p:.2g} ({p1p_scaled:.2g} with it), and {cut:.1%} of the query rows pass less than 1e-3 of their "
-                     "gradient to the scores ({cut_scaled:.0%} with the scale)"), look, big=big, max_p=at[big, False]['max_p'],
+                     "gradient to the scores ({cut_scaled:.0%} with the scale)"), look,
+                  big=big, max_p=at[big, False]['max_p'],
                   p1p=at[big, False]['p1p'], p1p_scaled=at[big, True]['p1p'], cut=at[big, False]['cut_off'],
                   cut_scaled=at[big, True]['cut_off'])
     claims.record('attention', '2.3.3', '除以 √d_k，就是为了把点积的结果重新拉回到…方差为 1 的范围内', 'holds',
@@ -217,8 +219,8 @@ def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train
                       N_("each link measured: Var {var:.4g} at d_k = {big}, max p {max_p:.3f}, p(1-p) {p1p:.2g}; "
                          "and by SGD at d_k = {d_k} the unscaled head's mean squared error stays at "
                          "{low:.2f}-{high:.2f} over the second half of training while the scaled one reaches {scaled} "
-                         "(in {both} of {n} seeds the scaled head gets below {learned} and the unscaled one stays above "
-                         "{stuck_at})"),
+                         "(in {both} of {n} seeds the scaled head gets below {learned} and the unscaled one stays "
+                         "above {stuck_at})"),
                       N_('both tables: "d_k, scale, Var(scores), ..." and "steps, with 1/sqrt(d_k), without"'),
                       seeds=claims.seeds_note(seeds), var=at[big, False]['var'], big=big, max_p=at[big, False]['max_p'],
                       p1p=at[big, False]['p1p'], d_k=train_d_k, low=min(min(u) for u in stuck),

@@ -47,7 +47,8 @@ def run(steps=300, lr=0.5, hidden=8, seed=0, seeds=1, full=False, device='cpu', 
     predictions = ((X @ W1 + b1).tanh() @ W2 + b2).argmax(dim=-1)
     if verbose:
         print(table([_('steps'), _('mean loss')], window_means(losses, 5)))
-        print(_("predictions {predictions} targets {targets}").format(predictions=predictions.tolist(), targets=y.tolist()))
+        print(_("predictions {predictions} targets {targets}").format(predictions=predictions.tolist(),
+                                                                       targets=y.tolist()))
         n = FULL['seeds'] if full else seeds
         others = [run(steps, lr, hidden, s, device=device, verbose=False)[1] for s in range(seed + 1, seed + n)]
         rights = [sum(p == t for p, t in zip(found.tolist(), y.tolist())) for found in [predictions, *others]]
@@ -57,7 +58,8 @@ def run(steps=300, lr=0.5, hidden=8, seed=0, seeds=1, full=False, device='cpu', 
         claims.record('deep_dive', '6.1', '如果没有它，两层线性变换叠加 = 一层线性变换', 'holds' if solved == n else 'partly',
                       N_("two Linears around tanh get all 4 XOR points right after {steps} steps in {solved} of {n} "
                          "seeds; no linear map of (x_1, x_2) can (XOR is not linearly separable), and without the tanh "
-                         "the two Linears are one"), N_('the line "predictions ... targets ..." (--full: "from 5 seeds ...")'),
+                         "the two Linears are one"),
+                      N_('the line "predictions ... targets ..." (--full: "from 5 seeds ...")'),
                       seeds=claims.seeds_note(n), solved=solved, n=n, steps=steps)
         check_learned(losses, 'train_xor', flat=(N_('more --steps'), N_('a higher --lr'), N_('more --hidden units')))
         save_lines('train_xor', {_('training loss'): losses}, _('step'), _('cross-entropy (nats)'),
