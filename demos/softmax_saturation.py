@@ -36,6 +36,7 @@ import math
 
 import microtensor as mt
 from microtensor import nn, optim
+from microtensor.i18n import N_, _
 from transformer import scaled_dot_product_attention
 from transformer.attention import attend  # scaled_dot_product_attention that also returns the scores
 from transformer.probes import saturation_stats
@@ -68,7 +69,8 @@ def saturation(d_k, scaled, B=32, n=16, seed=0, device='cpu', html=None):
     loss = (output * mt.randn(*output.shape).to(device)).sum()  # a random upstream gradient dL/doutput
     if html:
         scores.name, weights.name = 's (scores)', 'p (weights)'
-        save_viewer(html, loss, f"Attention, d_k = {d_k}, {'scale 1/sqrt(d_k)' if scaled else 'no scale'}",
+        save_viewer(html, loss, _("Attention, d_k = {d_k}, {scale}").format(
+                        d_k=d_k, scale='scale 1/sqrt(d_k)' if scaled else _('no scale')),
                     group='softmax_saturation')
     else:
         loss.backward()
@@ -138,52 +140,56 @@ def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train
     B, n = batch_size, seq_len
     seeds = FULL['seeds'] if full else seeds
     rows = sweep(d_ks, B=B, n=n, seed=seed, device=device)
-    print("Var(q . k) = d_k (the deep dive §1.5, the attention article §2.3.1); what it does to the softmax "
-          "(§2.3.2).")
-    print(f"q, k, v ~ N(0, 1): {B} x {n} queries, n = {n} keys each; uniform attention would have "
-          f"max p = 1/n = {1 / n:.3f}, entropy = log {n} = {math.log(n):.2f}")
-    print(table(['d_k', 'scale', 'Var(scores)', 'max p', 'mean p(1-p)', 'entropy', 'passes', 'rows cut off'],
-                [[r['d_k'], '1/sqrt(d_k)' if r['scaled'] else 'no scale', r['var'], r['max_p'], r['p1p'], r['entropy'],
+    print(_("Var(q . k) = d_k (the deep dive §1.5, the attention article §2.3.1); what it does to the softmax "
+            "(§2.3.2)."))
+    print(_("q, k, v ~ N(0, 1): {B} x {n} queries, n = {n} keys each; uniform attention would have "
+            "max p = 1/n = {p:.3f}, entropy = log {n} = {entropy:.2f}").format(B=B, n=n, p=1 / n, entropy=math.log(n)))
+    print(table(['d_k', _('scale'), 'Var(scores)', 'max p', _('mean p(1-p)'), _('entropy'), _('passes'),
+                 _('rows cut off')],
+                [[r['d_k'], '1/sqrt(d_k)' if r['scaled'] else _('no scale'), r['var'], r['max_p'], r['p1p'],
+                  r['entropy'],
                   r['passes'], f"{100 * r['cut_off']:.1f}%"] for r in rows]))
-    print("passes = |dL/ds| / |dL/dp| per query row (mean); cut off = rows passing less than 1e-3.\n"
-          "With the scale Var(scores) stays ~1 and every d_k behaves alike; without it Var(scores) ~ d_k,\n"
-          "rows turn one-hot (max p -> 1, entropy -> 0), p(1-p) vanishes and so does the gradient.")
+    print(_("passes = |dL/ds| / |dL/dp| per query row (mean); cut off = rows passing less than 1e-3.\n"
+            "With the scale Var(scores) stays ~1 and every d_k behaves alike; without it Var(scores) ~ d_k,\n"
+            "rows turn one-hot (max p -> 1, entropy -> 0), p(1-p) vanishes and so does the gradient."))
     at = {(r['d_k'], r['scaled']): r for r in rows}
     big, mid = max(d_ks), sorted(d_ks)[len(d_ks) // 2]
-    look = 'the table "d_k, scale, Var(scores), max p, mean p(1-p), entropy, passes, rows cut off"'
+    look = N_('the table "d_k, scale, Var(scores), max p, mean p(1-p), entropy, passes, rows cut off"')
     claims.record('attention', '2.3.1', '点积的方差 = 维度 d_k', 'holds',
-                  "Var(q·k) = {var} for d_k = {d_ks}", look,
+                  N_("Var(q·k) = {var} for d_k = {d_ks}"), look,
                   var=', '.join(f"{at[d, False]['var']:.4g}" for d in d_ks), d_ks=', '.join(map(str, d_ks)))
     claims.record('attention', '2.3.2', 'Softmax 会输出一个极度尖锐的分布（One-Hot 形式）…这会导致梯度消失', 'holds',
-                  "without the scale at d_k = {big} the largest weight averages {max_p:.3f}, mean p(1-p) is {p1p:.2g} "
-                  "({p1p_scaled:.2g} with it), and {cut:.1%} of the query rows pass less than 1e-3 of their gradient to "
-                  "the scores ({cut_scaled:.0%} with the scale)", look, big=big, max_p=at[big, False]['max_p'],
+                  N_("without the scale at d_k = {big} the largest weight averages {max_p:.3f}, mean p(1-p) is "
+                     "{p1p:.2g} ({p1p_scaled:.2g} with it), and {cut:.1%} of the query rows pass less than 1e-3 of their "
+                     "gradient to the scores ({cut_scaled:.0%} with the scale)"), look,
+                  big=big, max_p=at[big, False]['max_p'],
                   p1p=at[big, False]['p1p'], p1p_scaled=at[big, True]['p1p'], cut=at[big, False]['cut_off'],
                   cut_scaled=at[big, True]['cut_off'])
     claims.record('attention', '2.3.3', '除以 √d_k，就是为了把点积的结果重新拉回到…方差为 1 的范围内', 'holds',
-                  "Var(scores / √d_k) is {low:.2f}-{high:.2f} for d_k = {first} … {last}", look,
+                  N_("Var(scores / √d_k) is {low:.2f}-{high:.2f} for d_k = {first} … {last}"), look,
                   low=min(at[d, True]['var'] for d in d_ks), high=max(at[d, True]['var'] for d in d_ks),
                   first=min(d_ks), last=big)
     claims.record('architecture', '2.4.1', '过 softmax … 输出几乎变成 one-hot', 'holds',
-                  "without the scale the mean largest weight is {mid_p:.2f} at d_k = {mid} and {big_p:.2f} at d_k = "
-                  "{big} (with it: {low:.2f}-{high:.2f} at every d_k)", look, mid=mid, big=big,
+                  N_("without the scale the mean largest weight is {mid_p:.2f} at d_k = {mid} and {big_p:.2f} at "
+                     "d_k = {big} (with it: {low:.2f}-{high:.2f} at every d_k)"), look, mid=mid, big=big,
                   mid_p=at[mid, False]['max_p'], big_p=at[big, False]['max_p'],
                   low=min(at[d, True]['max_p'] for d in d_ks), high=max(at[d, True]['max_p'] for d in d_ks))
     claims.record('deep_dive', '1.5', '点积的方差正比于 d_k！…除以 √d_k 就把方差归一化回 1', 'holds',
-                  "Var(q·k) = {var:.4g} at d_k = {big}, Var(q·k / √d_k) = {low:.2f}-{high:.2f} at every d_k", look,
+                  N_("Var(q·k) = {var:.4g} at d_k = {big}, Var(q·k / √d_k) = {low:.2f}-{high:.2f} at every d_k"),
+                  look,
                   var=at[big, False]['var'], big=big, low=min(at[d, True]['var'] for d in d_ks),
                   high=max(at[d, True]['var'] for d in d_ks))
     table_232 = [(x, [f"{v:.4f}" for v in mt.softmax(mt.tensor(x, dtype='float64'), axis=-1).tolist()]) for x in ARTICLE_TABLE]
-    print("\nThe attention article's table (§2.3.2), recomputed:")
-    print(table(['input', 'softmax, 4 decimals'], [[str(x), ', '.join(p)] for x, p in table_232]))
+    print("\n" + _("The attention article's table (§2.3.2), recomputed:"))
+    print(table([_('input'), _('softmax, 4 decimals')], [[str(x), ', '.join(p)] for x, p in table_232]))
     claims.record('attention', '2.3.2', ['[1, 2, 3] [0.09, 0.24, 0.67] 平滑分布', '[10, 20, 30] [0.00, 0.00, 1.00]',
                                          '[100, 200, 300] [0.00, 0.00, 1.00] 完全 One-Hot'], 'holds',
-                  "softmax({a}) = ({pa}), the printed row to 2 decimals; ({b}) and ({c}) are one-hot to 2 decimals "
-                  "and beyond: ({pb}), ({pc})", 'the table "input, softmax, 4 decimals"',
+                  N_("softmax({a}) = ({pa}), the printed row to 2 decimals; ({b}) and ({c}) are one-hot to 2 "
+                     "decimals and beyond: ({pb}), ({pc})"), N_('the table "input, softmax, 4 decimals"'),
                   **{name: ', '.join(map(str, v)) for name, v in (('a', table_232[0][0]), ('pa', table_232[0][1]),
                   ('b', table_232[1][0]), ('pb', table_232[1][1]), ('c', table_232[2][0]), ('pc', table_232[2][1]))})
 
-    save_plot('softmax_saturation', lambda ax: draw_saturation(ax, rows, d_ks), 'Softmax saturation as d_k grows')
+    save_plot('softmax_saturation', lambda ax: draw_saturation(ax, rows, d_ks), _('Softmax saturation as d_k grows'))
     for scaled in (True, False) if html else ():  # the largest d_k, step by step, with and without the scale
         saturation(d_ks[-1], scaled, B=B, n=n, seed=seed, device=device,
                    html=f"softmax_saturation_{'scaled' if scaled else 'unscaled'}")
@@ -192,10 +198,11 @@ def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train
     if train:
         curves = {scaled: train_lookup(scaled, d_k=train_d_k, steps=train_steps, seed=seed, device=device)
                   for scaled in (True, False)}
-        print(f"\nThe architecture article's chain (§2.10.2) ends '→ 训不起来' (it does not train).  SGD training one "
-              f"attention head,\nd_k = {train_d_k}: find the key that matches a noisy query and return its value.  "
-              "Mean squared error\n(returning the mean of the values scores about 1):")
-        print(table(['steps', 'with 1/sqrt(d_k)', 'without'],
+        print("\n" + _("The architecture article's chain (§2.10.2) ends '→ 训不起来' (it does not train).  SGD "
+                       "training one attention head,\nd_k = {d_k}: find the key that matches a noisy query and return "
+                       "its value.  Mean squared error\n(returning the mean of the values scores about 1):").format(
+                           d_k=train_d_k))
+        print(table([_('steps'), _('with 1/sqrt(d_k)'), _('without')],
                     [[steps, a, b] for (steps, a), (_, b) in zip(window_means(curves[True], 5),
                                                                  window_means(curves[False], 5))]))
         runs = [curves] + [{scaled: train_lookup(scaled, d_k=train_d_k, steps=train_steps, seed=s, device=device)
@@ -204,47 +211,50 @@ def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train
         finals = [window_means(r[True], 5)[-1][1] for r in runs]
         stuck = [r[False][half:] for r in runs]
         if seeds > 1:
-            print(table(['seed', 'with 1/sqrt(d_k): last fifth', 'without: lowest in the second half'],
+            print(table([_('seed'), _('with 1/sqrt(d_k): last fifth'), _('without: lowest in the second half')],
                         [[seed + i, f, min(u)] for i, (f, u) in enumerate(zip(finals, stuck))]))
         both = sum(f < LEARNED and min(u) > STUCK for f, u in zip(finals, stuck))
         claims.record('architecture', '2.10.2', 'd_k 大 → 点积方差大 → softmax 趋近 one-hot → 梯度含 p(1-p) 项趋近 0 → 训不起来',
                       'holds' if both == seeds else 'partly',
-                      "each link measured: Var {var:.4g} at d_k = {big}, max p {max_p:.3f}, p(1-p) {p1p:.2g}; "
-                      "and by SGD at d_k = {d_k} the unscaled head's mean squared error stays at {low:.2f}-{high:.2f} "
-                      "over the second half of training while the scaled one reaches {scaled} (in {both} of {n} seeds "
-                      "the scaled head gets below {learned} and the unscaled one stays above {stuck_at})",
-                      'both tables: "d_k, scale, Var(scores), ..." and "steps, with 1/sqrt(d_k), without"',
+                      N_("each link measured: Var {var:.4g} at d_k = {big}, max p {max_p:.3f}, p(1-p) {p1p:.2g}; "
+                         "and by SGD at d_k = {d_k} the unscaled head's mean squared error stays at "
+                         "{low:.2f}-{high:.2f} over the second half of training while the scaled one reaches {scaled} "
+                         "(in {both} of {n} seeds the scaled head gets below {learned} and the unscaled one stays "
+                         "above {stuck_at})"),
+                      N_('both tables: "d_k, scale, Var(scores), ..." and "steps, with 1/sqrt(d_k), without"'),
                       seeds=claims.seeds_note(seeds), var=at[big, False]['var'], big=big, max_p=at[big, False]['max_p'],
                       p1p=at[big, False]['p1p'], d_k=train_d_k, low=min(min(u) for u in stuck),
                       high=max(max(u) for u in stuck), scaled=claims.between(finals, '.2g'), both=both, n=seeds,
                       learned=LEARNED, stuck_at=STUCK)
-        save_lines('softmax_saturation_training', {'scores / sqrt(d_k)': curves[True], 'no scale': curves[False]},
-                   'step', 'MSE', f'Lookup task by SGD, d_k = {train_d_k}')
+        save_lines('softmax_saturation_training', {'scores / sqrt(d_k)': curves[True], _('no scale'): curves[False]},
+                   _('step'), 'MSE', _('Lookup task by SGD, d_k = {d_k}').format(d_k=train_d_k))
     return {'rows': rows, 'curves': curves}
 
 
 
-PASSES = ("passes = |dL/dscores| / |dL/dp|, per query row (mean): the share of the gradient\n"
-          "arriving at the weights p that the softmax lets through to the scores")
+PASSES = N_("passes = |dL/dscores| / |dL/dp|, per query row (mean): the share of the gradient\n"
+            "arriving at the weights p that the softmax lets through to the scores")
 
 
 def draw_saturation(ax, rows, d_ks):
     """The plot: mean p(1-p) and passes against d_k, with and without the scale, and what passes means."""
-    series = {f"{what}, {'scores / sqrt(d_k)' if scaled else 'no scale'}":
+    scales = {True: 'scores / sqrt(d_k)', False: _('no scale')}
+    series = {f"{_(what)}, {scales[scaled]}":
               [r[key] for r in rows if r['scaled'] == scaled]
-              for key, what in (('p1p', 'mean p(1-p)'), ('passes', 'passes')) for scaled in (True, False)}
-    draw_lines(ax, series, 'd_k', 'mean p(1-p); passes', x=list(d_ks), logx=True)
-    ax.text(0.5, -0.2, PASSES, transform=ax.transAxes, ha='center', va='top', fontsize=8.5)
+              for key, what in (('p1p', N_('mean p(1-p)')), ('passes', N_('passes'))) for scaled in (True, False)}
+    draw_lines(ax, series, 'd_k', _('mean p(1-p); passes'), x=list(d_ks), logx=True)
+    ax.text(0.5, -0.2, _(PASSES), transform=ax.transAxes, ha='center', va='top', fontsize=8.5)
 
 
 def main(argv=None):
-    options = options_of(run, d_ks='the key widths d_k to compare', batch_size='sequences B per batch',
-                         seq_len='sequence length n (queries and keys per sequence)',
-                         train='also train one attention head with and without the scale',
-                         train_steps='SGD steps of that training', train_d_k='d_k of that training',
-                         seed='random seed', seeds='seeds of that training (seed, seed + 1, ...) for the verdict',
-                         full='that training from 5 seeds',
-                         html='also write the largest d_k\'s backward pass, scaled and not, as viewer pages')
+    options = options_of(run, d_ks=N_('the key widths d_k to compare'), batch_size=N_('sequences B per batch'),
+                         seq_len=N_('sequence length n (queries and keys per sequence)'),
+                         train=N_('also train one attention head with and without the scale'),
+                         train_steps=N_('SGD steps of that training'), train_d_k=N_('d_k of that training'),
+                         seed=N_('random seed'),
+                         seeds=N_('seeds of that training (seed, seed + 1, ...) for the verdict'),
+                         full=N_('that training from 5 seeds'),
+                         html=N_("also write the largest d_k's backward pass, scaled and not, as viewer pages"))
     return run_lesson(run, command_line('softmax_saturation', __doc__, options, argv, check=_budget))
 
 

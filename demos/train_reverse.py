@@ -25,6 +25,7 @@ import random
 
 import microtensor as mt
 from microtensor import nn, optim
+from microtensor.i18n import N_, _
 from transformer import Transformer, generate, seq2seq_loss, shift_right
 
 from . import budget, claims
@@ -34,7 +35,7 @@ from .report import check_learned, check_loss, command_line, options_of, run_les
 SECTIONS = [('architecture', '2.8'), ('deep_dive', '7.5')]
 
 DIGITS, BOS = 10, 10  # tokens 0-9 are digits; the decoder's start token is 10
-TRIES = ('a lower --lr (say 10x smaller)', 'a longer --warmup')  # for a run whose loss went up
+TRIES = (N_('a lower --lr (say 10x smaller)'), N_('a longer --warmup'))  # for a run whose loss went up
 FULL = dict(seeds=5)  # --full
 LEARNED = 0.9         # a token accuracy the verdict counts as having learned to reverse (chance: 10%)
 
@@ -91,7 +92,7 @@ def train(steps=300, length=6, batch_size=32, d_model=64, n_heads=4, n_layers=1,
         opt.step()
         schedule.step()
         if step % log_every == 0:
-            print(f"step {step:4d}/{steps}  loss {losses[-1]:.4f}")
+            print(_("step {step:4d}/{steps}  loss {loss:.4f}").format(step=step, steps=steps, loss=losses[-1]))
     return model, losses, seen
 
 
@@ -118,39 +119,40 @@ def run(steps=300, length=6, n_test=200, batch_size=32, d_model=64, n_heads=4, n
     model, losses, seen = train(*sizes, seed, device, held_out=frozenset(test))
     token_acc, seq_acc, by_position, predicted = evaluate(model, test)
     others = [held_out_accuracy(sizes, n_test, s, device) for s in range(seed + 1, seed + seeds)]
-    print(table(['steps', 'mean loss'], window_means(losses, 8)))
-    check_learned(losses, 'train_reverse', rose=TRIES, flat=('more --steps', 'a higher --lr'))
-    save_lines('train_reverse', {'training loss': losses}, 'step', 'cross-entropy (nats)',
-               f'Reversing {length} digits')
-    print(f"\n{n_test} test sequences of length {length}, held out of training (which saw {len(seen)} "
-          f"distinct ones of the {DIGITS ** length:,}):")
-    print(f"token accuracy {100 * token_acc:.1f}% (chance 10%), whole sequences right {100 * seq_acc:.1f}%")
+    print(table([_('steps'), _('mean loss')], window_means(losses, 8)))
+    check_learned(losses, 'train_reverse', rose=TRIES, flat=(N_('more --steps'), N_('a higher --lr')))
+    save_lines('train_reverse', {_('training loss'): losses}, _('step'), _('cross-entropy (nats)'),
+               _('Reversing {length} digits').format(length=length))
+    print("\n" + _("{n_test} test sequences of length {length}, held out of training (which saw {seen} distinct "
+                   "ones of the {all:,}):").format(n_test=n_test, length=length, seen=len(seen), all=DIGITS ** length))
+    print(_("token accuracy {token:.1f}% (chance 10%), whole sequences right {seq:.1f}%").format(
+        token=100 * token_acc, seq=100 * seq_acc))
     runs = [(token_acc, seq_acc)] + others
     if seeds > 1:
-        print(table(['seed', 'token accuracy', 'whole sequences'],
+        print(table([_('seed'), _('token accuracy'), _('whole sequences')],
                     [[seed + i, f"{100 * t:.1f}%", f"{100 * q:.1f}%"] for i, (t, q) in enumerate(runs)]))
     learned = sum(t >= LEARNED for t, _ in runs)
     figures = dict(token=claims.spread([t for t, _ in runs]), seq=claims.spread([q for _, q in runs]),
                    learned=learned, n=seeds, bar=f"{LEARNED:.0%}")
-    look = 'the line "token accuracy ..." (--full: the table "seed, token accuracy, whole sequences")'
+    look = N_('the line "token accuracy ..." (--full: the table "seed, token accuracy, whole sequences")')
     claims.record('architecture', '2.8', 'Encoder-Decoder Encoder 双向 + Decoder 单向 + Cross-Attention',
                   'holds' if learned == seeds else 'partly',
-                  "transformer.Transformer (encoder, causal decoder, cross-attention) learns to reverse unseen digit "
-                  "sequences: {token} of the tokens (at least {bar} in {learned} of {n} seeds)", look,
+                  N_("transformer.Transformer (encoder, causal decoder, cross-attention) learns to reverse unseen "
+                     "digit sequences: {token} of the tokens (at least {bar} in {learned} of {n} seeds)"), look,
                   seeds=claims.seeds_note(seeds), **figures)
     claims.record('deep_dive', '7.5', 'Decoder 的每个词用自己的 Q 去查询 Encoder 输出（X_2）的 K 和 V。这就是翻译的"对齐"',
                   'holds' if learned == seeds else 'partly',
-                  "trained to reverse digits, the encoder-decoder gets {token} of held-out tokens ({seq} of whole "
-                  "sequences) right, reading the source only through cross-attention (at least {bar} of the tokens in "
-                  "{learned} of {n} seeds); `python -m demos attention_maps` shows that attention aligning output t "
-                  "with source L-1-t", look, seeds=claims.seeds_note(seeds), **figures)
-    print(table(['output position'] + [str(i + 1) for i in range(length)],
-                [['accuracy'] + [f"{100 * a:.0f}%" for a in by_position]]))
-    print("\nsource        -> greedy decode (target)")
+                  N_("trained to reverse digits, the encoder-decoder gets {token} of held-out tokens ({seq} of whole "
+                     "sequences) right, reading the source only through cross-attention (at least {bar} of the tokens "
+                     "in {learned} of {n} seeds); `python -m demos attention_maps` shows that attention aligning "
+                     "output t with source L-1-t"), look, seeds=claims.seeds_note(seeds), **figures)
+    print(table([_('output position')] + [str(i + 1) for i in range(length)],
+                [[_('accuracy')] + [f"{100 * a:.0f}%" for a in by_position]]))
+    print("\n" + _("source        -> greedy decode (target)"))
     for src, pred in list(zip(test, predicted))[:6]:
         target = list(src[::-1])
-        print(f"{' '.join(map(str, src))}  -> {' '.join(map(str, pred))}  "
-              f"{'ok' if pred == target else '(' + ' '.join(map(str, target)) + ')'}")
+        verdict = _('ok') if pred == target else '(' + ' '.join(map(str, target)) + ')'
+        print(f"{' '.join(map(str, src))}  -> {' '.join(map(str, pred))}  {verdict}")
     return {'losses': losses, 'token_accuracy': token_acc, 'sequence_accuracy': seq_acc, 'by_position': by_position,
             'test': test, 'seen': seen, 'device': device}
 
@@ -170,21 +172,24 @@ def cost(steps=300, length=6, batch_size=32, d_model=64, n_heads=4, n_layers=1, 
 
 
 def _too_many(n_test, length):
-    return (f"--n-test {n_test} is too many for --length {length}: there are {DIGITS ** length:,} digit sequences "
-            f"of that length and at most half ({max_test_sequences(length):,}) are held out for testing, so that "
-            "training has the rest; lower --n-test or raise --length")
+    return _("--n-test {n_test} is too many for --length {length}: there are {all:,} digit sequences of that length "
+             "and at most half ({most:,}) are held out for testing, so that training has the rest; lower --n-test or "
+             "raise --length").format(n_test=n_test, length=length, all=DIGITS ** length,
+                                      most=max_test_sequences(length))
 
 
 def main(argv=None):
-    options = options_of(run, steps='training steps', length='digits per sequence', n_test='held-out test sequences',
-                         batch_size='sequences per batch', d_model='model width', n_heads='attention heads',
-                         n_layers='encoder and decoder layers', lr='peak learning rate',
-                         warmup=('learning-rate warmup steps (at most steps - 1)', 0), seed='random seed',
-                         seeds='trainings (seed, seed + 1, ...) the verdict counts', full='5 seeds')
+    options = options_of(run, steps=N_('training steps'), length=N_('digits per sequence'),
+                         n_test=N_('held-out test sequences'), batch_size=N_('sequences per batch'),
+                         d_model=N_('model width'), n_heads=N_('attention heads'),
+                         n_layers=N_('encoder and decoder layers'), lr=N_('peak learning rate'),
+                         warmup=(N_('learning-rate warmup steps (at most steps - 1)'), 0), seed=N_('random seed'),
+                         seeds=N_('trainings (seed, seed + 1, ...) the verdict counts'), full=N_('5 seeds'))
 
     def check(args):
         if args.d_model % args.n_heads:
-            return f"--n-heads {args.n_heads} must divide --d-model {args.d_model}"
+            return _("--n-heads {heads} must divide --d-model {d_model}").format(heads=args.n_heads,
+                                                                                 d_model=args.d_model)
         sizes = {name: getattr(args, name) for name in ('steps', 'length', 'batch_size', 'd_model', 'n_heads',
                                                         'n_layers', 'n_test')}
         seeds = FULL['seeds'] if args.full else args.seeds

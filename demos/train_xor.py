@@ -9,6 +9,8 @@ Plain gradient descent, written out: p.data -= lr * p.grad.data for every parame
 """
 import microtensor as mt
 
+from microtensor.i18n import N_, _
+
 from . import budget, claims
 from .report import check_learned, check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
 
@@ -41,32 +43,34 @@ def run(steps=300, lr=0.5, hidden=8, seed=0, seeds=1, full=False, device='cpu', 
             for p in params:
                 p.data -= lr * p.grad.data
         if verbose and (step % 50 == 1 or step == steps):
-            print(f"step {step:4d}  loss {losses[-1]:.4f}")
+            print(_("step {step:4d}  loss {loss:.4f}").format(step=step, loss=losses[-1]))
     predictions = ((X @ W1 + b1).tanh() @ W2 + b2).argmax(dim=-1)
     if verbose:
-        print(table(['steps', 'mean loss'], window_means(losses, 5)))
-        print("predictions", predictions.tolist(), "targets", y.tolist())
+        print(table([_('steps'), _('mean loss')], window_means(losses, 5)))
+        print(_("predictions {predictions} targets {targets}").format(predictions=predictions.tolist(),
+                                                                       targets=y.tolist()))
         n = FULL['seeds'] if full else seeds
         others = [run(steps, lr, hidden, s, device=device, verbose=False)[1] for s in range(seed + 1, seed + n)]
         rights = [sum(p == t for p, t in zip(found.tolist(), y.tolist())) for found in [predictions, *others]]
         if n > 1:
-            print(f"from {n} seeds: {', '.join(map(str, rights))} of the 4 points right")
+            print(_("from {n} seeds: {rights} of the 4 points right").format(n=n, rights=', '.join(map(str, rights))))
         solved = sum(right == 4 for right in rights)
         claims.record('deep_dive', '6.1', '如果没有它，两层线性变换叠加 = 一层线性变换', 'holds' if solved == n else 'partly',
-                      "two Linears around tanh get all 4 XOR points right after {steps} steps in {solved} of {n} seeds; "
-                      "no linear map of (x_1, x_2) can (XOR is not linearly separable), and without the tanh the two "
-                      "Linears are one", 'the line "predictions ... targets ..." (--full: "from 5 seeds ...")',
+                      N_("two Linears around tanh get all 4 XOR points right after {steps} steps in {solved} of {n} "
+                         "seeds; no linear map of (x_1, x_2) can (XOR is not linearly separable), and without the tanh "
+                         "the two Linears are one"),
+                      N_('the line "predictions ... targets ..." (--full: "from 5 seeds ...")'),
                       seeds=claims.seeds_note(n), solved=solved, n=n, steps=steps)
-        check_learned(losses, 'train_xor', flat=('more --steps', 'a higher --lr', 'more --hidden units'))
-        save_lines('train_xor', {'training loss': losses}, 'step', 'cross-entropy (nats)',
-                   f'XOR, {hidden} hidden units, lr {lr}')
+        check_learned(losses, 'train_xor', flat=(N_('more --steps'), N_('a higher --lr'), N_('more --hidden units')))
+        save_lines('train_xor', {_('training loss'): losses}, _('step'), _('cross-entropy (nats)'),
+                   _('XOR, {hidden} hidden units, lr {lr}').format(hidden=hidden, lr=lr))
     return losses, predictions
 
 
 def main(argv=None):
-    options = options_of(run, steps='gradient-descent steps', lr='learning rate', hidden='hidden units',
-                         seed='random seed for the initial weights',
-                         seeds='initial weights to train (seed, seed + 1, ...) for the verdict', full='5 seeds')
+    options = options_of(run, steps=N_('gradient-descent steps'), lr=N_('learning rate'), hidden=N_('hidden units'),
+                         seed=N_('random seed for the initial weights'),
+                         seeds=N_('initial weights to train (seed, seed + 1, ...) for the verdict'), full=N_('5 seeds'))
     return run_lesson(run, command_line('train_xor', __doc__, options, argv, check=_budget))
 
 
