@@ -51,6 +51,7 @@ import numpy as np
 
 import microtensor as mt
 from microtensor import optim
+from microtensor.i18n import N_, _
 from transformer import GPT, generate, next_token_loss
 
 from . import budget, claims
@@ -79,7 +80,7 @@ HELP = dict(steps='training steps', batch_size='windows per batch', context='cha
 # what a resumed run must share with the checkpoint's (the others may change between runs)
 RUN_KEYS = ('batch_size', 'context', 'd_model', 'n_layers', 'n_heads', 'lr', 'warmup', 'val_fraction', 'seed')
 PROMPTS = {'poem': 'Twinkle', 'stdlib': 'Return the '}
-TRIES = ('a lower --lr (say 10x smaller)', 'a longer --warmup')
+TRIES = (N_('a lower --lr (say 10x smaller)'), N_('a longer --warmup'))
 FULL = dict(seeds=5)  # --full: the articles' verdicts over 5 seeds
 
 
@@ -210,18 +211,18 @@ def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', re
     start = 0
     if resume and os.path.exists(path):
         start = _restore(path, device, config, text_id, model, opt, schedule, history)
-        print(f"resumed from {path} at step {start}")
+        print(_("resumed from {path} at step {step}").format(path=path, step=start))
         if stop_after is not None and stop_after <= start:
             raise Refused(f"train_gpt: --stop-after {stop_after}, but {path} is already at step {start}: nothing "
                           f"would be trained. Give a --stop-after above {start}, or leave it out to train on to "
                           f"step {steps}")
         if start >= steps:
-            print(f"the checkpoint is already at step {start}, --steps is {steps}: nothing to train (a larger "
-                  "--steps trains on)")
+            print(_("the checkpoint is already at step {step}, --steps is {steps}: nothing to train (a larger "
+                    "--steps trains on)").format(step=start, steps=steps))
     elif resume:
-        print(f"no checkpoint at {path} yet: starting a new run")
+        print(_("no checkpoint at {path} yet: starting a new run").format(path=path))
     elif os.path.exists(path):
-        print(f"starting a new run: {path} will be overwritten (--resume continues it instead)")
+        print(_("starting a new run: {path} will be overwritten (--resume continues it instead)").format(path=path))
     os.makedirs(out, exist_ok=True)
     baseline = texts.unigram_loss(train_text, val_text)
 
@@ -283,8 +284,8 @@ def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', re
                     history['memory'].append([done, memory])
                 progress.log(done, sum(window) / len(window), schedule.lr, rates[-1], memory)
                 if evaluate:
-                    progress.note(f"step {done}: validation loss {history['val'][-1][1]:.4f} "
-                                  f"(unigram baseline {baseline:.4f})")
+                    progress.note(_("step {step}: validation loss {loss:.4f} (unigram baseline {baseline:.4f})")
+                                  .format(step=done, loss=history['val'][-1][1], baseline=baseline))
                 if stop:
                     raise KeyboardInterrupt
                 clock = time.perf_counter()
@@ -297,7 +298,7 @@ def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', re
         raise Interrupted(done, steps, checkpoint, first) from None
     progress.close()
     if last < steps:
-        print(f"stopped at step {last}; continue with --resume")
+        print(_("stopped at step {step}; continue with --resume").format(step=last))
     return {'model': model, 'chars': chars, 'step': max(start, last), 'seconds': time.perf_counter() - began,
             'tokens_per_s': float(np.median(rates)) if rates else None, 'baseline': baseline, 'checkpoint': path,
             'config': config, **history}
@@ -357,11 +358,12 @@ def sample_checkpoint(path, prompt=None, length=160, device='cpu'):
     if prompt is None:
         prompt = '\n' if '\n' in chars.ids else chars.vocab[0]
     step = mt.load(path)['step']
-    print(f"{path}: a GPT of {model.num_parameters():,} parameters after {step} steps, {len(chars.vocab)} "
-          f"characters\n\nContinuations of {prompt!r}:")
+    print(_("{path}: a GPT of {parameters:,} parameters after {step} steps, {vocab} characters").format(
+        path=path, parameters=model.num_parameters(), step=step, vocab=len(chars.vocab)))
+    print(_("\nContinuations of {prompt}:").format(prompt=repr(prompt)))
     out = samples(model, chars, prompt, length)
     for label, text in out.items():
-        print(f"--- {label}\n{text}")
+        print(f"--- {shown_label(label)}\n{text}")
     return out
 
 
@@ -392,7 +394,8 @@ def _restore(path, device, config, text_id, model, opt, schedule, history):
         raise Refused(f"train_gpt: {path} was made with other settings. {listed}. To resume it, give the "
                       f"checkpoint's settings ({theirs}); or start a new run without --resume, or with another --out")
     if saved['steps'] != config['steps']:
-        print(f"the checkpoint's run was {saved['steps']} steps long; the schedule now runs to {config['steps']}")
+        print(_("the checkpoint's run was {was} steps long; the schedule now runs to {now}").format(
+            was=saved['steps'], now=config['steps']))
     model.load_state_dict(ckpt['model'])
     opt.load_state_dict(ckpt['optim'])
     schedule.load_state_dict(ckpt['schedule'])
@@ -418,13 +421,14 @@ class Progress:
             self.bar.update(1)
 
     def log(self, step, loss, lr, tokens_per_s, memory):
-        fields = {'loss': f"{loss:.4f}", 'lr': f"{lr:.2e}", 'tok/s': f"{tokens_per_s:,.0f}"}
+        fields = {_('loss'): f"{loss:.4f}", 'lr': f"{lr:.2e}", 'tok/s': f"{tokens_per_s:,.0f}"}
         if memory is not None:  # cupy's pool: flat from the first steps on, or something leaks
             fields['pool'] = f"{memory / 2**20:,.0f} MiB"
         if self.bar is not None:
             self.bar.set_postfix(fields, refresh=False)
         else:
-            print(f"step {step:5d}/{self.total}  " + '  '.join(f"{k} {v}" for k, v in fields.items()), flush=True)
+            print(_("step {step:5d}/{total}  {fields}").format(
+                step=step, total=self.total, fields='  '.join(f"{k} {v}" for k, v in fields.items())), flush=True)
 
     def note(self, line):
         (self.bar.write if self.bar is not None else print)(line)
@@ -437,24 +441,25 @@ class Progress:
 def plot_losses(result, name, folder):
     """Training loss per step and validation loss, with the unigram baseline; <folder>/loss.png or None."""
     def draw(ax):
-        ax.plot(range(1, len(result['losses']) + 1), result['losses'], lw=0.8, label='training loss')
+        ax.plot(range(1, len(result['losses']) + 1), result['losses'], lw=0.8, label=_('training loss'))
         if result['val']:
-            ax.plot(*zip(*result['val']), 'o-', label='validation loss')
-        ax.axhline(result['baseline'], ls='--', color='gray', label='unigram baseline (counting characters)')
-        ax.set(xlabel='step', ylabel='cross-entropy (nats per character)')
+            ax.plot(*zip(*result['val']), 'o-', label=_('validation loss'))
+        ax.axhline(result['baseline'], ls='--', color='gray', label=_('unigram baseline (counting characters)'))
+        ax.set(xlabel=_('step'), ylabel=_('cross-entropy (nats per character)'))
         ax.legend()
-    return save_plot('loss', draw, f"train_gpt on {name}", folder)
+    return save_plot('loss', draw, _("train_gpt on {name}").format(name=name), folder)
 
 
 def validation_summary(val, baseline):
     """What the validation losses ([step, loss] pairs) say, against the unigram baseline."""
     step, loss = val[-1]
-    text = f"validation loss at step {step}: {loss:.4f} ({'below' if loss < baseline else 'not below'} the baseline)"
+    text = (_("validation loss at step {step}: {loss:.4f} (below the baseline)") if loss < baseline else
+            _("validation loss at step {step}: {loss:.4f} (not below the baseline)")).format(step=step, loss=loss)
     best_step, best = min(val, key=lambda v: v[1])
     if loss > best + 0.05:
-        text += (f"\nIt was lowest at step {best_step} ({best:.4f}): since then the model has been memorising its "
-                 "training text instead of learning what carries over to new text (overfitting; a longer text "
-                 "such as --corpus stdlib helps)")
+        text += _("\nIt was lowest at step {step} ({best:.4f}): since then the model has been memorising its "
+                  "training text instead of learning what carries over to new text (overfitting; a longer text "
+                  "such as --corpus stdlib helps)").format(step=best_step, best=best)
     return text
 
 
@@ -465,6 +470,11 @@ def samples(model, chars, prompt='Twinkle', length=160, temperatures=TEMPERATURE
            for T in temperatures}
     out['greedy'] = chars.decode(continue_text(model, ids, length, greedy=True).tolist())
     return out
+
+
+def shown_label(label):
+    """A samples() label as printed: 'T = 0.2' stays a formula in every language, 'greedy' is a word."""
+    return _('greedy') if label == 'greedy' else label
 
 
 def continue_text(model, ids, length, seed=None, **sampling):
@@ -504,21 +514,26 @@ def run(preset='tiny', corpus=None, text_file=None, out=os.path.join(RUNS, 'trai
         result = train(text, out, device, resume, stop_after, preset, **options)
     model, chars, losses, config = result['model'], result['chars'], result['losses'], result['config']
     train_text, val_text = texts.split(text, config['val_fraction'])
-    print(f"\n{name}: {len(train_text):,} training and {len(val_text):,} validation characters; vocabulary of "
-          f"{len(chars.vocab)} (a uniform guess scores ln {len(chars.vocab)} = {math.log(len(chars.vocab)):.2f})")
-    print(f"{model.num_parameters():,} parameters on {device}; checkpoint: {result['checkpoint']}")
-    print(f"unigram baseline (a model that only counts characters): {result['baseline']:.4f} nats per character "
-          f"on the {'validation' if val_text else 'training'} text")
+    print(_("\n{name}: {train:,} training and {val:,} validation characters; vocabulary of {vocab} (a uniform "
+            "guess scores ln {vocab} = {uniform:.2f})").format(name=name, train=len(train_text), val=len(val_text),
+                                                                vocab=len(chars.vocab),
+                                                                uniform=math.log(len(chars.vocab))))
+    print(_("{parameters:,} parameters on {device}; checkpoint: {checkpoint}").format(
+        parameters=model.num_parameters(), device=device, checkpoint=result['checkpoint']))
+    print((_("unigram baseline (a model that only counts characters): {baseline:.4f} nats per character on the "
+             "validation text") if val_text else
+           _("unigram baseline (a model that only counts characters): {baseline:.4f} nats per character on the "
+             "training text")).format(baseline=result['baseline']))
     if result['val']:
         print(validation_summary(result['val'], result['baseline']))
-    print(table(['steps', 'mean training loss'], window_means(losses)))
-    check_learned(losses, 'train_gpt', rose=TRIES, flat=('more --steps', 'a higher --lr'))
+    print(table([_('steps'), _('mean training loss')], window_means(losses)))
+    check_learned(losses, 'train_gpt', rose=TRIES, flat=(N_('more --steps'), N_('a higher --lr')))
     plot_losses(result, name, out)
     written = samples(model, chars, prompt, sample_length) if sample_length else {}
     if written:
-        print(f"\nContinuations of {prompt!r}:")
+        print(_("\nContinuations of {prompt}:").format(prompt=repr(prompt)))
         for label, sample in written.items():
-            print(f"--- {label}\n{sample}")
+            print(f"--- {shown_label(label)}\n{sample}")
     if result['val']:
         runs = [_verdict_figures(result, written, prompt)]
         for seed in range(result['config']['seed'] + 1, result['config']['seed'] + seeds):
@@ -527,7 +542,7 @@ def run(preset='tiny', corpus=None, text_file=None, out=os.path.join(RUNS, 'trai
             runs.append(_verdict_figures(again, samples(again['model'], chars, prompt, sample_length)
                                          if sample_length else {}, prompt))
         if seeds > 1:
-            print(table(['seed', 'best validation loss', 'T = 0.2 follows greedy', 'T = 1.5 follows greedy'],
+            print(table([_('seed'), _('best validation loss'), _('T = 0.2 follows greedy'), _('T = 1.5 follows greedy')],
                         [[result['config']['seed'] + i, r['best'], r.get('T = 0.2', '-'), r.get('T = 1.5', '-')]
                          for i, r in enumerate(runs)], fmt='.4f'))
         _record(runs, result['baseline'], written, name, corpus)
@@ -560,25 +575,29 @@ def _record(runs, baseline, written, name, corpus):
     best = claims.between([r['best'] for r in runs])
     claims.record('architecture', '2.8', 'Decoder-only 因果掩码，只看前面 CLM（预测下一个 token）',
                   'holds' if below == n else 'partly',
-                  "the GPT (causal mask, next-token loss) learns {name}: validation loss {best} at best against "
-                  "the unigram baseline {baseline:.2f} (below it in {below} of {n} seeds)",
-                  'the validation lines (--full: the table "seed, best validation loss, ...")', depends_on=depends,
+                  N_("the GPT (causal mask, next-token loss) learns {name}: validation loss {best} at best against "
+                     "the unigram baseline {baseline:.2f} (below it in {below} of {n} seeds)"),
+                  N_('the validation lines (--full: the table "seed, best validation loss, ...")'), depends_on=depends,
                   seeds=claims.seeds_note(n), name=name, best=best, baseline=baseline, below=below, n=n)
     if 'T = 0.2' in runs[0]:
         sharper = sum(r['T = 0.2'] > r['T = 1.5'] for r in runs)
         claims.record('attention', '2.4.2', ['T = 0.2 极度尖锐，接近 Argmax', 'T = 1.5 平滑，多样性高'],
                       'holds' if sharper == n else 'partly',
-                      "the GPT's T = 0.2 continuation follows the greedy (argmax) one for {low} characters, T = 1.5's "
-                      "for {high} (T = 0.2 follows it longer in {sharper} of {n} seeds)",
-                      'the continuations "--- T = 0.2", "--- T = 1.5", "--- greedy" (--full: the table "seed, ...")',
+                      N_("the GPT's T = 0.2 continuation follows the greedy (argmax) one for {low} characters, "
+                         "T = 1.5's for {high} (T = 0.2 follows it longer in {sharper} of {n} seeds)"),
+                      N_('the continuations "--- T = 0.2", "--- T = 1.5", "--- greedy" (--full: the table "seed, '
+                         '...")'),
                       depends_on=depends, seeds=claims.seeds_note(n), low=claims.between([r['T = 0.2'] for r in runs], 'd'),
                       high=claims.between([r['T = 1.5'] for r in runs], 'd'), sharper=sharper, n=n)
     claims.record('architecture', '2.9.1', '都能统一表达成「续写」这一件事', 'holds' if below == n else 'partly',
-                  "for what a lesson can show: one loss, next-token cross-entropy at every position, trains the GPT on "
-                  "{name} (validation loss {best} at best, step {step}, against the unigram baseline {baseline:.2f}; "
-                  "below it in {below} of {n} seeds)" + (", and {continued} of {samples} samples continue the prompt"
-                                                         if written else ""),
-                  'the validation lines and the continuations', depends_on=depends, seeds=claims.seeds_note(n),
+                  N_("for what a lesson can show: one loss, next-token cross-entropy at every position, trains the "
+                     "GPT on {name} (validation loss {best} at best, step {step}, against the unigram baseline "
+                     "{baseline:.2f}; below it in {below} of {n} seeds), and {continued} of {samples} samples "
+                     "continue the prompt") if written else
+                  N_("for what a lesson can show: one loss, next-token cross-entropy at every position, trains the "
+                     "GPT on {name} (validation loss {best} at best, step {step}, against the unigram baseline "
+                     "{baseline:.2f}; below it in {below} of {n} seeds)"),
+                  N_('the validation lines and the continuations'), depends_on=depends, seeds=claims.seeds_note(n),
                   name=name, best=best, step=claims.between([r['step'] for r in runs], 'd'), baseline=baseline,
                   below=below, n=n, continued=claims.between([r['continued'] for r in runs], 'd'), samples=len(written))
 
