@@ -69,14 +69,15 @@ PRESETS = {
     'gpu': dict(corpus='stdlib', steps=2000, batch_size=64, context=256, d_model=384, n_layers=6, n_heads=6,
                 lr=1e-3, warmup=100, val_fraction=0.1, log_every=50, eval_every=250, eval_batches=8, ckpt_every=500),
 }
-HELP = dict(steps='training steps', batch_size='windows per batch', context='characters per window (the model\'s '
-            'max_len)', d_model='model width', n_layers='decoder layers', n_heads='attention heads (divide d_model)',
-            lr='peak learning rate', warmup=('learning-rate warmup steps (at most steps - 1)', 0),
-            val_fraction=('the share of the text held out for validation (0: none)', 0),
-            log_every='steps between progress lines (the only time losses come to the host)',
-            eval_every='steps between validation passes', eval_batches='batches in a validation pass',
-            ckpt_every='steps between checkpoints', seed='random seed (weights and batches)',
-            sample_length=('characters to write at each temperature after training (0: none)', 0))
+HELP = dict(steps=N_('training steps'), batch_size=N_('windows per batch'),
+            context=N_("characters per window (the model's max_len)"), d_model=N_('model width'),
+            n_layers=N_('decoder layers'), n_heads=N_('attention heads (divide d_model)'), lr=N_('peak learning rate'),
+            warmup=(N_('learning-rate warmup steps (at most steps - 1)'), 0),
+            val_fraction=(N_('the share of the text held out for validation (0: none)'), 0),
+            log_every=N_('steps between progress lines (the only time losses come to the host)'),
+            eval_every=N_('steps between validation passes'), eval_batches=N_('batches in a validation pass'),
+            ckpt_every=N_('steps between checkpoints'), seed=N_('random seed (weights and batches)'),
+            sample_length=(N_('characters to write at each temperature after training (0: none)'), 0))
 # what a resumed run must share with the checkpoint's (the others may change between runs)
 RUN_KEYS = ('batch_size', 'context', 'd_model', 'n_layers', 'n_heads', 'lr', 'warmup', 'val_fraction', 'seed')
 PROMPTS = {'poem': 'Twinkle', 'stdlib': 'Return the '}
@@ -611,28 +612,29 @@ def main(argv=None):
 
     def extra(parser):
         parser.add_argument('--preset', choices=list(PRESETS), default='tiny',
-                            help='tiny: seconds on a CPU; gpu: d_model 384, 6 layers, context 256, batch 64, the '
-                                 'stdlib corpus (use with --device auto). The options below show its values.')
+                            help=_('tiny: seconds on a CPU; gpu: d_model 384, 6 layers, context 256, batch 64, the '
+                                   'stdlib corpus (use with --device auto). The options below show its values.'))
         source = parser.add_mutually_exclusive_group()
         source.add_argument('--corpus', choices=texts.CORPORA,
-                            help="a built-in text: the poem, or the docstrings of this Python's standard library "
-                                 f"(default: the preset's, {corpus})")
-        source.add_argument('--text', dest='text_file', metavar='FILE', help='train on this UTF-8 text file')
-        parser.add_argument('--resume', action='store_true', help='continue from <out>/ckpt.npz')
-        parser.add_argument('--out', default=os.path.join(RUNS, 'train_gpt'), help='folder for the checkpoint and plot')
+                            help=_("a built-in text: the poem, or the docstrings of this Python's standard library "
+                                   "(default: the preset's, {corpus})").format(corpus=corpus))
+        source.add_argument('--text', dest='text_file', metavar='FILE', help=_('train on this UTF-8 text file'))
+        parser.add_argument('--resume', action='store_true', help=_('continue from <out>/ckpt.npz'))
+        parser.add_argument('--out', default=os.path.join(RUNS, 'train_gpt'),
+                            help=_('folder for the checkpoint and plot'))
         parser.add_argument('--stop-after', type=int, metavar='N',
-                            help='stop after step N, as if interrupted (then --resume)')
+                            help=_('stop after step N, as if interrupted (then --resume)'))
         parser.add_argument('--no-fused', dest='fused', action='store_false',
-                            help='train with the textbook ops, to step through them (slower; the fused layer is on '
-                                 'by default)')
-        parser.add_argument('--prompt', help=f"the start of the samples (default: {PROMPTS['poem']!r} for the poem, "
-                                             f"{PROMPTS['stdlib']!r} for stdlib, a file's first characters; with "
-                                             "--sample, a new line)")
+                            help=_('train with the textbook ops, to step through them (slower; the fused layer is on '
+                                   'by default)'))
+        parser.add_argument('--prompt', help=_("the start of the samples (default: {poem} for the poem, {stdlib} for "
+                                               "stdlib, a file's first characters; with --sample, a new line)").format(
+            poem=repr(PROMPTS['poem']), stdlib=repr(PROMPTS['stdlib'])))
         parser.add_argument('--seeds', type=int, default=1, metavar='N',
-                            help='the verdicts also train from seed + 1, ..., seed + N - 1 (scratch checkpoints)')
+                            help=_('the verdicts also train from seed + 1, ..., seed + N - 1 (scratch checkpoints)'))
         parser.add_argument('--full', action='store_true', help=f"--seeds {FULL['seeds']}")
-        parser.add_argument('--sample', metavar='CKPT', help='train nothing: load this checkpoint (a ckpt.npz of '
-                                                             'train_gpt) and write from --prompt at each temperature')
+        parser.add_argument('--sample', metavar='CKPT', help=_('train nothing: load this checkpoint (a ckpt.npz of '
+                                                               'train_gpt) and write from --prompt at each temperature'))
 
     return run_lesson(run, command_line('train_gpt', __doc__, options, argv, extra, check=_check))
 
