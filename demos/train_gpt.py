@@ -151,8 +151,9 @@ def check_weights(parameters, step):
     with mt.no_grad():
         finite = mt.stack([(p.abs() < math.inf).sum() for p in parameters]).sum().item()
     if finite != sum(p.numel() for p in parameters):
-        raise Diverged(f"train_gpt: a weight became nan or inf in step {step} (its loss was still finite), so "
-                       f"training stopped before writing the checkpoint. Try {', or '.join(TRIES)}.")
+        tries = _(', or ').join(_(t) for t in TRIES)
+        raise Diverged(_("train_gpt: a weight became nan or inf in step {step} (its loss was still finite), so "
+                         "training stopped before writing the checkpoint. Try {tries}.").format(step=step, tries=tries))
 
 
 def text_problem(text, context, val_fraction, prompt=None):
@@ -214,9 +215,9 @@ def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', re
         start = _restore(path, device, config, text_id, model, opt, schedule, history)
         print(_("resumed from {path} at step {step}").format(path=path, step=start))
         if stop_after is not None and stop_after <= start:
-            raise Refused(f"train_gpt: --stop-after {stop_after}, but {path} is already at step {start}: nothing "
-                          f"would be trained. Give a --stop-after above {start}, or leave it out to train on to "
-                          f"step {steps}")
+            raise Refused(_("train_gpt: --stop-after {stop_after}, but {path} is already at step {step}: nothing "
+                            "would be trained. Give a --stop-after above {step}, or leave it out to train on to "
+                            "step {steps}").format(stop_after=stop_after, path=path, step=start, steps=steps))
         if start >= steps:
             print(_("the checkpoint is already at step {step}, --steps is {steps}: nothing to train (a larger "
                     "--steps trains on)").format(step=start, steps=steps))
@@ -375,25 +376,29 @@ def _restore(path, device, config, text_id, model, opt, schedule, history):
     try:
         ckpt = mt.load(path, device=device)
     except mt.CheckpointError as error:
-        raise Refused(f"train_gpt: cannot resume: {error}. Start a new run without --resume, or with another "
-                      "--out") from None
+        raise Refused(_("train_gpt: cannot resume: {error}. Start a new run without --resume, or with another "
+                        "--out").format(error=error)) from None
     missing = [k for k in ('model', 'optim', 'schedule', 'step', 'config', 'text_sha256', *history)
                if not isinstance(ckpt, dict) or k not in ckpt]
     if missing:
-        holds = f"its keys are {sorted(ckpt)}" if isinstance(ckpt, dict) else f"it holds a {type(ckpt).__name__}"
-        raise Refused(f"train_gpt: {path} is not a train_gpt checkpoint ({holds}; a train_gpt checkpoint also "
-                      f"has {missing}). Give --out the folder of a train_gpt run, or start a new run without --resume")
+        holds = (_("its keys are {keys}").format(keys=sorted(ckpt)) if isinstance(ckpt, dict) else
+                 _("it holds a {kind}").format(kind=type(ckpt).__name__))
+        raise Refused(_("train_gpt: {path} is not a train_gpt checkpoint ({holds}; a train_gpt checkpoint also "
+                        "has {missing}). Give --out the folder of a train_gpt run, or start a new run without "
+                        "--resume").format(path=path, holds=holds, missing=missing))
     saved = ckpt['config']
     different = [(f"--{k.replace('_', '-')}", saved.get(k), config[k]) for k in RUN_KEYS if saved.get(k) != config[k]]
     if ckpt['text_sha256'] != text_id['sha256']:
         different.append(('the text', ckpt.get('text_about', 'another text'), text_id['about']))
     if different:
-        listed = '; '.join(f"{name}: {was} in the checkpoint, {now} now" for name, was, now in different)
-        options = ' '.join(f"{name} {was}" for name, was, _ in different if name.startswith('--'))
-        text = ['its text, the same --corpus or --text'] if different[-1][0] == 'the text' else []
-        theirs = ' and '.join(([options] if options else []) + text)
-        raise Refused(f"train_gpt: {path} was made with other settings. {listed}. To resume it, give the "
-                      f"checkpoint's settings ({theirs}); or start a new run without --resume, or with another --out")
+        listed = '; '.join(_("{name}: {was} in the checkpoint, {now} now").format(
+            name=_('the text') if name == 'the text' else name, was=was, now=now) for name, was, now in different)
+        options = ' '.join(f"{name} {was}" for name, was, now in different if name.startswith('--'))
+        text = [_('its text, the same --corpus or --text')] if different[-1][0] == 'the text' else []
+        theirs = _(' and ').join(([options] if options else []) + text)
+        raise Refused(_("train_gpt: {path} was made with other settings. {listed}. To resume it, give the "
+                        "checkpoint's settings ({theirs}); or start a new run without --resume, or with another "
+                        "--out").format(path=path, listed=listed, theirs=theirs))
     if saved['steps'] != config['steps']:
         print(_("the checkpoint's run was {was} steps long; the schedule now runs to {now}").format(
             was=saved['steps'], now=config['steps']))

@@ -115,3 +115,13 @@ def test_train_gpt_stops_resumes_and_samples_in_chinese(capsys):
         sampled = run(lang, '--sample', f'gpt_{lang}/ckpt.npz', '--sample-length', '5')
         assert ('个参数的 GPT，训练了 4 步' in sampled) == (lang == 'zh')
         assert ("'\\n' 的续写：" in sampled) == (lang == 'zh') and ('Continuations of' in sampled) == (lang == 'en')
+
+
+def test_train_gpt_refuses_to_resume_in_chinese(capsys):
+    train_gpt.main([*TINY, '--sample-length', '0', '--out', 'gpt'])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as refused:
+        train_gpt.main([*TINY, '--sample-length', '0', '--out', 'gpt', '--resume', '--lr', '0.01', '--lang', 'zh'])
+    said = capsys.readouterr()
+    assert ('是用别的设置做的。--lr：检查点里是 0.003，现在是 0.01。要从它继续，请给出检查点的设置（--lr 0.003）'
+            in f"{said.out}{said.err}{refused.value.code}")
