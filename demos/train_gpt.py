@@ -160,21 +160,24 @@ def text_problem(text, context, val_fraction, prompt=None):
     """Why `text` cannot be trained on with these settings, or None."""
     train, val = texts.split(text, val_fraction)
     if len(train) < context:
-        return (f"the training part of the text has {len(train)} characters; a --context of {context} needs at "
-                f"least that many (use a smaller --context{', a smaller --val-fraction' if val else ''} or a "
-                "longer text)")
+        return (_("the training part of the text has {n} characters; a --context of {context} needs at least that "
+                  "many (use a smaller --context, a smaller --val-fraction or a longer text)") if val else
+                _("the training part of the text has {n} characters; a --context of {context} needs at least that "
+                  "many (use a smaller --context or a longer text)")).format(n=len(train), context=context)
     if val and len(val) < context:
-        return (f"the validation part (--val-fraction {val_fraction}) has {len(val)} characters, fewer than "
-                f"--context {context}: raise --val-fraction, lower --context, or use --val-fraction 0")
+        return _("the validation part (--val-fraction {val_fraction}) has {n} characters, fewer than --context "
+                 "{context}: raise --val-fraction, lower --context, or use --val-fraction 0").format(
+            val_fraction=val_fraction, n=len(val), context=context)
     return prompt_problem(prompt, text)
 
 
 def prompt_problem(prompt, text):
     """Why the samples cannot start from `prompt` (None: the default), or None."""
     if prompt == '':
-        return "the prompt is empty: the samples continue it, so give at least one character (or leave --prompt out)"
+        return _("the prompt is empty: the samples continue it, so give at least one character (or leave --prompt "
+                 "out)")
     unknown = sorted(set(prompt or '') - set(text))
-    return f"the prompt holds characters the text never uses: {unknown}" if unknown else None
+    return _("the prompt holds characters the text never uses: {unknown}").format(unknown=unknown) if unknown else None
 
 
 def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', resume=False, stop_after=None,
@@ -346,8 +349,9 @@ def load_checkpoint(path, device='cpu'):
     ckpt = mt.load(path, device=device)
     missing = [k for k in ('model', 'config', 'vocab') if not isinstance(ckpt, dict) or k not in ckpt]
     if missing:
-        raise ValueError(f"train_gpt.load_checkpoint: {path} is not a train_gpt checkpoint (it has no {missing}); "
-                         "give the ckpt.npz of a train_gpt run (runs/train_gpt/ckpt.npz by default)")
+        raise ValueError(_("train_gpt.load_checkpoint: {path} is not a train_gpt checkpoint (it has no {missing}); "
+                           "give the ckpt.npz of a train_gpt run (runs/train_gpt/ckpt.npz by default)").format(
+            path=path, missing=missing))
     model = build_model(len(ckpt['vocab']), ckpt['config']).to(device)
     model.load_state_dict(ckpt['model'])
     return model.eval(), Characters(ckpt['vocab'])

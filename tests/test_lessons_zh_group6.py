@@ -125,3 +125,11 @@ def test_train_gpt_refuses_to_resume_in_chinese(capsys):
     said = capsys.readouterr()
     assert ('是用别的设置做的。--lr：检查点里是 0.003，现在是 0.01。要从它继续，请给出检查点的设置（--lr 0.003）'
             in f"{said.out}{said.err}{refused.value.code}")
+
+
+def test_train_gpt_says_in_chinese_what_the_text_and_prompt_cannot_do(capsys):
+    for argv, says in ((['--prompt', 'Zq#'], "提示里有文本从未用过的字符：['#', 'Z', 'q']"),
+                       (['--context', '600'], '文本的训练部分有 493 个字符；--context 为 600 至少需要这么多')):
+        with pytest.raises(SystemExit):
+            train_gpt.main([*argv, '--lang', 'zh'])
+        assert says in capsys.readouterr().err
