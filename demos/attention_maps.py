@@ -39,7 +39,7 @@ def reverse_maps(steps=150, length=6, n_test=64, seed=0, device='cpu'):
     """Train the reversal model; its cross-attention on unseen sequences: {'maps' (h, L, L) means over the
     test batch as lists, 'anti_diagonal' per head, 'argmax' [head][t], 'token_accuracy', 'device'}."""
     model, losses, seen = train_reverse.train(steps=steps, length=length, seed=seed, log_every=steps + 1, device=device)
-    check_learned(losses, 'attention_maps (the reversal model)', rose=(N_('another --seed'),),
+    check_learned(losses, _('attention_maps (the reversal model)'), rose=(N_('another --seed'),),
                   flat=(N_('more --steps'),))
     test = train_reverse.random_sequences(random.Random(seed + 1), n_test, length, exclude=seen)
     src = mt.tensor(test, device=device)
@@ -63,7 +63,7 @@ def gpt_maps(steps=150, line='Twinkle, twinkle, little star,', seed=0, device='c
     1), 'line', 'final_loss' (mean of the last 10 steps), 'mean_loss' (of all steps, as the progress line logs it)}."""
     result = train_gpt.train(out=os.path.join(RUNS, 'attention_maps_gpt'), steps=steps, seed=seed,
                              log_every=steps, eval_every=steps, ckpt_every=steps, device=device, **options)
-    check_learned(result['losses'], 'attention_maps (the char GPT)', rose=(N_('another --seed'),),
+    check_learned(result['losses'], _('attention_maps (the char GPT)'), rose=(N_('another --seed'),),
                   flat=(N_('more --gpt-steps'),))
     model, chars = result['model'], result['chars']
     ids = mt.tensor([chars.encode(line)], device=device)

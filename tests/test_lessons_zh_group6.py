@@ -75,10 +75,10 @@ def test_encoder_only_mlm_in_chinese(capsys):
 def test_attention_maps_in_chinese(capsys):
     assert_same_numbers_in_chinese(
         attention_maps, ['--steps', '2', '--gpt-steps', '2', '--seeds', '2'], capsys,
-        ['1. 反转 6 个数字', '反对角线 s = L-1-t 上的权重', '每个输出位置上权重最高的源位置', '反转需要',
+        ['attention_maps（反转模型）：', '1. 反转 6 个数字', '反对角线 s = L-1-t 上的权重', '每个输出位置上权重最高的源位置', '反转需要',
          '2 个种子：在每个 t 上都落在反对角线的头', '2. 字符级 GPT 训练 2 步后', '落在前一个字符', '（前一个字符份额最大），逐个查询',
          '回看距离', '2 个种子：最大的前一个字符份额'],
-        ['1. Reversing 6 digits', 'weight on the anti-diagonal', 'highest-weight source position', 'reversal wants',
+        ['attention_maps (the reversal model): ', '1. Reversing 6 digits', 'weight on the anti-diagonal', 'highest-weight source position', 'reversal wants',
          'from 2 seeds: heads on the anti-diagonal', '2. The char GPT after 2 steps', 'on the previous char',
          '(the largest previous-char share), query by query', 'distance back', 'from 2 seeds: the largest'])
 
