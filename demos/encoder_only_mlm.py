@@ -21,6 +21,7 @@ import random
 
 import microtensor as mt
 from microtensor import optim
+from microtensor.i18n import N_, _
 from transformer import EncoderOnly, causal_mask, next_token_loss, scaled_dot_product_attention
 from transformer.mlm import IGNORE, masked_accuracy, mlm_loss, mlm_mask
 
@@ -126,67 +127,73 @@ def run(steps=300, batch_size=32, n_test=500, seed=0, seeds=1, full=False, devic
     model, losses = train(steps, batch_size, seed=seed, device=device)
     ids, inputs, labels = test_batch(n_test, seed, device)
     shares = corruption_shares(ids, inputs, labels)
-    print(f"The architecture article's 'MLM 每个样本只有 15% 的位置产生训练信号' (§2.9.2).  BERT's corruption, measured "
-          f"on {n_test} test\nsequences of {2 * HALF} digits:")
-    print(table(['chosen of all positions', '[MASK]', 'random token', 'kept'],
+    print(_("The architecture article's 'MLM 每个样本只有 15% 的位置产生训练信号' (§2.9.2).  BERT's corruption, measured "
+            "on {n_test} test\nsequences of {digits} digits:").format(n_test=n_test, digits=2 * HALF))
+    print(table([_('chosen of all positions'), '[MASK]', _('random token'), _('kept')],
                 [[f"{100 * shares['chosen']:.1f}%"] + [f"{100 * shares[k]:.1f}%" for k in ('mask', 'random', 'kept')]]))
-    print("(target 15%; of those 80 / 10 / 10, a random token equal to the original counting as kept)")
+    print(_("(target 15%; of those 80 / 10 / 10, a random token equal to the original counting as kept)"))
     signal = signal_shares(ids, labels)
-    print(f"Positions whose logits get a gradient from the loss, on the same batch: MLM {signal['MLM']:.1%}, "
-          f"CLM (next_token_loss) {signal['CLM']:.1%} (every position but the last, {2 * HALF - 1} of {2 * HALF})")
+    print(_("Positions whose logits get a gradient from the loss, on the same batch: MLM {mlm:.1%}, "
+            "CLM (next_token_loss) {clm:.1%} (every position but the last, {shown} of {n})").format(
+        mlm=signal['MLM'], clm=signal['CLM'], shown=2 * HALF - 1, n=2 * HALF))
     claims.record('architecture', '2.9.2', 'MLM 每个样本只有 15% 的位置产生训练信号，CLM 是每个位置都产生信号', 'holds',
-                  "{mlm:.1%} of the positions get a gradient from the MLM loss (chosen {chosen:.1%}; of those {mask:.1%} "
-                  "become [MASK], {random:.1%} a random token, {kept:.1%} stay: BERT's 80/10/10), {clm:.1%} from the "
-                  "CLM loss (every position but the last of {n})",
-                  'the corruption table and the line "Positions whose logits get a gradient"', mlm=signal['MLM'],
+                  N_("{mlm:.1%} of the positions get a gradient from the MLM loss (chosen {chosen:.1%}; of those "
+                     "{mask:.1%} become [MASK], {random:.1%} a random token, {kept:.1%} stay: BERT's 80/10/10), {clm:.1%} "
+                     "from the CLM loss (every position but the last of {n})"),
+                  N_('the corruption table and the line "Positions whose logits get a gradient"'), mlm=signal['MLM'],
                   clm=signal['CLM'], n=2 * HALF, **shares)
 
-    print(f"\nEncoderOnly trained {steps} steps, batch {batch_size}:")
-    print(table(['steps', 'MLM loss'], window_means(losses, 6)))
-    check_learned(losses, 'encoder_only_mlm', rose=('another --seed',), flat=('more --steps', 'a larger --batch-size'))
+    print(_("\nEncoderOnly trained {steps} steps, batch {batch_size}:").format(steps=steps, batch_size=batch_size))
+    print(table([_('steps'), _('MLM loss')], window_means(losses, 6)))
+    check_learned(losses, 'encoder_only_mlm', rose=(N_('another --seed'),),
+                  flat=(N_('more --steps'), N_('a larger --batch-size')))
     acc, ceiling, best = score(model, ids, inputs, labels)
-    print(table(['chosen positions', 'accuracy'],
-                [[k, '-' if v is None else f"{100 * v:.1f}%"] for k, v in
-                 (('all', acc['all']), ('shown as [MASK]', acc['mask']), ('shown as a random token', acc['random']),
-                  ('shown as themselves (kept)', acc['kept']), ('first half: partner to the right', acc['first half']),
-                  ('second half: partner to the left', acc['second half']))]))
-    print(f"Chance is 10%.  {100 * ceiling:.1f}% of the chosen positions have a partner that still shows their digit; "
-          f"the rest can only be\nguessed, so the best possible is about {100 * best:.1f}%.  The first half reads "
-          "its answer from the right: a causal (GPT)\nmodel could not, the encoder attends in both directions.")
+    print(table([_('chosen positions'), _('accuracy')],
+                [[_(k), '-' if v is None else f"{100 * v:.1f}%"] for k, v in
+                 ((N_('all'), acc['all']), (N_('shown as [MASK]'), acc['mask']),
+                  (N_('shown as a random token'), acc['random']), (N_('shown as themselves (kept)'), acc['kept']),
+                  (N_('first half: partner to the right'), acc['first half']),
+                  (N_('second half: partner to the left'), acc['second half']))]))
+    print(_("Chance is 10%.  {ceiling:.1f}% of the chosen positions have a partner that still shows their digit; "
+            "the rest can only be\nguessed, so the best possible is about {best:.1f}%.  The first half reads "
+            "its answer from the right: a causal (GPT)\nmodel could not, the encoder attends in both directions.").format(
+        ceiling=100 * ceiling, best=100 * best))
     above = masked_weights_above_diagonal(2 * HALF, seed, ids.device)
-    print(f"Attention weights above the diagonal (future keys) of random q, k over {2 * HALF} tokens: causal mask "
-          f"(decoder-only) largest {above['causal']:.1f}, no mask (this encoder) smallest {above['none']:.2g}")
+    print(_("Attention weights above the diagonal (future keys) of random q, k over {n} tokens: causal mask "
+            "(decoder-only) largest {causal:.1f}, no mask (this encoder) smallest {none:.2g}").format(
+        n=2 * HALF, causal=above['causal'], none=above['none']))
     claims.record('architecture', '2.8', '因果掩码的实现很简单：在 softmax 之前把注意力分数矩阵的上三角置为负无穷，这样每个位置对未来位置的注意力权重就变成 0。',
-                  'holds', "with transformer.causal_mask every weight above the diagonal is exactly {causal:.1f} (the "
-                  "largest of {n} x {n}); without a mask, as in this encoder, the smallest is {none:.2g}",
-                  'the line "Attention weights above the diagonal"', causal=above['causal'], none=above['none'],
+                  'holds', N_("with transformer.causal_mask every weight above the diagonal is exactly {causal:.1f} "
+                              "(the largest of {n} x {n}); without a mask, as in this encoder, the smallest is {none:.2g}"),
+                  N_('the line "Attention weights above the diagonal"'), causal=above['causal'], none=above['none'],
                   n=2 * HALF)
     runs = [(acc, best)] + [score(train(steps, batch_size, seed=s, device=device)[0], *test_batch(n_test, s, device))[::2]
                             for s in range(seed + 1, seed + seeds)]
     if seeds > 1:
-        print(table(['seed', 'all chosen', 'first half', 'best possible'],
+        print(table([_('seed'), _('all chosen'), _('first half'), _('best possible')],
                     [[seed + i, f"{a['all']:.1%}", f"{a['first half']:.1%}", f"{b:.1%}"] for i, (a, b) in enumerate(runs)]))
     reads = sum(a['first half'] > 0.5 for a, _ in runs)
     claims.record('architecture', '2.8', 'Encoder-only 双向，无遮蔽 MLM … Decoder-only 因果掩码，只看前面 CLM',
                   'holds' if reads == seeds else 'partly',
-                  "the encoder-only model fills masked digits ({all} of the chosen positions, best possible about "
-                  "{best}), {first} in the first half, whose partner is to the right: a causal model could not "
-                  "read it (above 50% there in {reads} of {n} seeds); train_gpt (decoder-only, CLM) and train_reverse "
-                  "(encoder-decoder, cross-attention) train the other two",
-                  'the table "chosen positions, accuracy" (--full: "seed, all chosen, first half, best possible")',
+                  N_("the encoder-only model fills masked digits ({all} of the chosen positions, best possible about "
+                     "{best}), {first} in the first half, whose partner is to the right: a causal model could not "
+                     "read it (above 50% there in {reads} of {n} seeds); train_gpt (decoder-only, CLM) and "
+                     "train_reverse (encoder-decoder, cross-attention) train the other two"),
+                  N_('the table "chosen positions, accuracy" (--full: "seed, all chosen, first half, best possible")'),
                   seeds=claims.seeds_note(seeds), all=claims.spread([a['all'] for a, _ in runs]),
                   best=claims.spread([b for _, b in runs]), first=claims.spread([a['first half'] for a, _ in runs]),
                   reads=reads, n=seeds)
-    save_lines('encoder_only_mlm', {'MLM loss': losses}, 'step', 'cross-entropy on the chosen positions',
-               'Encoder-only model, masked-language modelling')
+    save_lines('encoder_only_mlm', {_('MLM loss'): losses}, _('step'), _('cross-entropy on the chosen positions'),
+               _('Encoder-only model, masked-language modelling'))
     return {'losses': losses, 'shares': shares, 'accuracy': acc, 'recoverable': ceiling, 'best': best,
             'device': ids.device}
 
 
 def main(argv=None):
-    options = options_of(run, steps='Adam steps', batch_size='sequences per batch',
-                         n_test=('test sequences (16 digits each) the accuracy is measured on', 10), seed='random seed',
-                         seeds='trainings (seed, seed + 1, ...) the verdict counts', full='5 seeds')
+    options = options_of(run, steps=N_('Adam steps'), batch_size=N_('sequences per batch'),
+                         n_test=(N_('test sequences (16 digits each) the accuracy is measured on'), 10),
+                         seed=N_('random seed'), seeds=N_('trainings (seed, seed + 1, ...) the verdict counts'),
+                         full=N_('5 seeds'))
     return run_lesson(run, command_line('encoder_only_mlm', __doc__, options, argv, check=_budget))
 
 

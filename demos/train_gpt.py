@@ -51,6 +51,7 @@ import numpy as np
 
 import microtensor as mt
 from microtensor import optim
+from microtensor.i18n import N_, _
 from transformer import GPT, generate, next_token_loss
 
 from . import budget, claims
@@ -68,18 +69,19 @@ PRESETS = {
     'gpu': dict(corpus='stdlib', steps=2000, batch_size=64, context=256, d_model=384, n_layers=6, n_heads=6,
                 lr=1e-3, warmup=100, val_fraction=0.1, log_every=50, eval_every=250, eval_batches=8, ckpt_every=500),
 }
-HELP = dict(steps='training steps', batch_size='windows per batch', context='characters per window (the model\'s '
-            'max_len)', d_model='model width', n_layers='decoder layers', n_heads='attention heads (divide d_model)',
-            lr='peak learning rate', warmup=('learning-rate warmup steps (at most steps - 1)', 0),
-            val_fraction=('the share of the text held out for validation (0: none)', 0),
-            log_every='steps between progress lines (the only time losses come to the host)',
-            eval_every='steps between validation passes', eval_batches='batches in a validation pass',
-            ckpt_every='steps between checkpoints', seed='random seed (weights and batches)',
-            sample_length=('characters to write at each temperature after training (0: none)', 0))
+HELP = dict(steps=N_('training steps'), batch_size=N_('windows per batch'),
+            context=N_("characters per window (the model's max_len)"), d_model=N_('model width'),
+            n_layers=N_('decoder layers'), n_heads=N_('attention heads (divide d_model)'), lr=N_('peak learning rate'),
+            warmup=(N_('learning-rate warmup steps (at most steps - 1)'), 0),
+            val_fraction=(N_('the share of the text held out for validation (0: none)'), 0),
+            log_every=N_('steps between progress lines (the only time losses come to the host)'),
+            eval_every=N_('steps between validation passes'), eval_batches=N_('batches in a validation pass'),
+            ckpt_every=N_('steps between checkpoints'), seed=N_('random seed (weights and batches)'),
+            sample_length=(N_('characters to write at each temperature after training (0: none)'), 0))
 # what a resumed run must share with the checkpoint's (the others may change between runs)
 RUN_KEYS = ('batch_size', 'context', 'd_model', 'n_layers', 'n_heads', 'lr', 'warmup', 'val_fraction', 'seed')
 PROMPTS = {'poem': 'Twinkle', 'stdlib': 'Return the '}
-TRIES = ('a lower --lr (say 10x smaller)', 'a longer --warmup')
+TRIES = (N_('a lower --lr (say 10x smaller)'), N_('a longer --warmup'))
 FULL = dict(seeds=5)  # --full: the articles' verdicts over 5 seeds
 
 
@@ -149,29 +151,33 @@ def check_weights(parameters, step):
     with mt.no_grad():
         finite = mt.stack([(p.abs() < math.inf).sum() for p in parameters]).sum().item()
     if finite != sum(p.numel() for p in parameters):
-        raise Diverged(f"train_gpt: a weight became nan or inf in step {step} (its loss was still finite), so "
-                       f"training stopped before writing the checkpoint. Try {', or '.join(TRIES)}.")
+        tries = _(', or ').join(_(t) for t in TRIES)
+        raise Diverged(_("train_gpt: a weight became nan or inf in step {step} (its loss was still finite), so "
+                         "training stopped before writing the checkpoint. Try {tries}.").format(step=step, tries=tries))
 
 
 def text_problem(text, context, val_fraction, prompt=None):
     """Why `text` cannot be trained on with these settings, or None."""
     train, val = texts.split(text, val_fraction)
     if len(train) < context:
-        return (f"the training part of the text has {len(train)} characters; a --context of {context} needs at "
-                f"least that many (use a smaller --context{', a smaller --val-fraction' if val else ''} or a "
-                "longer text)")
+        return (_("the training part of the text has {n} characters; a --context of {context} needs at least that "
+                  "many (use a smaller --context, a smaller --val-fraction or a longer text)") if val else
+                _("the training part of the text has {n} characters; a --context of {context} needs at least that "
+                  "many (use a smaller --context or a longer text)")).format(n=len(train), context=context)
     if val and len(val) < context:
-        return (f"the validation part (--val-fraction {val_fraction}) has {len(val)} characters, fewer than "
-                f"--context {context}: raise --val-fraction, lower --context, or use --val-fraction 0")
+        return _("the validation part (--val-fraction {val_fraction}) has {n} characters, fewer than --context "
+                 "{context}: raise --val-fraction, lower --context, or use --val-fraction 0").format(
+            val_fraction=val_fraction, n=len(val), context=context)
     return prompt_problem(prompt, text)
 
 
 def prompt_problem(prompt, text):
     """Why the samples cannot start from `prompt` (None: the default), or None."""
     if prompt == '':
-        return "the prompt is empty: the samples continue it, so give at least one character (or leave --prompt out)"
+        return _("the prompt is empty: the samples continue it, so give at least one character (or leave --prompt "
+                 "out)")
     unknown = sorted(set(prompt or '') - set(text))
-    return f"the prompt holds characters the text never uses: {unknown}" if unknown else None
+    return _("the prompt holds characters the text never uses: {unknown}").format(unknown=unknown) if unknown else None
 
 
 def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', resume=False, stop_after=None,
@@ -210,18 +216,18 @@ def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', re
     start = 0
     if resume and os.path.exists(path):
         start = _restore(path, device, config, text_id, model, opt, schedule, history)
-        print(f"resumed from {path} at step {start}")
+        print(_("resumed from {path} at step {step}").format(path=path, step=start))
         if stop_after is not None and stop_after <= start:
-            raise Refused(f"train_gpt: --stop-after {stop_after}, but {path} is already at step {start}: nothing "
-                          f"would be trained. Give a --stop-after above {start}, or leave it out to train on to "
-                          f"step {steps}")
+            raise Refused(_("train_gpt: --stop-after {stop_after}, but {path} is already at step {step}: nothing "
+                            "would be trained. Give a --stop-after above {step}, or leave it out to train on to "
+                            "step {steps}").format(stop_after=stop_after, path=path, step=start, steps=steps))
         if start >= steps:
-            print(f"the checkpoint is already at step {start}, --steps is {steps}: nothing to train (a larger "
-                  "--steps trains on)")
+            print(_("the checkpoint is already at step {step}, --steps is {steps}: nothing to train (a larger "
+                    "--steps trains on)").format(step=start, steps=steps))
     elif resume:
-        print(f"no checkpoint at {path} yet: starting a new run")
+        print(_("no checkpoint at {path} yet: starting a new run").format(path=path))
     elif os.path.exists(path):
-        print(f"starting a new run: {path} will be overwritten (--resume continues it instead)")
+        print(_("starting a new run: {path} will be overwritten (--resume continues it instead)").format(path=path))
     os.makedirs(out, exist_ok=True)
     baseline = texts.unigram_loss(train_text, val_text)
 
@@ -283,8 +289,8 @@ def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', re
                     history['memory'].append([done, memory])
                 progress.log(done, sum(window) / len(window), schedule.lr, rates[-1], memory)
                 if evaluate:
-                    progress.note(f"step {done}: validation loss {history['val'][-1][1]:.4f} "
-                                  f"(unigram baseline {baseline:.4f})")
+                    progress.note(_("step {step}: validation loss {loss:.4f} (unigram baseline {baseline:.4f})")
+                                  .format(step=done, loss=history['val'][-1][1], baseline=baseline))
                 if stop:
                     raise KeyboardInterrupt
                 clock = time.perf_counter()
@@ -297,7 +303,7 @@ def train(text=texts.POEM, out=os.path.join(RUNS, 'train_gpt'), device='cpu', re
         raise Interrupted(done, steps, checkpoint, first) from None
     progress.close()
     if last < steps:
-        print(f"stopped at step {last}; continue with --resume")
+        print(_("stopped at step {step}; continue with --resume").format(step=last))
     return {'model': model, 'chars': chars, 'step': max(start, last), 'seconds': time.perf_counter() - began,
             'tokens_per_s': float(np.median(rates)) if rates else None, 'baseline': baseline, 'checkpoint': path,
             'config': config, **history}
@@ -343,8 +349,9 @@ def load_checkpoint(path, device='cpu'):
     ckpt = mt.load(path, device=device)
     missing = [k for k in ('model', 'config', 'vocab') if not isinstance(ckpt, dict) or k not in ckpt]
     if missing:
-        raise ValueError(f"train_gpt.load_checkpoint: {path} is not a train_gpt checkpoint (it has no {missing}); "
-                         "give the ckpt.npz of a train_gpt run (runs/train_gpt/ckpt.npz by default)")
+        raise ValueError(_("train_gpt.load_checkpoint: {path} is not a train_gpt checkpoint (it has no {missing}); "
+                           "give the ckpt.npz of a train_gpt run (runs/train_gpt/ckpt.npz by default)").format(
+            path=path, missing=missing))
     model = build_model(len(ckpt['vocab']), ckpt['config']).to(device)
     model.load_state_dict(ckpt['model'])
     return model.eval(), Characters(ckpt['vocab'])
@@ -357,11 +364,12 @@ def sample_checkpoint(path, prompt=None, length=160, device='cpu'):
     if prompt is None:
         prompt = '\n' if '\n' in chars.ids else chars.vocab[0]
     step = mt.load(path)['step']
-    print(f"{path}: a GPT of {model.num_parameters():,} parameters after {step} steps, {len(chars.vocab)} "
-          f"characters\n\nContinuations of {prompt!r}:")
+    print(_("{path}: a GPT of {parameters:,} parameters after {step} steps, {vocab} characters").format(
+        path=path, parameters=model.num_parameters(), step=step, vocab=len(chars.vocab)))
+    print(_("\nContinuations of {prompt}:").format(prompt=repr(prompt)))
     out = samples(model, chars, prompt, length)
     for label, text in out.items():
-        print(f"--- {label}\n{text}")
+        print(f"--- {shown_label(label)}\n{text}")
     return out
 
 
@@ -372,27 +380,32 @@ def _restore(path, device, config, text_id, model, opt, schedule, history):
     try:
         ckpt = mt.load(path, device=device)
     except mt.CheckpointError as error:
-        raise Refused(f"train_gpt: cannot resume: {error}. Start a new run without --resume, or with another "
-                      "--out") from None
+        raise Refused(_("train_gpt: cannot resume: {error}. Start a new run without --resume, or with another "
+                        "--out").format(error=error)) from None
     missing = [k for k in ('model', 'optim', 'schedule', 'step', 'config', 'text_sha256', *history)
                if not isinstance(ckpt, dict) or k not in ckpt]
     if missing:
-        holds = f"its keys are {sorted(ckpt)}" if isinstance(ckpt, dict) else f"it holds a {type(ckpt).__name__}"
-        raise Refused(f"train_gpt: {path} is not a train_gpt checkpoint ({holds}; a train_gpt checkpoint also "
-                      f"has {missing}). Give --out the folder of a train_gpt run, or start a new run without --resume")
+        holds = (_("its keys are {keys}").format(keys=sorted(ckpt)) if isinstance(ckpt, dict) else
+                 _("it holds a {kind}").format(kind=type(ckpt).__name__))
+        raise Refused(_("train_gpt: {path} is not a train_gpt checkpoint ({holds}; a train_gpt checkpoint also "
+                        "has {missing}). Give --out the folder of a train_gpt run, or start a new run without "
+                        "--resume").format(path=path, holds=holds, missing=missing))
     saved = ckpt['config']
     different = [(f"--{k.replace('_', '-')}", saved.get(k), config[k]) for k in RUN_KEYS if saved.get(k) != config[k]]
     if ckpt['text_sha256'] != text_id['sha256']:
         different.append(('the text', ckpt.get('text_about', 'another text'), text_id['about']))
     if different:
-        listed = '; '.join(f"{name}: {was} in the checkpoint, {now} now" for name, was, now in different)
-        options = ' '.join(f"{name} {was}" for name, was, _ in different if name.startswith('--'))
-        text = ['its text, the same --corpus or --text'] if different[-1][0] == 'the text' else []
-        theirs = ' and '.join(([options] if options else []) + text)
-        raise Refused(f"train_gpt: {path} was made with other settings. {listed}. To resume it, give the "
-                      f"checkpoint's settings ({theirs}); or start a new run without --resume, or with another --out")
+        listed = '; '.join(_("{name}: {was} in the checkpoint, {now} now").format(
+            name=_('the text') if name == 'the text' else name, was=was, now=now) for name, was, now in different)
+        options = ' '.join(f"{name} {was}" for name, was, now in different if name.startswith('--'))
+        text = [_('its text, the same --corpus or --text')] if different[-1][0] == 'the text' else []
+        theirs = _(' and ').join(([options] if options else []) + text)
+        raise Refused(_("train_gpt: {path} was made with other settings. {listed}. To resume it, give the "
+                        "checkpoint's settings ({theirs}); or start a new run without --resume, or with another "
+                        "--out").format(path=path, listed=listed, theirs=theirs))
     if saved['steps'] != config['steps']:
-        print(f"the checkpoint's run was {saved['steps']} steps long; the schedule now runs to {config['steps']}")
+        print(_("the checkpoint's run was {was} steps long; the schedule now runs to {now}").format(
+            was=saved['steps'], now=config['steps']))
     model.load_state_dict(ckpt['model'])
     opt.load_state_dict(ckpt['optim'])
     schedule.load_state_dict(ckpt['schedule'])
@@ -418,13 +431,14 @@ class Progress:
             self.bar.update(1)
 
     def log(self, step, loss, lr, tokens_per_s, memory):
-        fields = {'loss': f"{loss:.4f}", 'lr': f"{lr:.2e}", 'tok/s': f"{tokens_per_s:,.0f}"}
+        fields = {_('loss'): f"{loss:.4f}", 'lr': f"{lr:.2e}", 'tok/s': f"{tokens_per_s:,.0f}"}
         if memory is not None:  # cupy's pool: flat from the first steps on, or something leaks
             fields['pool'] = f"{memory / 2**20:,.0f} MiB"
         if self.bar is not None:
             self.bar.set_postfix(fields, refresh=False)
         else:
-            print(f"step {step:5d}/{self.total}  " + '  '.join(f"{k} {v}" for k, v in fields.items()), flush=True)
+            print(_("step {step:5d}/{total}  {fields}").format(
+                step=step, total=self.total, fields='  '.join(f"{k} {v}" for k, v in fields.items())), flush=True)
 
     def note(self, line):
         (self.bar.write if self.bar is not None else print)(line)
@@ -437,24 +451,25 @@ class Progress:
 def plot_losses(result, name, folder):
     """Training loss per step and validation loss, with the unigram baseline; <folder>/loss.png or None."""
     def draw(ax):
-        ax.plot(range(1, len(result['losses']) + 1), result['losses'], lw=0.8, label='training loss')
+        ax.plot(range(1, len(result['losses']) + 1), result['losses'], lw=0.8, label=_('training loss'))
         if result['val']:
-            ax.plot(*zip(*result['val']), 'o-', label='validation loss')
-        ax.axhline(result['baseline'], ls='--', color='gray', label='unigram baseline (counting characters)')
-        ax.set(xlabel='step', ylabel='cross-entropy (nats per character)')
+            ax.plot(*zip(*result['val']), 'o-', label=_('validation loss'))
+        ax.axhline(result['baseline'], ls='--', color='gray', label=_('unigram baseline (counting characters)'))
+        ax.set(xlabel=_('step'), ylabel=_('cross-entropy (nats per character)'))
         ax.legend()
-    return save_plot('loss', draw, f"train_gpt on {name}", folder)
+    return save_plot('loss', draw, _("train_gpt on {name}").format(name=name), folder)
 
 
 def validation_summary(val, baseline):
     """What the validation losses ([step, loss] pairs) say, against the unigram baseline."""
     step, loss = val[-1]
-    text = f"validation loss at step {step}: {loss:.4f} ({'below' if loss < baseline else 'not below'} the baseline)"
+    text = (_("validation loss at step {step}: {loss:.4f} (below the baseline)") if loss < baseline else
+            _("validation loss at step {step}: {loss:.4f} (not below the baseline)")).format(step=step, loss=loss)
     best_step, best = min(val, key=lambda v: v[1])
     if loss > best + 0.05:
-        text += (f"\nIt was lowest at step {best_step} ({best:.4f}): since then the model has been memorising its "
-                 "training text instead of learning what carries over to new text (overfitting; a longer text "
-                 "such as --corpus stdlib helps)")
+        text += _("\nIt was lowest at step {step} ({best:.4f}): since then the model has been memorising its "
+                  "training text instead of learning what carries over to new text (overfitting; a longer text "
+                  "such as --corpus stdlib helps)").format(step=best_step, best=best)
     return text
 
 
@@ -465,6 +480,11 @@ def samples(model, chars, prompt='Twinkle', length=160, temperatures=TEMPERATURE
            for T in temperatures}
     out['greedy'] = chars.decode(continue_text(model, ids, length, greedy=True).tolist())
     return out
+
+
+def shown_label(label):
+    """A samples() label as printed: 'T = 0.2' stays a formula in every language, 'greedy' is a word."""
+    return _('greedy') if label == 'greedy' else label
 
 
 def continue_text(model, ids, length, seed=None, **sampling):
@@ -504,21 +524,26 @@ def run(preset='tiny', corpus=None, text_file=None, out=os.path.join(RUNS, 'trai
         result = train(text, out, device, resume, stop_after, preset, **options)
     model, chars, losses, config = result['model'], result['chars'], result['losses'], result['config']
     train_text, val_text = texts.split(text, config['val_fraction'])
-    print(f"\n{name}: {len(train_text):,} training and {len(val_text):,} validation characters; vocabulary of "
-          f"{len(chars.vocab)} (a uniform guess scores ln {len(chars.vocab)} = {math.log(len(chars.vocab)):.2f})")
-    print(f"{model.num_parameters():,} parameters on {device}; checkpoint: {result['checkpoint']}")
-    print(f"unigram baseline (a model that only counts characters): {result['baseline']:.4f} nats per character "
-          f"on the {'validation' if val_text else 'training'} text")
+    print(_("\n{name}: {train:,} training and {val:,} validation characters; vocabulary of {vocab} (a uniform "
+            "guess scores ln {vocab} = {uniform:.2f})").format(name=name, train=len(train_text), val=len(val_text),
+                                                                vocab=len(chars.vocab),
+                                                                uniform=math.log(len(chars.vocab))))
+    print(_("{parameters:,} parameters on {device}; checkpoint: {checkpoint}").format(
+        parameters=model.num_parameters(), device=device, checkpoint=result['checkpoint']))
+    print((_("unigram baseline (a model that only counts characters): {baseline:.4f} nats per character on the "
+             "validation text") if val_text else
+           _("unigram baseline (a model that only counts characters): {baseline:.4f} nats per character on the "
+             "training text")).format(baseline=result['baseline']))
     if result['val']:
         print(validation_summary(result['val'], result['baseline']))
-    print(table(['steps', 'mean training loss'], window_means(losses)))
-    check_learned(losses, 'train_gpt', rose=TRIES, flat=('more --steps', 'a higher --lr'))
+    print(table([_('steps'), _('mean training loss')], window_means(losses)))
+    check_learned(losses, 'train_gpt', rose=TRIES, flat=(N_('more --steps'), N_('a higher --lr')))
     plot_losses(result, name, out)
     written = samples(model, chars, prompt, sample_length) if sample_length else {}
     if written:
-        print(f"\nContinuations of {prompt!r}:")
+        print(_("\nContinuations of {prompt}:").format(prompt=repr(prompt)))
         for label, sample in written.items():
-            print(f"--- {label}\n{sample}")
+            print(f"--- {shown_label(label)}\n{sample}")
     if result['val']:
         runs = [_verdict_figures(result, written, prompt)]
         for seed in range(result['config']['seed'] + 1, result['config']['seed'] + seeds):
@@ -527,7 +552,7 @@ def run(preset='tiny', corpus=None, text_file=None, out=os.path.join(RUNS, 'trai
             runs.append(_verdict_figures(again, samples(again['model'], chars, prompt, sample_length)
                                          if sample_length else {}, prompt))
         if seeds > 1:
-            print(table(['seed', 'best validation loss', 'T = 0.2 follows greedy', 'T = 1.5 follows greedy'],
+            print(table([_('seed'), _('best validation loss'), _('T = 0.2 follows greedy'), _('T = 1.5 follows greedy')],
                         [[result['config']['seed'] + i, r['best'], r.get('T = 0.2', '-'), r.get('T = 1.5', '-')]
                          for i, r in enumerate(runs)], fmt='.4f'))
         _record(runs, result['baseline'], written, name, corpus)
@@ -560,25 +585,29 @@ def _record(runs, baseline, written, name, corpus):
     best = claims.between([r['best'] for r in runs])
     claims.record('architecture', '2.8', 'Decoder-only 因果掩码，只看前面 CLM（预测下一个 token）',
                   'holds' if below == n else 'partly',
-                  "the GPT (causal mask, next-token loss) learns {name}: validation loss {best} at best against "
-                  "the unigram baseline {baseline:.2f} (below it in {below} of {n} seeds)",
-                  'the validation lines (--full: the table "seed, best validation loss, ...")', depends_on=depends,
+                  N_("the GPT (causal mask, next-token loss) learns {name}: validation loss {best} at best against "
+                     "the unigram baseline {baseline:.2f} (below it in {below} of {n} seeds)"),
+                  N_('the validation lines (--full: the table "seed, best validation loss, ...")'), depends_on=depends,
                   seeds=claims.seeds_note(n), name=name, best=best, baseline=baseline, below=below, n=n)
     if 'T = 0.2' in runs[0]:
         sharper = sum(r['T = 0.2'] > r['T = 1.5'] for r in runs)
         claims.record('attention', '2.4.2', ['T = 0.2 极度尖锐，接近 Argmax', 'T = 1.5 平滑，多样性高'],
                       'holds' if sharper == n else 'partly',
-                      "the GPT's T = 0.2 continuation follows the greedy (argmax) one for {low} characters, T = 1.5's "
-                      "for {high} (T = 0.2 follows it longer in {sharper} of {n} seeds)",
-                      'the continuations "--- T = 0.2", "--- T = 1.5", "--- greedy" (--full: the table "seed, ...")',
+                      N_("the GPT's T = 0.2 continuation follows the greedy (argmax) one for {low} characters, "
+                         "T = 1.5's for {high} (T = 0.2 follows it longer in {sharper} of {n} seeds)"),
+                      N_('the continuations "--- T = 0.2", "--- T = 1.5", "--- greedy" (--full: the table "seed, '
+                         '...")'),
                       depends_on=depends, seeds=claims.seeds_note(n), low=claims.between([r['T = 0.2'] for r in runs], 'd'),
                       high=claims.between([r['T = 1.5'] for r in runs], 'd'), sharper=sharper, n=n)
     claims.record('architecture', '2.9.1', '都能统一表达成「续写」这一件事', 'holds' if below == n else 'partly',
-                  "for what a lesson can show: one loss, next-token cross-entropy at every position, trains the GPT on "
-                  "{name} (validation loss {best} at best, step {step}, against the unigram baseline {baseline:.2f}; "
-                  "below it in {below} of {n} seeds)" + (", and {continued} of {samples} samples continue the prompt"
-                                                         if written else ""),
-                  'the validation lines and the continuations', depends_on=depends, seeds=claims.seeds_note(n),
+                  N_("for what a lesson can show: one loss, next-token cross-entropy at every position, trains the "
+                     "GPT on {name} (validation loss {best} at best, step {step}, against the unigram baseline "
+                     "{baseline:.2f}; below it in {below} of {n} seeds), and {continued} of {samples} samples "
+                     "continue the prompt") if written else
+                  N_("for what a lesson can show: one loss, next-token cross-entropy at every position, trains the "
+                     "GPT on {name} (validation loss {best} at best, step {step}, against the unigram baseline "
+                     "{baseline:.2f}; below it in {below} of {n} seeds)"),
+                  N_('the validation lines and the continuations'), depends_on=depends, seeds=claims.seeds_note(n),
                   name=name, best=best, step=claims.between([r['step'] for r in runs], 'd'), baseline=baseline,
                   below=below, n=n, continued=claims.between([r['continued'] for r in runs], 'd'), samples=len(written))
 
@@ -592,28 +621,29 @@ def main(argv=None):
 
     def extra(parser):
         parser.add_argument('--preset', choices=list(PRESETS), default='tiny',
-                            help='tiny: seconds on a CPU; gpu: d_model 384, 6 layers, context 256, batch 64, the '
-                                 'stdlib corpus (use with --device auto). The options below show its values.')
+                            help=_('tiny: seconds on a CPU; gpu: d_model 384, 6 layers, context 256, batch 64, the '
+                                   'stdlib corpus (use with --device auto). The options below show its values.'))
         source = parser.add_mutually_exclusive_group()
         source.add_argument('--corpus', choices=texts.CORPORA,
-                            help="a built-in text: the poem, or the docstrings of this Python's standard library "
-                                 f"(default: the preset's, {corpus})")
-        source.add_argument('--text', dest='text_file', metavar='FILE', help='train on this UTF-8 text file')
-        parser.add_argument('--resume', action='store_true', help='continue from <out>/ckpt.npz')
-        parser.add_argument('--out', default=os.path.join(RUNS, 'train_gpt'), help='folder for the checkpoint and plot')
+                            help=_("a built-in text: the poem, or the docstrings of this Python's standard library "
+                                   "(default: the preset's, {corpus})").format(corpus=corpus))
+        source.add_argument('--text', dest='text_file', metavar='FILE', help=_('train on this UTF-8 text file'))
+        parser.add_argument('--resume', action='store_true', help=_('continue from <out>/ckpt.npz'))
+        parser.add_argument('--out', default=os.path.join(RUNS, 'train_gpt'),
+                            help=_('folder for the checkpoint and plot'))
         parser.add_argument('--stop-after', type=int, metavar='N',
-                            help='stop after step N, as if interrupted (then --resume)')
+                            help=_('stop after step N, as if interrupted (then --resume)'))
         parser.add_argument('--no-fused', dest='fused', action='store_false',
-                            help='train with the textbook ops, to step through them (slower; the fused layer is on '
-                                 'by default)')
-        parser.add_argument('--prompt', help=f"the start of the samples (default: {PROMPTS['poem']!r} for the poem, "
-                                             f"{PROMPTS['stdlib']!r} for stdlib, a file's first characters; with "
-                                             "--sample, a new line)")
+                            help=_('train with the textbook ops, to step through them (slower; the fused layer is on '
+                                   'by default)'))
+        parser.add_argument('--prompt', help=_("the start of the samples (default: {poem} for the poem, {stdlib} for "
+                                               "stdlib, a file's first characters; with --sample, a new line)").format(
+            poem=repr(PROMPTS['poem']), stdlib=repr(PROMPTS['stdlib'])))
         parser.add_argument('--seeds', type=int, default=1, metavar='N',
-                            help='the verdicts also train from seed + 1, ..., seed + N - 1 (scratch checkpoints)')
+                            help=_('the verdicts also train from seed + 1, ..., seed + N - 1 (scratch checkpoints)'))
         parser.add_argument('--full', action='store_true', help=f"--seeds {FULL['seeds']}")
-        parser.add_argument('--sample', metavar='CKPT', help='train nothing: load this checkpoint (a ckpt.npz of '
-                                                             'train_gpt) and write from --prompt at each temperature')
+        parser.add_argument('--sample', metavar='CKPT', help=_('train nothing: load this checkpoint (a ckpt.npz of '
+                                                               'train_gpt) and write from --prompt at each temperature'))
 
     return run_lesson(run, command_line('train_gpt', __doc__, options, argv, extra, check=_check))
 
