@@ -99,7 +99,8 @@ class Characters:
     def encode(self, text):
         unknown = sorted(set(text) - set(self.ids))
         if unknown:
-            raise ValueError(f"train_gpt: the characters {unknown} are not in the training text's vocabulary")
+            raise ValueError(_("train_gpt: the characters {unknown} are not in the training text's vocabulary").format(
+                unknown=unknown))
         return [self.ids[c] for c in text]
 
     def decode(self, ids):
@@ -670,9 +671,9 @@ def _check(args):
     if args.sample is not None:
         return _sample_problem(args.sample, args.prompt)
     if args.d_model % args.n_heads:
-        return f"--n-heads {args.n_heads} must divide --d-model {args.d_model}"
+        return _("--n-heads {heads} must divide --d-model {d_model}").format(heads=args.n_heads, d_model=args.d_model)
     if args.seeds < 1:
-        return f"argument --seeds: must be an integer >= 1, got {args.seeds}"
+        return _("argument --seeds: must be an integer >= 1, got {value}").format(value=args.seeds)
     sizes = {**vars(args), 'steps': min(args.steps, args.stop_after or args.steps)}
     seeds = FULL['seeds'] if args.full else args.seeds
     too_much = budget.refuse({**{f"--{name.replace('_', '-')}": getattr(args, name) for name in
@@ -682,18 +683,19 @@ def _check(args):
     if too_much:
         return too_much
     if args.stop_after is not None and args.stop_after < 1:
-        return f"argument --stop-after: must be an integer >= 1, got {args.stop_after}"
+        return _("argument --stop-after: must be an integer >= 1, got {value}").format(value=args.stop_after)
     if args.val_fraction >= 1:
-        return f"argument --val-fraction: must be below 1 (the rest is trained on), got {args.val_fraction}"
+        return _("argument --val-fraction: must be below 1 (the rest is trained on), got {value}").format(
+            value=args.val_fraction)
     if args.prompt == '':
-        return f"argument --prompt: {prompt_problem('', '')}"
+        return _("argument --prompt: {problem}").format(problem=prompt_problem('', ''))
     corpus = args.corpus or PRESETS[args.preset]['corpus']
     if args.text_file is None and corpus == 'stdlib':
         return None  # ~2 MB of text: every setting fits (and reading it takes a few seconds)
     try:
-        text, _ = texts.load(corpus, args.text_file)
+        text, _name = texts.load(corpus, args.text_file)
     except texts.CorpusError as error:
-        return f"argument --text: {error}"
+        return _("argument --text: {problem}").format(problem=error)
     problem = text_problem(text, args.context, args.val_fraction, args.prompt)
     return f"{'--text ' + args.text_file if args.text_file else corpus}: {problem}" if problem else None
 
@@ -701,9 +703,9 @@ def _check(args):
 def _sample_problem(path, prompt):
     """Why --sample PATH --prompt PROMPT cannot write, or None."""
     if not os.path.exists(path):
-        return f"--sample {path}: no such file (a train_gpt run writes runs/train_gpt/ckpt.npz)"
+        return _("--sample {path}: no such file (a train_gpt run writes runs/train_gpt/ckpt.npz)").format(path=path)
     try:
-        _, chars = load_checkpoint(path)
+        _model, chars = load_checkpoint(path)
     except (mt.CheckpointError, ValueError) as error:
         return f"--sample {path}: {error}"
     problem = prompt_problem(prompt, chars.vocab)
