@@ -447,3 +447,35 @@ def test_every_listed_exception_is_still_needed():
         LESSON_STRINGS.update(saved)
     unused = [key for key in saved if key not in found and not any(text == key[1] for _, text in found)]
     assert not unused, unused
+
+
+def _own_nodes(function):
+    """The nodes of a function's own scope (not of the functions, lambdas, classes and comprehensions in it)."""
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
+              ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+    stack = list(ast.iter_child_nodes(function))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, scopes):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def test_no_function_hides_the_translation_function():
+    """`text, _ = ...` or `for _ in ...` in a function that also calls _() makes `_` local to it:
+    _() then fails (UnboundLocalError) or calls the wrong thing, often only in a rarely taken branch."""
+    hidden = []
+    for path in _python_files('microtensor', 'demos', 'transformer'):
+        for function in ast.walk(_parsed(path)):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            own = list(_own_nodes(function))
+            deliberate = {id(n.targets[0]) for n in own if isinstance(n, ast.Assign) and len(n.targets) == 1
+                          and isinstance(n.targets[0], ast.Name)}  # `_ = self.translate`: an alias, on purpose
+            stray = [n for n in own if isinstance(n, ast.Name) and n.id == '_' and isinstance(n.ctx, ast.Store)
+                     and id(n) not in deliberate]
+            calls = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == '_'
+                        for n in ast.walk(function))
+            if stray and calls:
+                hidden.append(f"{os.path.relpath(path, ROOT)}:{function.lineno} {function.name}")
+    assert not hidden, "these functions assign `_` and call _(): rename the variable\n" + '\n'.join(hidden)
