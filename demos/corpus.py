@@ -17,6 +17,8 @@ import os
 import platform
 import sysconfig
 
+from microtensor.i18n import _
+
 CORPORA = ('poem', 'stdlib')
 
 # "The Star" by Jane Taylor (1806), public domain.
@@ -68,26 +70,27 @@ def read_text(path):
     it is missing, a folder, empty, binary (it holds NUL bytes) or not UTF-8."""
     path = os.fspath(path)
     if not os.path.exists(path):
-        raise CorpusError(f"{path}: no such file")
+        raise CorpusError(_("{path}: no such file").format(path=path))
     if os.path.isdir(path):
-        raise CorpusError(f"{path} is a folder; give a text file")
+        raise CorpusError(_("{path} is a folder; give a text file").format(path=path))
     try:
         with open(path, 'rb') as f:
             raw = f.read()
     except OSError as error:
-        raise CorpusError(f"{path}: cannot be read ({error.strerror or error})") from None
+        raise CorpusError(_("{path}: cannot be read ({reason})").format(path=path, reason=error.strerror or error)) from None
     nul = raw.find(b'\0')
     if nul >= 0:
-        raise CorpusError(f"{path} looks like a binary file (a NUL byte at offset {nul}), "
-                          "not text; give a UTF-8 text file")
+        raise CorpusError(_("{path} looks like a binary file (a NUL byte at offset {nul}), not text; give a UTF-8 "
+                            "text file").format(path=path, nul=nul))
     try:
         text = raw.decode('utf-8-sig')
     except UnicodeDecodeError as error:
-        raise CorpusError(f"{path} is not UTF-8 text (byte 0x{raw[error.start]:02x} at offset {error.start}); "
-                          f"convert it first, e.g. iconv -f latin1 -t utf-8 {path} > {path}.utf8") from None
+        raise CorpusError(_("{path} is not UTF-8 text (byte 0x{byte:02x} at offset {offset}); convert it first, "
+                            "e.g. iconv -f latin1 -t utf-8 {path} > {path}.utf8").format(
+                                path=path, byte=raw[error.start], offset=error.start)) from None
     text = text.replace('\r\n', '\n')
     if not text.strip():
-        raise CorpusError(f"{path} is empty" + (" (only whitespace)" if text else ""))
+        raise CorpusError((_("{path} is empty (only whitespace)") if text else _("{path} is empty")).format(path=path))
     return text
 
 
