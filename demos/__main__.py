@@ -81,16 +81,16 @@ def main(argv=None):
     names = argv[:next((i for i, a in enumerate(argv) if a.startswith('-')), len(argv))]
     if len(names) == 1 and names[0] in known:  # one lesson: everything after its name is its own
         return tour([(names[0], argv[1:])])
-    parser = argparse.ArgumentParser(prog='python -m demos', description=_(USAGE),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = i18n.ArgumentParser(prog='python -m demos', description=_(USAGE),
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('lessons', nargs='*', help=_('lesson names (default: all)'))
     parser.add_argument('--list', action='store_true', help=_('list the lessons and exit'))
     parser.add_argument('--device', choices=['cpu', 'cuda', 'auto'], help=_("passed to every lesson"))
     i18n.add_option(parser)  # passed to every lesson too
-    for name in names:
+    args, unknown = parser.parse_known_args(argv)
+    for name in args.lessons:  # wherever they stand among the options
         if name not in known:
             parser.error(_("unknown lesson {name}; try --list").format(name=repr(name)))
-    args, unknown = parser.parse_known_args(argv)
     if unknown:
         parser.error(_("unrecognized arguments: {arguments} (a lesson's own options go after a single lesson name: "
                        "python -m demos NAME --help lists them)").format(arguments=' '.join(unknown)))

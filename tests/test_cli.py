@@ -201,7 +201,8 @@ def test_demos_passes_options_through_to_any_lesson(monkeypatch):
 
 def test_demos_refuses_options_after_several_lessons_and_unknown_lessons(capsys):
     for argv, message in ((['train_xor', 'temperature', '--steps', '3'], 'single lesson name'),
-                          (['bogus', '--steps', '3'], "unknown lesson 'bogus'")):
+                          (['bogus', '--steps', '3'], "unknown lesson 'bogus'"),
+                          (['--device', 'cpu', 'bogus'], "unknown lesson 'bogus'")):
         with pytest.raises(SystemExit):
             tour.main(argv)
         assert message in capsys.readouterr().err
