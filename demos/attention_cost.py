@@ -157,7 +157,6 @@ def run(max_n=1024, d=64, repeats=3, full=False, device='cpu'):
            "every n up to {n} (time slopes: attention {att_slope:.2f}, RNN {rnn_slope:.2f}, over the larger n)"))
     claims.record('deep_dive', '8.1', 'RNN 的复杂度看似更小（O(n·d^2)），但必须串行', 'holds', timing_finding,
                   N_('the columns "attention ms, RNN ms" and the slope table'), timing=True, cross=cross, n=last['n'],
-                  faster='faster' if faster else 'slower',
                   att_slope=slopes['attention time'], rnn_slope=slopes['RNN time'])
     times = {_("attention (slope {slope:.2f})").format(slope=slopes['attention time']):
              [1e3 * r['attention_s'] for r in rows],

@@ -78,8 +78,11 @@ class Claim:
             quotes=quoted, verdict=tr(self.verdict), finding=finding or self.finding_in(tr))
 
     def finding_in(self, tr):
-        """The finding in the language of `tr`: its template translated, filled with the same figures."""
-        return tr(self.template).format(**self.figures) if self.template else self.finding
+        """The finding in the language of `tr`: its template translated, filled with the same figures (a
+        figure in words, words(), in that language too)."""
+        if not self.template:
+            return self.finding
+        return tr(self.template).format(**{name: i18n.in_language(value, tr) for name, value in self.figures.items()})
 
 
 def record(article, section, quote, verdict, finding, look='', timing=False, depends_on=None, seeds=None,
@@ -97,7 +100,7 @@ def record(article, section, quote, verdict, finding, look='', timing=False, dep
     claim = Claim(lesson, article, section, quote, verdict, text, finding, look,
                   {k: _plain(v) for k, v in figures.items()}, timing, depends_on, seeds)
     RECORDED.append(claim)
-    line = claim.line() if i18n.current() == 'en' else claim.line(_, _(finding).format(**figures))
+    line = claim.line() if i18n.current() == 'en' else claim.line(_)
     print(f"  [{articles.cite(article, section)}] {line.replace('**', '')}")
     return text
 
@@ -112,7 +115,10 @@ def _calling_lesson():
 
 def _plain(value):
     """A figure as JSON holds it: numpy scalars become Python numbers; a tuple (a shape) the text it prints,
-    (3, 48), which the template then prints the same (JSON has no tuples, and a list prints [3, 48])."""
+    (3, 48), which the template then prints the same (JSON has no tuples, and a list prints [3, 48]); a
+    figure in words its template and fields."""
+    if isinstance(value, i18n.Words):
+        return {'template': value.template, 'fields': {k: _plain(v) for k, v in value.fields.items()}}
     if isinstance(value, tuple):
         return str(tuple(_plain(v) for v in value))
     if isinstance(value, list):
@@ -123,10 +129,20 @@ def _plain(value):
 
 
 # ---------------------------------------------------------------------------- the records on disk
+MACHINE = N_("{cpu}, {cores} CPU cores, {system}, Python {python}")
+
+
 def machine():
-    """The machine a run time was measured on, in a few words."""
-    return (f"{platform.machine() or 'unknown CPU'}, {os.cpu_count()} CPU cores, {platform.system()}, "
-            f"Python {platform.python_version()}")
+    """The machine a run time was measured on, in a few words (English: the records keep it so)."""
+    return MACHINE.format(cpu=platform.machine() or 'unknown CPU', cores=os.cpu_count(), system=platform.system(),
+                          python=platform.python_version())
+
+
+def machine_in(text, tr):
+    """A record's machine, machine()'s words, in the language of `tr` (as it is when it has other words)."""
+    pattern = re.sub(r'\\\{(\w+)\\\}', r'(?P<\1>.+?)', re.escape(MACHINE))
+    found = re.fullmatch(pattern, text)
+    return tr(MACHINE).format(**found.groupdict()) if found else text
 
 
 def path_of(lesson, full=False):
@@ -255,5 +271,5 @@ def run_time(lesson, folder=RECORDS):
     defaults = _('the defaults')
     times = ', '.join(f"{r['run_time_s']:g} s ({r['command'].split(lesson, 1)[1].strip() or defaults}{_load(r)})"
                       for r in found)
-    return _("Typical run time: {times}, measured on {machine} (docs/claims/).").format(times=times,
-                                                                                       machine=found[0]['machine'])
+    return _("Typical run time: {times}, measured on {machine} (docs/claims/).").format(
+        times=times, machine=machine_in(found[0]['machine'], _))

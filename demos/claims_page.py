@@ -18,6 +18,7 @@ from microtensor import i18n
 from microtensor.i18n import N_
 
 from . import articles
+from .claims import machine_in
 
 TITLE = N_("# Reading the articles with the lessons")
 # the first line under the title links the other edition (the Chinese entry links back to English)
@@ -256,7 +257,8 @@ def render(records, lang='en'):
              tr(N_("| article | section | lessons | verdicts |")), "| --- | --- | --- | --- |"] + glance
     machines = sorted({r['machine'] for r in records.values()})
     where = tr(N_("Run times and timings were measured on {machines}, with other work sharing the machine (the "
-                  "load is given with each).")).format(machines=_joined(tr, machines, N_("{first} and on {second}"))) \
+                  "load is given with each).")).format(
+        machines=_joined(tr, [machine_in(m, tr) for m in machines], N_("{first} and on {second}"))) \
         if machines else ''
     parts = [tr(TITLE), tr(EDITIONS), GENERATED, *map(tr, INTRO), where, *map(tr, ARTICLES_TABLE), '\n'.join(table)] \
         + body + [*map(tr, GLOSSARY), f"{tr(GLOSSARY_TABLE[0])}\n{GLOSSARY_TABLE[1]}", tr(SYMBOLS)]
@@ -275,9 +277,9 @@ def _timing(claim, records, tr):
     notes = []
     if claim.timing:
         notes.append(tr(N_("timings, on {machine}: they vary with the machine and its load")).format(
-            machine=records[0]['machine']))
+            machine=machine_in(records[0]['machine'], tr)))
     if claim.depends_on:
-        notes.append(tr(N_("these figures depend on {what}")).format(what=claim.depends_on))
+        notes.append(tr(N_("these figures depend on {what}")).format(what=tr(claim.depends_on)))
     return ''.join(tr(N_(" ({note})")).format(note=n) for n in notes)
 
 

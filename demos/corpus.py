@@ -17,7 +17,8 @@ import os
 import platform
 import sysconfig
 
-from microtensor.i18n import _
+from microtensor import i18n
+from microtensor.i18n import N_, _
 
 CORPORA = ('poem', 'stdlib')
 
@@ -55,13 +56,15 @@ class CorpusError(ValueError):
 
 
 def load(corpus='poem', path=None):
-    """(text, name): the file at `path` when given, else the built-in corpus 'poem' or 'stdlib'."""
+    """(text, name): the file at `path` when given, else the built-in corpus 'poem' or 'stdlib'.  A built-in
+    corpus's name is words kept translatable (i18n.words): it prints in English, i18n.in_language(name) in
+    the learner's language."""
     if path is not None:
         return read_text(path), os.path.basename(path)
     if corpus == 'poem':
-        return POEM, 'the poem'
+        return POEM, i18n.words(N_('the poem'))
     if corpus == 'stdlib':
-        return stdlib_docstrings(), f"stdlib docstrings, {python_version()}"
+        return stdlib_docstrings(), i18n.words(N_("stdlib docstrings, {python}"), python=python_version())
     raise CorpusError(f"unknown corpus {corpus!r}: choose from {CORPORA}, or give a file")
 
 

@@ -16,6 +16,7 @@ import random
 
 import microtensor as mt
 from microtensor import nn
+from microtensor import i18n
 from microtensor.i18n import N_, _
 from transformer import RNN, Embed, MultiHeadAttention, TokenEmbedding
 
@@ -79,7 +80,7 @@ def run(steps=300, seed=0, full=False, device='cpu'):
     every = {(kind, k): [runs[kind, k, s][0] for s in seeds] for kind in ('rnn', 'attention') for k in distances}
     results = {key: accs[0] for key, accs in every.items()}
     print(_("Output the first of k + 1 random tokens ({vocab} symbols) at the end, {steps} Adam steps, {which}\n"
-            "({cite}: 'more than 10-20 time steps'):").format(vocab=VOCAB, steps=steps, which=_seeds(seeds, True),
+            "({cite}: 'more than 10-20 time steps'):").format(vocab=VOCAB, steps=steps, which=i18n.in_language(_seeds(seeds)),
                                                               cite=cite('attention', '2.1.1')))
     print(table([_('distance k'), _('RNN: test accuracy'), _('attention: test accuracy')],
                 [[k, claims.spread(every['rnn', k]), claims.spread(every['attention', k])] for k in distances]))
@@ -100,8 +101,9 @@ def run(steps=300, seed=0, full=False, device='cpu'):
     n = len(seeds)
     learns = {k: sum(map(learned, every['rnn', k])) for k in distances}
     fail = next((k for k in distances if 2 * learns[k] < n), None)        # the first k most seeds do not learn
-    per_k = '; '.join(f"k = {k}: {claims.spread(every['rnn', k])}" + (f" ({learns[k]} of {n} learned)" if n > 1 else '')
-                      for k in distances)
+    per_k = i18n.joined([i18n.words(N_("k = {k}: {accuracy} ({m} of {n} learned)") if n > 1 else
+                                    N_("k = {k}: {accuracy}"), k=k, accuracy=claims.spread(every['rnn', k]), m=learns[k],
+                                    n=n) for k in distances], N_("{first}; {second}"))
     figures = dict(steps=steps, per_k=per_k, fail=fail, chance=f"{1 / VOCAB:.1%}", top=distances[-1],
                    attention=claims.spread(every['attention', distances[-1]]), which=_seeds(seeds))
     verdict = 'holds' if fail is not None and fail <= 24 and not attention_fails else 'partly'
@@ -117,10 +119,10 @@ def run(steps=300, seed=0, full=False, device='cpu'):
             'rnn_fails': rnn_fails, 'attention_fails': attention_fails, 'rnn_reach': reach}
 
 
-def _seeds(seeds, translated=False):
-    """'seed 0' or 'seeds 0-4'; translated: in the reader's language (a claim's figures stay in English)."""
-    text = N_("seed {first}") if len(seeds) == 1 else N_("seeds {first}-{last}")
-    return (_(text) if translated else text).format(first=seeds[0], last=seeds[-1])
+def _seeds(seeds):
+    """'seed 0' or 'seeds 0-4', as words kept translatable (i18n.words)."""
+    return i18n.words(N_("seed {first}") if len(seeds) == 1 else N_("seeds {first}-{last}"), first=seeds[0],
+                      last=seeds[-1])
 
 
 def main(argv=None):

@@ -25,7 +25,7 @@ import math
 import random
 
 import microtensor as mt
-from microtensor import nn, optim
+from microtensor import i18n, nn, optim
 from microtensor.i18n import N_, _
 from transformer import GPT, EncoderLayer, FeedForward, MultiHeadAttention
 
@@ -161,7 +161,9 @@ def run(steps=300, copy_steps=150, seeds=1, full=False, device='cpu'):
                      "smoothness for deep networks' gradient flow needs deep networks: what would test it is the gradient "
                      "norm through a deep stack (say 24+ layers) trained with each activation, over several seeds"),
                   N_('the line "Lower loss: ..."'), seeds=claims.seeds_note(seeds),
-                  winners=', '.join(f"{w} on {t}" for t, w in winner.items()), relu=copy_final['relu'],
+                  winners=i18n.joined([i18n.words(N_("{activation} on {task}"), activation=w,
+                                                  task=i18n.words(N_('copy')) if t == 'copy' else t)
+                                       for t, w in winner.items()], N_("{first}, {second}")), relu=copy_final['relu'],
                   gelu=copy_final['gelu'])
 
     p = parameter_counts(device=device)

@@ -91,8 +91,8 @@ def command_line(module, doc, options, argv=None, extra=None, check=None):
     sections = getattr(_lesson_module(module), 'SECTIONS', ())
     epilog = '\n'.join(filter(None, [claims.run_time(module),
                                      _("Reads with:") + f"\n{articles.header(sections, '  ')}" if sections else None]))
-    parser = argparse.ArgumentParser(prog=f'python -m demos.{module}', description=_(doc) if doc else doc, epilog=epilog or None,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = i18n.ArgumentParser(prog=f'python -m demos.{module}', description=_(doc) if doc else doc,
+                                 epilog=epilog or None, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--device', default='cpu', choices=['cpu', 'cuda', 'auto'],
                         help=_('where the tensors live: cuda runs on the GPU via cupy; auto picks cuda when a GPU '
                                'is usable (default: cpu)'))

@@ -24,7 +24,7 @@ share are read before and after training.
 import random
 
 import microtensor as mt
-from microtensor import optim
+from microtensor import i18n, optim
 from microtensor.i18n import N_, _
 from transformer import GPT, Encoder
 from transformer.probes import ResidualProbe
@@ -145,7 +145,8 @@ def run(steps=150, n_layers=6, seed=0, device='cpu'):
                   N_("scaling or closing the gate narrows the F road: the \"+1\" share rises from {standard:.1%} "
                      "(standard) to {scaled:.1%} ({scaled_name}) and {closed:.1%} ({closed_name}, g = {g:.3f})"),
                   N_('part 1: the table "residual, mean gate g, +1 share"'), standard=init[names[0]][0],
-                  scaled=init[names[2]][0], scaled_name=names[2], closed=init[names[-1]][0], closed_name=names[-1],
+                  scaled=init[names[2]][0], scaled_name=i18n.words(names[2]), closed=init[names[-1]][0],
+                  closed_name=i18n.words(names[-1]),
                   g=init[names[-1]][1])
 
     trained = train_gated(steps, seed=seed, device=device)

@@ -22,6 +22,7 @@ import math
 import statistics
 
 import microtensor as mt
+from microtensor import i18n
 from microtensor.i18n import N_, _
 from transformer import RNN, BatchNorm1d, LayerNorm, MultiHeadAttention
 from transformer import article_data as article
@@ -176,7 +177,7 @@ def run(seq_len=512, n_layers=24, repeats=3, seed=0, device='cpu'):
                   N_("one attention layer was {ratio:.1f}x faster than an RNN over {n} positions (forward + backward, "
                      "{device}), although it does 10x the arithmetic; the ratio depends on the hardware and on n "
                      "(attention_cost's curves)"), N_('part 4: the table "layer, seconds, multiply-adds"'), timing=True,
-                  ratio=ratio, n=n, device='numpy on a CPU' if device == 'cpu' else 'cupy on a GPU')
+                  ratio=ratio, n=n, device=i18n.words(N_('numpy on a CPU') if device == 'cpu' else N_('cupy on a GPU')))
     return {'factors': factors, 'layernorm': (before, after), 'batchnorm': stats, 'timing': timing, 'speedup': ratio,
             'device': timing['device']}
 

@@ -50,7 +50,7 @@ import time
 import numpy as np
 
 import microtensor as mt
-from microtensor import optim
+from microtensor import i18n, optim
 from microtensor.i18n import N_, _
 from transformer import GPT, generate, next_token_loss
 
@@ -526,7 +526,7 @@ def run(preset='tiny', corpus=None, text_file=None, out=os.path.join(RUNS, 'trai
     model, chars, losses, config = result['model'], result['chars'], result['losses'], result['config']
     train_text, val_text = texts.split(text, config['val_fraction'])
     print(_("\n{name}: {train:,} training and {val:,} validation characters; vocabulary of {vocab} (a uniform "
-            "guess scores ln {vocab} = {uniform:.2f})").format(name=name, train=len(train_text), val=len(val_text),
+            "guess scores ln {vocab} = {uniform:.2f})").format(name=i18n.in_language(name), train=len(train_text), val=len(val_text),
                                                                 vocab=len(chars.vocab),
                                                                 uniform=math.log(len(chars.vocab))))
     print(_("{parameters:,} parameters on {device}; checkpoint: {checkpoint}").format(
@@ -539,7 +539,7 @@ def run(preset='tiny', corpus=None, text_file=None, out=os.path.join(RUNS, 'trai
         print(validation_summary(result['val'], result['baseline']))
     print(table([_('steps'), _('mean training loss')], window_means(losses)))
     check_learned(losses, 'train_gpt', rose=TRIES, flat=(N_('more --steps'), N_('a higher --lr')))
-    plot_losses(result, name, out)
+    plot_losses(result, i18n.in_language(name), out)
     written = samples(model, chars, prompt, sample_length) if sample_length else {}
     if written:
         print(_("\nContinuations of {prompt}:").format(prompt=repr(prompt)))
@@ -581,7 +581,7 @@ def _record(runs, baseline, written, name, corpus):
     """The verdicts on the articles' decoder-only and temperature claims (§2.8, §2.9.1, §2.4.2) from these runs
     (_verdict_figures of each seed, the first the printed one)."""
     n = len(runs)
-    depends = 'the Python version (the stdlib corpus is its docstrings)' if corpus == 'stdlib' else None
+    depends = N_('the Python version (the stdlib corpus is its docstrings)') if corpus == 'stdlib' else None
     below = sum(r['below'] for r in runs)
     best = claims.between([r['best'] for r in runs])
     claims.record('architecture', '2.8', 'Decoder-only 因果掩码，只看前面 CLM（预测下一个 token）',

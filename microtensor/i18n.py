@@ -20,6 +20,8 @@ The language, first found wins: `--lang`, then the MICROTENSOR_LANG variable, th
 gettext reads it (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), then English.  The numbers printed are the
 same in every language; only the words change.
 """
+import argparse
+import contextlib
 import gettext
 import os
 
@@ -82,10 +84,51 @@ def _(message):
     return _active['catalog'].gettext(message)
 
 
+def ngettext(singular, plural, n):
+    """The form of a message for the number n, in the current language."""
+    current()
+    return _active['catalog'].ngettext(singular, plural, n)
+
+
 def N_(message):
     """`message` itself, marked for the catalog: for text defined before the language is chosen (a
     module's table of hints), which `_()` translates where it is shown."""
     return message
+
+
+class Words(str):
+    """Words kept translatable after they are made ('5 of 5 learned', 'the poem'): the English text, which
+    is what prints, with the template and the fields it was filled from, so that another language can fill
+    the template's translation with the same numbers (in_language).  A record saves one as {"template":
+    ..., "fields": {...}}.  Made by words()."""
+    template: str
+    fields: dict
+
+
+def words(template, **fields):
+    """Words from the English `template` (marked N_() by the caller) filled with `fields`."""
+    text = Words(template.format(**fields))
+    text.template, text.fields = template, fields
+    return text
+
+
+def joined(parts, template):
+    """Words joined two by two with `template` (N_("{first}; {second}")), still translatable."""
+    text = parts[0]
+    for part in parts[1:]:
+        text = words(template, first=text, second=part)
+    return text
+
+
+def in_language(value, tr=None):
+    """`value` as the language of `tr` (default: the current language's `_`) prints it: Words, or Words saved
+    as {"template": ..., "fields": ...}, translated and filled; anything else as it is."""
+    tr = tr or _
+    if isinstance(value, Words):
+        value = {'template': value.template, 'fields': value.fields}
+    if isinstance(value, dict) and set(value) == {'template', 'fields'}:
+        return tr(value['template']).format(**{k: in_language(v, tr) for k, v in value['fields'].items()})
+    return value
 
 
 def requested(argv):
@@ -101,22 +144,63 @@ def requested(argv):
 
 
 def add_option(parser):
-    """Give an argparse parser the --lang option (its default: the environment's choice), and
-    argparse's own words (its headings, -h's help) in the current language."""
+    """Give an argparse parser the --lang option (its default: the environment's choice)."""
     parser.add_argument('--lang', choices=LANGUAGES, default=None,
                         help=_('the language of the output: en or zh (default: MICROTENSOR_LANG, '
                                'then the locale, then en)'))
-    parser._positionals.title = _('positional arguments')
-    parser._optionals.title = _('options')
-    for action in parser._actions:
-        if action.dest == 'help':
-            action.help = _('show this help message and exit')
-    usage_prefix = _('usage: ')
 
-    class Formatter(parser.formatter_class):  # argparse's 'usage: ' is its own gettext's, not ours
-        def add_usage(self, usage, actions, groups, prefix=None):
-            super().add_usage(usage, actions, groups, usage_prefix if prefix is None else prefix)
-    parser.formatter_class = Formatter
+
+# argparse's own words, which it passes to its module's gettext: ArgumentParser answers them from our catalog
+ARGPARSE = (N_('usage: '), N_('positional arguments'), N_('options'), N_('optional arguments'),
+            N_('show this help message and exit'), N_('%(prog)s: error: %(message)s\n'),
+            N_('argument %(argument_name)s: %(message)s'), N_('invalid choice: %(value)r (choose from %(choices)s)'),
+            N_('invalid %(type)s value: %(value)r'), N_('the following arguments are required: %s'),
+            N_('unrecognized arguments: %s'), N_('expected one argument'), N_('expected at most one argument'),
+            N_('expected at least one argument'), N_('not allowed with argument %s'),
+            N_('one of the arguments %s is required'), N_('ambiguous option: %(option)s could match %(matches)s'),
+            N_('ignored explicit argument %r'))
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser, its own words in the current language: the headings and -h's help, 'usage:',
+    'error:' and its messages ('invalid choice: ...').  argparse looks them up with its module's gettext
+    (`argparse._`), which this parser points at our catalog while it builds, parses, prints or complains,
+    and gives back afterwards.  Subcommands' parsers are of this class too (add_subparsers' default)."""
+
+    def __init__(self, *args, **kwargs):
+        with _argparse_speaks():
+            super().__init__(*args, **kwargs)
+
+    def parse_args(self, args=None, namespace=None):
+        with _argparse_speaks():
+            return super().parse_args(args, namespace)
+
+    def parse_known_args(self, args=None, namespace=None):
+        with _argparse_speaks():
+            return super().parse_known_args(args, namespace)
+
+    def format_usage(self):
+        with _argparse_speaks():
+            return super().format_usage()
+
+    def format_help(self):
+        with _argparse_speaks():
+            return super().format_help()
+
+    def error(self, message):
+        with _argparse_speaks():
+            super().error(message)
+
+
+@contextlib.contextmanager
+def _argparse_speaks():
+    saved = argparse._, argparse.ngettext
+    argparse._ = _
+    argparse.ngettext = ngettext
+    try:
+        yield
+    finally:
+        argparse._, argparse.ngettext = saved
 
 
 def catalog_path(lang, suffix):

@@ -3,6 +3,7 @@
 same order, the same verdicts (成立 / 部分成立 / 原文有误 / 本任务未检验), the same figures; each links
 to the other in its first lines."""
 import collections
+import dataclasses
 import os
 import re
 
@@ -90,3 +91,52 @@ def test_a_lesson_prints_its_claim_in_the_learners_language(capsys, monkeypatch)
     assert '深入篇 §8.5' in chinese and '— 本任务未检验：3 steps, nothing would test it' in chinese   # no entry: English
     assert [c.finding for c in claims.RECORDED] == ['3 steps, nothing would test it'] * 2
     assert claims.RECORDED[1].template == "{n} steps, nothing would test it"
+
+
+def test_the_machine_line_is_translated_and_unknown_words_are_kept():
+    zh = i18n.translator('zh')
+    english = claims.machine()
+    chinese = claims.machine_in(english, zh)
+    assert 'CPU cores' in english and 'CPU cores' not in chinese and '个 CPU 核' in chinese
+    assert NUMBER.findall(chinese) == NUMBER.findall(english)
+    assert claims.machine_in('a Raspberry Pi', zh) == 'a Raspberry Pi'
+
+
+ENGLISH_PHRASE = re.compile(r"\b[a-z]{2,} [a-z]{2,}\b")
+
+
+def english_figures(record):
+    """The figures of a record that are English phrases saved as plain text: the Chinese page would print
+    them in English (they should be i18n.words)."""
+    return [(c.section, name, value) for c in record['claims'] for name, value in c.figures.items()
+            if isinstance(value, str) and ENGLISH_PHRASE.search(value)]
+
+
+def test_no_record_keeps_an_english_phrase_as_a_plain_figure():
+    for (lesson, mode), record in claims.read_records().items():
+        assert not english_figures(record), f"{lesson} ({mode}): make these figures i18n.words(...)"
+
+
+def test_the_check_for_english_figures_finds_one():
+    planted = claims.Claim('small_numbers', 'deep_dive', '8.1', 'q', 'holds', 'faster on numpy on a CPU',
+                           '{speed} on {device}', figures={'speed': 'faster', 'device': 'numpy on a CPU'})
+    words = dataclasses.replace(planted, figures={'speed': 'faster', 'device': {'template': 'numpy on a CPU',
+                                                                                  'fields': {}}})
+    assert english_figures({'claims': [planted]}) == [('8.1', 'device', 'numpy on a CPU')]
+    assert english_figures({'claims': [words]}) == []
+    assert words.finding_in(i18n.translator('zh')) == 'faster on CPU 上的 numpy'
+
+
+def test_every_figure_in_words_has_a_chinese_entry():
+    zh = i18n.translator('zh')
+
+    def templates(figure):
+        if isinstance(figure, dict):
+            yield figure['template']
+            for value in figure['fields'].values():
+                yield from templates(value)
+    for (lesson, mode), record in claims.read_records().items():
+        for claim in record['claims']:
+            for figure in claim.figures.values():
+                for template in templates(figure):
+                    assert zh(template) != template, f"{lesson}: no Chinese entry for the words {template!r}"

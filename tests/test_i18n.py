@@ -4,6 +4,7 @@ The compiled .mo files are committed (pip does not compile a .po), so each must 
 its .po says; a translation keeps every {field} of its English template, so that .format() fills it.
 """
 import gettext
+import re
 import string
 import subprocess
 import sys
@@ -42,13 +43,21 @@ def _po(lang):
 
 @pytest.mark.parametrize('lang', i18n.LANGUAGES[1:])
 def test_each_mo_says_what_its_po_says(lang):
-    po = {m.id: m.string for m in _po(lang) if m.id}
+    po = {}
+    for m in _po(lang):
+        if isinstance(m.id, tuple):   # a plural: gettext keeps each form under (singular, index)
+            po.update({(m.id[0], i): form for i, form in enumerate(m.string)})
+        elif m.id:
+            po[m.id] = m.string
     with open(i18n.catalog_path(lang, 'mo'), 'rb') as f:
         mo = {k: v for k, v in gettext.GNUTranslations(f)._catalog.items() if k}
     assert po == mo, "the .mo is stale: run `python -m microtensor.i18n compile` and commit both files"
 
 
-def _fields(template):
+def _fields(template, percent=False):
+    """The {fields} of a template; percent: its %-placeholders (argparse's messages are python-format)."""
+    if percent:
+        return sorted(re.findall(r"%(?:\(\w+\))?[sdr]", template))
     return sorted(name for _, name, _, _ in string.Formatter().parse(template) if name is not None)
 
 
@@ -59,8 +68,11 @@ def test_translations_are_complete_and_keep_their_fields(lang):
             continue
         assert message.string, f"{lang}: no translation for {message.id!r}"
         assert not message.fuzzy, f"{lang}: {message.id!r} is marked fuzzy (unreviewed)"
-        assert _fields(message.string) == _fields(message.id), \
-            f"{lang}: the translation of {message.id!r} must keep the fields {_fields(message.id)}"
+        percent = 'python-format' in message.flags
+        singular, forms = (message.id[0], message.string) if message.pluralizable else (message.id, [message.string])
+        for form in forms:
+            assert _fields(form, percent) == _fields(singular, percent), \
+                f"{lang}: the translation of {message.id!r} must keep the fields {_fields(singular, percent)}"
 
 
 def test_lesson_help_speaks_the_chosen_language():
@@ -108,3 +120,69 @@ def test_the_two_readmes_link_to_each_other():
     with open(os.path.join(root, 'README.zh.md'), encoding='utf-8') as f:
         chinese_top = ''.join(f.readlines()[:5])
     assert '(README.zh.md)' in english_top and '(README.md)' in chinese_top
+
+
+# ---------------------------------------------------------------------------- words kept translatable
+ZH = i18n.translator('zh')
+
+
+def test_words_print_english_and_translate_with_the_same_numbers():
+    accuracy = i18n.words("k = {k}: {accuracy} ({m} of {n} learned)", k=6, accuracy='23.2-100.0%', m=4, n=5)
+    both = i18n.joined([accuracy, i18n.words("k = {k}: {accuracy}", k=12, accuracy='10.5%')], "{first}; {second}")
+    assert both == "k = 6: 23.2-100.0% (4 of 5 learned); k = 12: 10.5%"
+    chinese = i18n.in_language(both, ZH)
+    assert chinese == "k = 6：23.2-100.0%（5 个中学会 4 个）；k = 12：10.5%"
+    saved = {'template': both.template, 'fields': {'first': {'template': accuracy.template, 'fields': accuracy.fields},
+                                                   'second': both.fields['second']}}
+    assert i18n.in_language(saved, ZH) == chinese    # as a record saves it: the same page
+
+
+def test_words_without_an_entry_stay_english_and_other_figures_stay_as_they_are():
+    assert i18n.in_language(i18n.words("{n} wombats", n=3), ZH) == "3 wombats"
+    for figure in (3, 0.5, 'ReLU', None, {'template': 'x'}):
+        assert i18n.in_language(figure, ZH) == figure
+
+
+# ---------------------------------------------------------------------------- argparse's own words
+def _parser():
+    parser = i18n.ArgumentParser(prog='lesson')
+    parser.add_argument('--device', choices=['cpu', 'cuda'])
+    parser.add_argument('folder')
+    return parser
+
+
+@pytest.mark.parametrize('argv, english, chinese', [
+    (['--device', 'gpu', 'x'], "lesson: error: argument --device: invalid choice: 'gpu'",
+     "lesson：错误：参数 --device：无效的选择：'gpu'"),
+    ([], 'lesson: error: the following arguments are required: folder', 'lesson：错误：缺少以下必需的参数：folder'),
+    (['x', '--bogus'], 'lesson: error: unrecognized arguments: --bogus', 'lesson：错误：无法识别的参数：--bogus'),
+    (['x', '--device'], 'lesson: error: argument --device: expected one argument',
+     'lesson：错误：参数 --device：需要一个参数值'),
+])
+def test_argparse_errors_speak_the_learners_language(argv, english, chinese, capsys):
+    import argparse
+    own = argparse._
+    try:
+        for lang, expected in (('en', english), ('zh', chinese)):
+            i18n.use(lang)
+            with pytest.raises(SystemExit):
+                _parser().parse_args(argv)
+            err = capsys.readouterr().err
+            assert expected in err, err
+            assert ('用法：' in err) == (lang == 'zh') and ('usage:' in err) == (lang == 'en')
+    finally:
+        i18n.use('en')
+    assert argparse._ is own, "argparse's own gettext is given back after parsing"
+    with pytest.raises(SystemExit):
+        argparse.ArgumentParser(prog='plain').parse_args(['--bogus'])
+    assert 'plain: error: unrecognized arguments' in capsys.readouterr().err   # other parsers untouched
+
+
+def test_help_headings_speak_the_learners_language():
+    try:
+        i18n.use('zh')
+        text = _parser().format_help()
+    finally:
+        i18n.use('en')
+    assert text.startswith('用法：lesson') and '位置参数' in text and '显示本帮助并退出' in text
+    assert 'usage' not in text and 'show this help' not in text

@@ -90,9 +90,9 @@ TINY = ['--steps', '4', '--log-every', '2', '--eval-every', '2', '--ckpt-every',
 def test_train_gpt_in_chinese(capsys):
     assert_same_numbers_in_chinese(
         train_gpt, lambda lang: [*TINY, '--seeds', '2', '--out', f'gpt_{lang}'], capsys,
-        ['步     2/4  损失', '第 2 步：验证损失', '个训练字符和', '个参数，在 cpu 上；检查点：', 'unigram 基线（一个只数字符的模型）',
+        ['这首小诗：', '步     2/4  损失', '第 2 步：验证损失', '个训练字符和', '个参数，在 cpu 上；检查点：', 'unigram 基线（一个只数字符的模型）',
          '平均训练损失', "'Twinkle' 的续写", '--- 贪心', '最佳验证损失', 'T = 0.2 跟随贪心'],
-        ['step     2/4  loss', 'step 2: validation loss', 'training and', 'parameters on cpu; checkpoint:',
+        ['the poem: ', 'step     2/4  loss', 'step 2: validation loss', 'training and', 'parameters on cpu; checkpoint:',
          'unigram baseline (a model', 'mean training loss', "Continuations of 'Twinkle'", '--- greedy',
          'best validation loss', 'T = 0.2 follows greedy'])
 

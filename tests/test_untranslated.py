@@ -315,8 +315,6 @@ NOT_FOR_A_LEARNER = {
 # Sentence-like strings of the lessons that are not text for a learner, each with its reason; a text
 # listed with file None is allowed in every lesson.
 LESSON_STRINGS = {
-    ('corpus.py', 'the poem'): "the built-in corpus's name, kept as it is in checkpoints and in the English records",
-    ('corpus.py', 'stdlib docstrings, '): "the stdlib corpus's name, kept as it is in checkpoints and records",
     ('corpus.py', 'unknown corpus : choose from , or give a file'): 'a programming error: --corpus has choices',
     ('corpus.py', 'no docstrings found under '): "a broken Python install (its standard library has no .py files)",
     ('corpus.py', 'split: val_fraction must be in [0, 1), got '): 'a programming error: --val-fraction is checked first',
@@ -325,8 +323,6 @@ LESSON_STRINGS = {
     ('train_gpt.py', ' characters beginning '): 'data saved in the checkpoint (what its text was)',
     ('train_gpt.py', 'the text'): 'a key of the settings that differ (shown translated)',
     ('train_gpt.py', 'another text'): 'data: a checkpoint that says nothing of its text',
-    ('train_gpt.py', 'the Python version (the stdlib corpus is its docstrings)'):
-        "a figure of the English records (depends_on): what the stdlib run's numbers depend on",
     ('attention_maps.py', 'Twinkle, twinkle, little star,'): 'data: the line of the poem the char GPT reads',
     ('attention_maps.py', 'upper right'): "matplotlib's legend location",
     ('encoder_only_mlm.py', 'first half'): 'a key of the accuracies (the table shows its own translated header)',
@@ -359,9 +355,6 @@ LESSON_STRINGS = {
     ('heads_specialise.py', 'previous token'): 'a role: a key, shown through _() in the table',
     ('heads_specialise.py', 'next token'): 'a role: a key, shown through _() in the table',
     ('pre_vs_post_ln.py', 'no warm-up'): "a run's name in the English records; `labels` holds the learner's",
-    ('positions.py', '; bidirectional ALiBi not for a reversal'): 'a figure of the English records, never printed',
-    ('small_numbers.py', 'numpy on a CPU'): 'a figure of the English records: the device, named by its library',
-    ('small_numbers.py', 'cupy on a GPU'): 'a figure of the English records: the device, named by its library',
 }
 
 

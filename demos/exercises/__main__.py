@@ -34,7 +34,7 @@ def main(argv=None):
         i18n.use(i18n.requested(argv))
     except ValueError as error:
         raise SystemExit(f"python -m demos.exercises: error: {error}") from None
-    parser = argparse.ArgumentParser(prog='python -m demos.exercises', description=__doc__.split('(')[0])
+    parser = i18n.ArgumentParser(prog='python -m demos.exercises', description=__doc__.split('(')[0])
     i18n.add_option(parser)
     commands = parser.add_subparsers(dest='command', required=True)
     start = commands.add_parser('start', help=_('write the exercises into DIR (never over your files)'))
