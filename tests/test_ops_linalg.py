@@ -74,3 +74,36 @@ def test_scalar_tensors_cannot_be_matrix_multiplied():
     x = mt.tensor(np.float64(2.0), requires_grad=True)
     with pytest.raises(ValueError, match=r"MatMul: .*\(\).*\(3,\).*use \*"):
         x @ mt.tensor(np.ones(3))
+
+
+@pytest.mark.parametrize('a_shape, b_shape', [
+    ((2, 3, 4), (4, 5)),      # X @ W: one 2-D product over the 6 rows
+    ((0, 3, 4), (4, 5)),      # no rows
+    ((2, 3, 0), (0, 5)),      # inner side empty: zeros
+    ((2, 3, 4), (4, 0)),      # no columns
+    ((1, 1, 1, 4), (4, 1)),   # unit sides
+])
+def test_x_at_w_equals_the_batched_product_and_its_gradients(a_shape, b_shape):
+    rng = np.random.default_rng(0)
+    a = mt.tensor(rng.standard_normal(a_shape), requires_grad=True)
+    b = mt.tensor(rng.standard_normal(b_shape), requires_grad=True)
+    G = rng.standard_normal(a_shape[:-1] + b_shape[-1:])
+    y = a @ b
+    assert y.shape == a_shape[:-1] + b_shape[-1:]
+    np.testing.assert_allclose(y.numpy(), a.numpy() @ b.numpy(), rtol=1e-12, atol=1e-12)
+    (y * mt.tensor(G)).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), G @ b.numpy().T, rtol=1e-12, atol=1e-12)
+    leading = list(range(len(a_shape) - 1))
+    batch_sum = np.tensordot(a.numpy(), G, axes=(leading, leading))   # A^T @ G of each batch entry, summed
+    np.testing.assert_allclose(b.grad.numpy(), batch_sum, rtol=1e-12, atol=1e-12)
+    assert b.grad.shape == b_shape and a.grad.shape == a_shape
+
+
+def test_x_at_w_with_a_transposed_view_as_x():
+    """A view whose rows are not contiguous (x.transpose) is multiplied as its values, not its memory."""
+    rng = np.random.default_rng(1)
+    x = mt.tensor(rng.standard_normal((4, 3, 2)), requires_grad=True)
+    w = mt.tensor(rng.standard_normal((4, 5)), requires_grad=True)
+    xt = x.transpose(0, 2)                                   # (2, 3, 4)
+    assert mt.gradcheck(lambda x, w: x.transpose(0, 2) @ w, [x, w])
+    np.testing.assert_allclose((xt @ w).numpy(), np.swapaxes(x.numpy(), 0, 2) @ w.numpy(), rtol=1e-12)

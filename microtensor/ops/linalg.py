@@ -1,4 +1,6 @@
 """Matrix multiplication, batched over leading axes as numpy's `@`, and linear: x @ W + b."""
+import math
+
 from ..argcheck import ShapeError
 from ..autograd import Function
 from .. import promotion
@@ -10,16 +12,33 @@ from ..tensor import Tensor
 class MatMul(Function):
     """Y = A @ B,  A: (..., n, k), B: (..., k, m) -> Y: (..., n, m)
         dL/dA = G @ B^T,   dL/dB = A^T @ G    (the backward loop sums these over broadcast batch axes)
+
+    X @ W, with B one matrix (every Linear): A's leading axes only hold more rows, each multiplied by the
+    same W, so the product is one 2-D product over all of them, Y = rows(A) @ W, and the batch sum of
+    dL/dW is inside one product too, rows(A)^T @ rows(G) (numpy's batched @ would call BLAS once per
+    batch entry).
     """
 
     def forward(self, a, b):
+        if b.ndim == 2:
+            return (rows(a) @ b).reshape(a.shape[:-1] + b.shape[-1:])
         return a @ b
 
     def backward(self, g):
         a, b = self.inputs
         ga = g @ b.swapaxes(-1, -2) if self.needs_grad(0) else None
-        gb = a.swapaxes(-1, -2) @ g if self.needs_grad(1) else None
+        if not self.needs_grad(1):
+            gb = None
+        elif b.ndim == 2:
+            gb = rows(a).swapaxes(-1, -2) @ rows(g)
+        else:
+            gb = a.swapaxes(-1, -2) @ g
         return ga, gb
+
+
+def rows(x):
+    """x (..., k) as a matrix of rows (N, k), N the product of the leading axes."""
+    return x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
 
 
 def matmul(a, b):
