@@ -449,13 +449,14 @@ def cjk_font():
         return None
     paths = sorted({line.split(':')[0].strip() for line in listing.splitlines() if line.strip()},
                    key=lambda path: ('Regular' not in path, path))  # a regular weight first
-    for path in paths:
+    names = []
+    for path in paths:  # every weight, so that a bold title finds its bold face
         try:
             font_manager.fontManager.addfont(path)
-            return font_manager.FontProperties(fname=path).get_name()
+            names.append(font_manager.FontProperties(fname=path).get_name())
         except (OSError, RuntimeError, ValueError):  # a font matplotlib cannot read: try the next
             continue
-    return None
+    return names[0] if names else None
 
 
 # ---------------------------------------------------------------------------- backward-pass viewer pages

@@ -110,3 +110,26 @@ def test_without_a_cjk_font_one_line_says_how_to_get_one(chinese, tmp_path, caps
         assert os.path.exists(path) and not [w for w in warned if 'Glyph' in w], warned
     said = [line for line in capsys.readouterr().out.splitlines() if 'fonts-noto-cjk' in line]
     assert len(said) == 1 and '没有安装中文字体' in said[0]
+
+
+def test_every_weight_of_the_chinese_font_is_added(monkeypatch):
+    """A font installed after matplotlib made its list is added with all its weights: a bold title (the
+    attention_by_hand grid's wrong cells) then finds a bold face rather than warning 'Failed to find font
+    weight bold'."""
+    font_manager = pytest.importorskip('matplotlib.font_manager', reason='the plots need matplotlib')
+    import copy
+    import shutil
+    from demos import report
+    if shutil.which('fc-list') is None:
+        pytest.skip('no fontconfig (fc-list): fonts installed later are not looked for')
+    listing = subprocess.run(['fc-list', ':lang=zh', 'file'], capture_output=True, text=True).stdout
+    cjk_files = {line.split(':')[0].strip() for line in listing.splitlines() if line.strip()}
+    if not any('Bold' in path for path in cjk_files):
+        pytest.skip('no bold CJK face installed (Debian: apt-get install fonts-noto-cjk)')
+    as_if_new = copy.copy(font_manager.fontManager)     # matplotlib's list as made before the font came
+    as_if_new.ttflist = [f for f in font_manager.fontManager.ttflist if f.fname not in cjk_files]
+    monkeypatch.setattr(font_manager, 'fontManager', as_if_new)
+    monkeypatch.setattr(report, 'CJK_FONTS', ())
+    name = report.cjk_font()
+    weights = {font_manager.weight_dict.get(f.weight, f.weight) for f in as_if_new.ttflist if f.name == name}
+    assert 400 in weights and 700 in weights, (name, weights)
