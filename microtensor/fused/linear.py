@@ -7,8 +7,9 @@ class FusedLinear(Function):
         dL/dX = G @ W^T,   dL/dW = X^T @ G,   dL/db = G summed over every row
 
     X and G are flattened to (rows, features), so each product is one 2-D matrix
-    multiplication whatever X's leading axes, and the bias is added in place into the
-    product (an array this op just made) instead of by a second op with its own output.
+    multiplication whatever X's leading axes (as the textbook MatMul does for X @ W), and
+    the bias is added in place into the product (an array this op just made) instead of by
+    a second op with its own output.
     """
 
     def forward(self, x, w, b=None):
