@@ -194,7 +194,10 @@ class ArgumentParser(argparse.ArgumentParser):
 
 @contextlib.contextmanager
 def _argparse_speaks():
-    saved = argparse._, argparse.ngettext
+    saved = getattr(argparse, '_', None), getattr(argparse, 'ngettext', None)
+    if None in saved:  # an argparse that looks its words up otherwise: it speaks English
+        yield
+        return
     argparse._ = _
     argparse.ngettext = ngettext
     try:
