@@ -15,8 +15,7 @@ steps, with k distractors in between.  Trained the same way (Adam, same batches)
 import random
 
 import microtensor as mt
-from microtensor import nn
-from microtensor import i18n
+from microtensor import i18n, nn
 from microtensor.i18n import N_, _
 from transformer import RNN, Embed, MultiHeadAttention, TokenEmbedding
 
@@ -80,8 +79,8 @@ def run(steps=300, seed=0, full=False, device='cpu'):
     every = {(kind, k): [runs[kind, k, s][0] for s in seeds] for kind in ('rnn', 'attention') for k in distances}
     results = {key: accs[0] for key, accs in every.items()}
     print(_("Output the first of k + 1 random tokens ({vocab} symbols) at the end, {steps} Adam steps, {which}\n"
-            "({cite}: 'more than 10-20 time steps'):").format(vocab=VOCAB, steps=steps, which=i18n.in_language(_seeds(seeds)),
-                                                              cite=cite('attention', '2.1.1')))
+            "({cite}: 'more than 10-20 time steps'):").format(
+        vocab=VOCAB, steps=steps, which=i18n.in_language(_seeds(seeds)), cite=cite('attention', '2.1.1')))
     print(table([_('distance k'), _('RNN: test accuracy'), _('attention: test accuracy')],
                 [[k, claims.spread(every['rnn', k]), claims.spread(every['attention', k])] for k in distances]))
     rnn_fails = [k for k in distances if not all(map(learned, every['rnn', k]))]
