@@ -67,15 +67,14 @@ class Claim:
     def quotes(self):
         return [self.quote] if isinstance(self.quote, str) else list(self.quote)
 
-    def line(self, tr=None, finding=None):
+    def line(self, tr=None):
         """「quote」 — **verdict**: finding (a line of docs/articles.md); with `tr`, a language's gettext
-        (i18n.translator('zh')), the verdict and the finding in that language, the same figures
-        (`finding`: already filled in)."""
+        (i18n.translator('zh')), the verdict and the finding in that language, the same figures."""
         quoted = ', '.join(f"「{q}」" for q in self.quotes())
         if tr is None:
             return f"{quoted} — **{self.verdict}**: {self.finding}"
         return tr(N_("{quotes} — **{verdict}**: {finding}")).format(
-            quotes=quoted, verdict=tr(self.verdict), finding=finding or self.finding_in(tr))
+            quotes=quoted, verdict=tr(self.verdict), finding=self.finding_in(tr))
 
     def finding_in(self, tr):
         """The finding in the language of `tr`: its template translated, filled with the same figures (a

@@ -209,10 +209,7 @@ def run_line(lesson, used, claims, tr=None):
 
 def _joined(tr, parts, template):
     """The parts joined two by two with `template` ('{first} and {second}') in the language of tr."""
-    text = parts[0]
-    for part in parts[1:]:
-        text = tr(template).format(first=text, second=part)
-    return text
+    return i18n.in_language(i18n.joined(parts, template), tr)
 
 
 def _took(tr, record, second=False):
