@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import types
+import warnings
 
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from hypothesis.extra import numpy as hnp
 
 import microtensor as mt
 from microtensor import backend
+from microtensor.fused.gelu import _gelu_gate
 from microtensor.ops import linalg
 from strategies import devices, nonscalar_shapes, tensors
 from transformer import GPT, MultiHeadAttention, causal_mask, next_token_loss
@@ -121,13 +123,32 @@ def test_gelu(device, fused, approximate, composed, data):
     assert_same_function(lambda t: mt.gelu(t, approximate=approximate), composed, [x], device, fused)
 
 
+@pytest.mark.parametrize('dtype', [np.float16, np.float32, np.float64])
+def test_fused_gelu_gate_is_the_tanh_gate_in_logistic_form(dtype):
+    """The fused forward's gate h = 0.5 (1 + tanh u) is computed as 1 / (1 + exp(-2u)): the same
+    numbers to a few roundings of 1, exactly 0 and 1 far from 0 (where x^3 or exp(-2u) overflow),
+    and no warning on the way."""
+    big = np.finfo(dtype).max
+    x = np.concatenate([np.linspace(-12, 12, 2001), [-np.inf, -big, -200, -20, 20, 200, big, np.inf]]).astype(dtype)
+    h = np.empty_like(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        _gelu_gate(x, h)
+    with np.errstate(over='ignore', invalid='ignore'):
+        x64 = x.astype(np.float64)
+        expected = 0.5 * (1 + np.tanh(math.sqrt(2 / math.pi) * (x64 + 0.044715 * x64 * x64 * x64)))
+    np.testing.assert_allclose(h, expected, rtol=0, atol=8 * np.finfo(dtype).eps)
+    assert (h[x <= -200] == 0).all() and (h[x >= 20] == 1).all()
+
+
 @modes
 @pytest.mark.parametrize('approximate', ['tanh', 'none'])
 def test_gelu_far_from_zero_is_x_or_zero(fused, approximate):
     """Beyond |x| = 100 GELU is x or 0 to every float's precision: no inf * 0 = nan at +-inf or where
     x^3 overflows, and the slope is exactly 1 or 0 (also its second derivative there: 0)."""
     x = mt.tensor([-np.inf, -1e200, -150.0, 150.0, 1e200, np.inf], dtype=mt.float64, requires_grad=True)
-    with mt.fused(fused), np.errstate(over="ignore", invalid="ignore"):  # the fused gate squares x first: inf, then tanh(inf) = 1
+    with mt.fused(fused), warnings.catch_warnings():
+        warnings.simplefilter('error')  # an overflow on the way to the limit is not the user's problem
         y = mt.gelu(x, approximate=approximate)
         (slope,) = mt.grad(y.sum(), x, create_graph=True)
         (curvature,) = mt.grad(slope.sum(), x)
