@@ -6,9 +6,10 @@ operations (GELU's forward is nine), each making a temporary as large as the inp
 memory.  by_rows runs the same formula on blocks of rows of about BLOCK elements, whose
 temporaries stay in the CPU's cache (GELU: ~1.3x faster at d_ff = 256, ~1.8x at 1024).  Each
 block is computed exactly as the whole array would be (rows are independent), so the result
-is the same, bit for bit, whatever the block size.  (Threads over the blocks were tried twice:
-two threads make GELU alone 1.35-1.6x faster, but a training step no faster, because
-OpenBLAS's own second thread spins on the other core between matrix products; see
+is the same, bit for bit, whatever the block size.  (Threads over the blocks were tried three
+times: two threads make GELU alone 1.3-1.6x faster, but a training step no faster.  Each numpy
+call of a block takes the GIL, so two threads hand it back and forth hundreds of times per op,
+and OpenBLAS's idle thread spins on the other core after each product; see
 benchmarks/README.md, "Threads".)
 
 Row statistics: numpy's max and sum over the last axis of short rows (16-256 numbers, a
