@@ -6,6 +6,7 @@
     python benchmarks/vs_torch.py --rss 2000                              # microtensor's RSS over a long run
     python benchmarks/vs_torch.py --profile                               # cProfile of microtensor's step
     python benchmarks/vs_torch.py --compare /tmp/old-checkout             # also time another version, same rounds
+    python benchmarks/vs_torch.py --pairs 3                               # 3 sets of fresh processes: each ratio's range
     python benchmarks/vs_torch.py --gemm                                  # only the step's matrix products (gemms.py)
     python benchmarks/vs_torch.py --fused-only                            # without the textbook rows
     python benchmarks/vs_torch.py --forward-backward                      # forward + backward, no AdamW update
@@ -211,12 +212,29 @@ def torch_available(python):
 
 
 def compare(d_model, threads, args, use_torch):
-    """Alternating rounds of every worker at one configuration.
+    """Alternating rounds of every worker at one configuration, in args.pairs sets of fresh processes.
 
-    Returns {label: dict(ms, cpu_ms, rss, loss)}: medians over all timed steps, the peak
-    RSS, and the first step's loss.  Labels: 'microtensor', 'textbook', each --compare checkout and
-    '<checkout> textbook', 'torch'.
+    Returns {label: dict(ms, cpu_ms, rss, loss, pair_ms)}: medians over all timed steps of all sets,
+    the peak RSS, the first step's loss, and each set's own median (pair_ms: two identical processes
+    can differ by 10-15% for their whole life, so a ratio from one set of processes is only that
+    precise).  Labels: 'microtensor', 'textbook', each --compare checkout and '<checkout> textbook',
+    'torch'.
     """
+    times, cpu_times, pair_ms, rss = {}, {}, {}, {}
+    for _ in range(args.pairs):
+        first = _rounds(d_model, threads, args, use_torch, times, cpu_times, pair_ms, rss)
+    for other in ('torch', 'textbook'):
+        if other in first and abs(first['microtensor'] - first[other]) > 1e-4:
+            raise SystemExit(f"sanity check failed at d_model {d_model}: first-step losses differ by "
+                             f"{abs(first['microtensor'] - first[other]):.2e} "
+                             f"(microtensor {first['microtensor']:.6f}, {other} {first[other]:.6f})")
+    return {label: dict(ms=1000 * statistics.median(times[label]), cpu_ms=1000 * statistics.median(cpu_times[label]),
+                        rss=rss[label], loss=first[label], pair_ms=pair_ms[label]) for label in times}
+
+
+def _rounds(d_model, threads, args, use_torch, times, cpu_times, pair_ms, rss):
+    """One set of worker processes: their alternating rounds, added to times, cpu_times (all steps, by
+    label), pair_ms (this set's median) and rss.  Returns each worker's first-step loss."""
     with tempfile.TemporaryDirectory() as tmp:
         init_path = os.path.join(tmp, 'init.npz')
         suffix = '-gemm' if args.gemm else ''
@@ -238,23 +256,30 @@ def compare(d_model, threads, args, use_torch):
             first = {w.label: w.ask('first')['loss'] for w in workers}
             for w in workers:
                 w.ask(f'run {args.warmup}')
-            times, cpu_times, rss = ({w.label: [] for w in workers} for _ in range(3))
+            these = {w.label: [] for w in workers}
             for r in range(args.rounds):
                 for w in (workers if r % 2 == 0 else workers[::-1]):
                     answer = w.ask(f'run {args.steps}')
-                    times[w.label] += answer['times']
-                    cpu_times[w.label] += answer['cpu_times']
-                    rss[w.label] = answer['peak_rss_mib']
+                    these[w.label] += answer['times']
+                    cpu_times.setdefault(w.label, []).extend(answer['cpu_times'])
+                    rss[w.label] = max(rss.get(w.label, 0), answer['peak_rss_mib'] or 0) or None
         finally:
             for w in workers:
                 w.close()
-    for other in ('torch', 'textbook'):
-        if other in first and abs(first['microtensor'] - first[other]) > 1e-4:
-            raise SystemExit(f"sanity check failed at d_model {d_model}: first-step losses differ by "
-                             f"{abs(first['microtensor'] - first[other]):.2e} "
-                             f"(microtensor {first['microtensor']:.6f}, {other} {first[other]:.6f})")
-    return {label: dict(ms=1000 * statistics.median(times[label]), cpu_ms=1000 * statistics.median(cpu_times[label]),
-                        rss=rss[label], loss=first[label]) for label in times}
+    for label, steps in these.items():
+        times.setdefault(label, []).extend(steps)
+        pair_ms.setdefault(label, []).append(1000 * statistics.median(steps))
+    return first
+
+
+def ratio(a, b):
+    """a's time over b's, and with several sets of processes (--pairs) the range of that ratio set
+    by set: '1.05', or '1.05 (0.97-1.12)'."""
+    text = f"{a['ms'] / b['ms']:.2f}"
+    if len(a['pair_ms']) > 1:
+        each = [x / y for x, y in zip(a['pair_ms'], b['pair_ms'])]
+        text += f" ({min(each):.2f}-{max(each):.2f})"
+    return text
 
 
 def long_run_rss(args):
@@ -295,6 +320,9 @@ def main():
     parser.add_argument('--d-models', default='64,256', type=lambda s: [int(v) for v in s.split(',')])
     parser.add_argument('--threads', default='1,2', type=lambda s: [int(v) for v in s.split(',')])
     parser.add_argument('--rounds', type=int, default=7, help='alternating rounds per configuration')
+    parser.add_argument('--pairs', type=int, default=1,
+                        help='sets of fresh worker processes per configuration, each with --rounds rounds; '
+                             'with more than one, each ratio also shows its range from set to set')
     parser.add_argument('--steps', type=int, default=5, help='timed steps per system per round')
     parser.add_argument('--warmup', type=int, default=3)
     parser.add_argument('--compare', nargs='*', default=[], metavar='CHECKOUT',
@@ -313,6 +341,8 @@ def main():
     parser.add_argument('--init', help=argparse.SUPPRESS)
     parser.add_argument('--root', default=ROOT, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.pairs < 1:
+        parser.error(f"--pairs {args.pairs}: give at least 1 set of processes")
     if args.worker:
         args.threads = args.threads[0]
         return worker(args)
@@ -331,7 +361,7 @@ def main():
     print(f"tiny GPT training step ({what}), float32: {c['n_layers']} layers, "
           f"{c['n_heads']} heads, "
           f"context {c['context']}, batch {c['batch']}, vocab {c['vocab']}; median of {args.rounds} alternating rounds "
-          f"x {args.steps} steps" + (f"; PyTorch attention: {args.torch_attention}" if use_torch
+          f"x {args.steps} steps" + (f" in each of {args.pairs} sets of fresh processes" if args.pairs > 1 else '') + (f"; PyTorch attention: {args.torch_attention}" if use_torch
                                      else f"\n(no torch in {args.torch_python}: microtensor only)")
           + f"; microtensor's fused layer on\n\nload average before: {load_average()}\n")
     if use_torch:
@@ -347,7 +377,7 @@ def main():
             m = r['microtensor']
             if use_torch:
                 t = r['torch']
-                print(f"| {d_model} | {threads} | {m['ms']:.1f} | {t['ms']:.1f} | {m['ms'] / t['ms']:.2f} "
+                print(f"| {d_model} | {threads} | {m['ms']:.1f} | {t['ms']:.1f} | {ratio(m, t)} "
                       f"| {m['cpu_ms']:.1f} | {t['cpu_ms']:.1f} | {m['cpu_ms'] / t['cpu_ms']:.2f} "
                       f"| {m['rss']:.0f} | {t['rss']:.0f} | {m['loss']:.5f} | {abs(m['loss'] - t['loss']):.1e} |",
                       flush=True)
@@ -364,9 +394,9 @@ def main():
         print("| d_model | threads | textbook ms | / PyTorch | / fused | CPU ms | / PyTorch (CPU) | RSS MiB |")
         print("|---:|---:|---:|---:|---:|---:|---:|---:|")
         for d_model, threads, o, m, t in textbook:
-            vs_torch = f"{o['ms'] / t['ms']:.2f}" if t else '-'
+            vs_torch = ratio(o, t) if t else '-'
             vs_torch_cpu = f"{o['cpu_ms'] / t['cpu_ms']:.2f}" if t else '-'
-            print(f"| {d_model} | {threads} | {o['ms']:.1f} | {vs_torch} | {o['ms'] / m['ms']:.2f} "
+            print(f"| {d_model} | {threads} | {o['ms']:.1f} | {vs_torch} | {ratio(o, m)} "
                   f"| {o['cpu_ms']:.1f} | {vs_torch_cpu} | {o['rss']:.0f} |")
     if others:  # the other checkouts, measured in the same rounds
         print("\nThe other checkouts, in the same rounds (their fused layer against this one's, their textbook "
@@ -374,7 +404,7 @@ def main():
         print("| d_model | threads | checkout | ms | CPU ms | this checkout / it (ms) | (CPU) | RSS MiB |")
         print("|---:|---:|---|---:|---:|---:|---:|---:|")
         for d_model, threads, label, o, m in others:
-            print(f"| {d_model} | {threads} | {label} | {o['ms']:.1f} | {o['cpu_ms']:.1f} | {m['ms'] / o['ms']:.2f} "
+            print(f"| {d_model} | {threads} | {label} | {o['ms']:.1f} | {o['cpu_ms']:.1f} | {ratio(m, o)} "
                   f"| {m['cpu_ms'] / o['cpu_ms']:.2f} | {o['rss']:.0f} |")
     print(f"\nload average after: {load_average()}")
 
@@ -400,7 +430,7 @@ def gemm_table(args, use_torch):
         for threads in args.threads:
             r = compare(d_model, threads, args, use_torch)
             m, t = r['microtensor'], r['torch']
-            print(f"| {d_model} | {threads} | {m['ms']:.1f} | {t['ms']:.1f} | {m['ms'] / t['ms']:.2f} "
+            print(f"| {d_model} | {threads} | {m['ms']:.1f} | {t['ms']:.1f} | {ratio(m, t)} "
                   f"| {m['cpu_ms']:.1f} | {t['cpu_ms']:.1f} | {m['cpu_ms'] / t['cpu_ms']:.2f} |", flush=True)
 
 

@@ -3,6 +3,7 @@ import, gradients summed in place only into arrays the engine made, and a float3
 that never computes in float64 (textbook or fused); the fused layer's row blocks change no
 bit.  (Timings live in benchmarks/.)"""
 import os
+import re
 import subprocess
 import sys
 
@@ -180,13 +181,25 @@ def test_vs_torch_benchmark_runs_without_torch(tmp_path):
     textbook, and prints the load average."""
     out = subprocess.run([sys.executable, os.path.join(ROOT, 'benchmarks', 'vs_torch.py'),
                           '--torch-python', str(tmp_path / 'no-python'), '--d-models', '64', '--threads', '1',
-                          '--rounds', '1', '--steps', '1', '--warmup', '0'],
-                         capture_output=True, text=True, check=True, timeout=120).stdout
-    assert 'microtensor only' in out and "fused layer on" in out
+                          '--rounds', '1', '--steps', '1', '--warmup', '0', '--pairs', '2'],
+                         capture_output=True, text=True, check=True, timeout=240).stdout
+    assert 'microtensor only' in out and "fused layer on" in out and 'in each of 2 sets of fresh processes' in out
     assert 'load average before: ' in out and 'load average after: ' in out
     fused, textbook = [line.split('|') for line in out.splitlines() if line.startswith('| 64 | 1 |')]
     assert float(fused[3]) > 0 and abs(float(fused[6]) - np.log(65)) < 0.1  # loss ~ ln(vocab)
-    assert float(textbook[3]) > 0 and float(textbook[5]) > 0  # its time, and its ratio to the fused step
+    # its time, and its ratio to the fused step with that ratio's range over the two sets of processes
+    pooled, low, high = (float(v) for v in re.fullmatch(r' (\S+) \((\S+)-(\S+)\) ', textbook[5]).groups())
+    assert float(textbook[3]) > 0 and 0 < low <= high and pooled > 0
+
+
+def test_a_benchmark_ratio_shows_its_range_over_sets_of_processes():
+    """vs_torch.ratio: one set of processes gives the ratio alone; several give each set's too, as a range."""
+    sys.path.insert(0, os.path.join(ROOT, 'benchmarks'))
+    import vs_torch
+    a, b = dict(ms=30.0, pair_ms=[20.0]), dict(ms=20.0, pair_ms=[20.0])
+    assert vs_torch.ratio(a, b) == '1.50'
+    a, b = dict(ms=30.0, pair_ms=[20.0, 36.0, 33.0]), dict(ms=20.0, pair_ms=[20.0, 18.0, 30.0])
+    assert vs_torch.ratio(a, b) == '1.50 (1.00-2.00)'
 
 
 def test_the_gemm_benchmark_times_the_products_a_gpt_step_computes(monkeypatch):
