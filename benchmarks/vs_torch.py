@@ -273,13 +273,11 @@ def _rounds(d_model, threads, args, use_torch, times, cpu_times, pair_ms, rss):
 
 
 def ratio(a, b):
-    """a's time over b's, and with several sets of processes (--pairs) the range of that ratio set
-    by set: '1.05', or '1.05 (0.97-1.12)'."""
-    text = f"{a['ms'] / b['ms']:.2f}"
-    if len(a['pair_ms']) > 1:
-        each = [x / y for x, y in zip(a['pair_ms'], b['pair_ms'])]
-        text += f" ({min(each):.2f}-{max(each):.2f})"
-    return text
+    """a's time over b's: the median of that ratio over the sets of processes (--pairs), and with more
+    than one set its range from set to set: '1.05', or '1.05 (0.97-1.12)'."""
+    each = [x / y for x, y in zip(a['pair_ms'], b['pair_ms'])]
+    text = f"{statistics.median(each):.2f}"
+    return text + f" ({min(each):.2f}-{max(each):.2f})" if len(each) > 1 else text
 
 
 def long_run_rss(args):
