@@ -8,6 +8,7 @@ create_graph=True (second derivatives) its backward is the textbook's, on tensor
 """
 from .. import backend
 from ..autograd import is_grad_enabled
+from ..ops.linalg import rows as as_rows
 from ..ops.nn import LayerNormOp
 from ..tensor import Tensor
 from . import rows
@@ -43,7 +44,7 @@ class FusedLayerNorm(LayerNormOp):
         if is_grad_enabled():  # create_graph=True: the textbook's backward, on tensors, is differentiable
             return super().backward(g)
         x, gamma, _ = self.inputs
-        g, gamma, n = g.data, gamma.data, x.shape[-1]
+        g, gamma = g.data, gamma.data
         xp = backend.array_module(g)
         dx = xp.empty(x.shape, xp.result_type(g, gamma, x.data))
         g_x_hat = xp.empty(x.shape, xp.result_type(g, self.x_hat))  # dL/dgamma before the sum over rows
@@ -58,8 +59,7 @@ class FusedLayerNorm(LayerNormOp):
 
         rows.by_rows(layer_norm_grads, g, self.x_hat, self.inv_sigma, dx, g_x_hat)
         # the sums over rows on the whole arrays, so that the block size changes no bit
-        return tuple(Tensor._wrap(a) for a in (dx, rows.sum_rows(g_x_hat.reshape(-1, n)),
-                                               rows.sum_rows(g.reshape(-1, n))))
+        return tuple(Tensor._wrap(a) for a in (dx, rows.sum_rows(as_rows(g_x_hat)), rows.sum_rows(as_rows(g))))
 
 
 def _row_mean(x):

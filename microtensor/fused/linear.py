@@ -1,5 +1,6 @@
 """x @ W + b as one op.  The textbook (ops/linalg.py, linear) is two ops, MatMul and Add."""
 from ..autograd import Function
+from ..ops.linalg import rows
 
 
 class FusedLinear(Function):
@@ -13,7 +14,7 @@ class FusedLinear(Function):
     """
 
     def forward(self, x, w, b=None):
-        y = x.reshape(-1, x.shape[-1]) @ w
+        y = rows(x) @ w
         if b is not None:
             if b.dtype == y.dtype:
                 y += b
@@ -23,9 +24,9 @@ class FusedLinear(Function):
 
     def backward(self, g):
         x, w = self.inputs[:2]
-        g_rows = g.reshape(-1, g.shape[-1])
+        g_rows = rows(g)
         gx = (g_rows @ w.T).reshape(x.shape) if self.needs_grad(0) else None
-        gw = x.reshape(-1, x.shape[-1]).T @ g_rows if self.needs_grad(1) else None
+        gw = rows(x).T @ g_rows if self.needs_grad(1) else None
         if len(self.inputs) == 2:
             return gx, gw
         return gx, gw, (g_rows.sum_to(self.inputs[2].shape) if self.needs_grad(2) else None)

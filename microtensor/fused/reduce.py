@@ -14,5 +14,5 @@ class FusedSumTo(SumTo):
     def forward(self, x, shape):
         lead = x.ndim - len(shape)
         if lead and shape == x.shape[lead:] and backend.float_dtype(x.dtype) and x.flags.c_contiguous:
-            return rows.sum_rows(x.reshape(-1, math.prod(shape))).reshape(shape)
+            return rows.sum_rows(x.reshape(math.prod(x.shape[:lead]), math.prod(shape))).reshape(shape)
         return super().forward(x, shape)
