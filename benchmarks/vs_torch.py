@@ -222,7 +222,12 @@ def compare(d_model, threads, args, use_torch):
     """
     times, cpu_times, pair_ms, rss = {}, {}, {}, {}
     for _ in range(args.pairs):
-        first = _rounds(d_model, threads, args, use_torch, times, cpu_times, pair_ms, rss)
+        first, these, these_cpu, these_rss = _rounds(d_model, threads, args, use_torch)
+        for label, steps in these.items():
+            times.setdefault(label, []).extend(steps)
+            cpu_times.setdefault(label, []).extend(these_cpu[label])
+            pair_ms.setdefault(label, []).append(1000 * statistics.median(steps))
+            rss[label] = max(rss.get(label) or 0, these_rss[label] or 0) or None  # None: no /proc
     for other in ('torch', 'textbook'):
         if other in first and abs(first['microtensor'] - first[other]) > 1e-4:
             raise SystemExit(f"sanity check failed at d_model {d_model}: first-step losses differ by "
@@ -232,9 +237,9 @@ def compare(d_model, threads, args, use_torch):
                         rss=rss[label], loss=first[label], pair_ms=pair_ms[label]) for label in times}
 
 
-def _rounds(d_model, threads, args, use_torch, times, cpu_times, pair_ms, rss):
-    """One set of worker processes: their alternating rounds, added to times, cpu_times (all steps, by
-    label), pair_ms (this set's median) and rss.  Returns each worker's first-step loss."""
+def _rounds(d_model, threads, args, use_torch):
+    """One set of worker processes and their alternating rounds: ({label: first-step loss}, {label: step
+    times}, {label: step CPU times}, {label: peak RSS})."""
     with tempfile.TemporaryDirectory() as tmp:
         init_path = os.path.join(tmp, 'init.npz')
         suffix = '-gemm' if args.gemm else ''
@@ -256,20 +261,17 @@ def _rounds(d_model, threads, args, use_torch, times, cpu_times, pair_ms, rss):
             first = {w.label: w.ask('first')['loss'] for w in workers}
             for w in workers:
                 w.ask(f'run {args.warmup}')
-            these = {w.label: [] for w in workers}
+            times, cpu_times, rss = ({w.label: [] for w in workers} for _ in range(3))
             for r in range(args.rounds):
                 for w in (workers if r % 2 == 0 else workers[::-1]):
                     answer = w.ask(f'run {args.steps}')
-                    these[w.label] += answer['times']
-                    cpu_times.setdefault(w.label, []).extend(answer['cpu_times'])
-                    rss[w.label] = max(rss.get(w.label, 0), answer['peak_rss_mib'] or 0) or None
+                    times[w.label] += answer['times']
+                    cpu_times[w.label] += answer['cpu_times']
+                    rss[w.label] = answer['peak_rss_mib']
         finally:
             for w in workers:
                 w.close()
-    for label, steps in these.items():
-        times.setdefault(label, []).extend(steps)
-        pair_ms.setdefault(label, []).append(1000 * statistics.median(steps))
-    return first
+    return first, times, cpu_times, rss
 
 
 def ratio(a, b):
@@ -359,8 +361,9 @@ def main():
     print(f"tiny GPT training step ({what}), float32: {c['n_layers']} layers, "
           f"{c['n_heads']} heads, "
           f"context {c['context']}, batch {c['batch']}, vocab {c['vocab']}; median of {args.rounds} alternating rounds "
-          f"x {args.steps} steps" + (f" in each of {args.pairs} sets of fresh processes" if args.pairs > 1 else '') + (f"; PyTorch attention: {args.torch_attention}" if use_torch
-                                     else f"\n(no torch in {args.torch_python}: microtensor only)")
+          f"x {args.steps} steps" + (f" in each of {args.pairs} sets of fresh processes" if args.pairs > 1 else '')
+          + (f"; PyTorch attention: {args.torch_attention}" if use_torch
+             else f"\n(no torch in {args.torch_python}: microtensor only)")
           + f"; microtensor's fused layer on\n\nload average before: {load_average()}\n")
     if use_torch:
         print("| d_model | threads | microtensor ms | PyTorch ms | ratio | CPU ms microtensor | CPU ms PyTorch "
