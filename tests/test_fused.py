@@ -218,9 +218,10 @@ def test_linear(device, fused, bias, data):
     assert_same_function(linalg.linear, linear_composed, inputs, device, fused)
 
 
-def textbook_and_fused(fn, *shapes):
-    """fn's value and its inputs' gradients (of sum(y * y)), textbook then fused, for ones of `shapes`
-    (the last input counts 0, 1, 2, ...: a bias or beta that is not all ones)."""
+def assert_textbook_equals_fused(fn, *shapes):
+    """fn's value and its inputs' gradients (of sum(y * y)) are the same, shapes and numbers, in the
+    textbook and the fused layer, for ones of `shapes` (the last input counts 0, 1, 2, ...: a bias or
+    beta that is not all ones)."""
     results = []
     for fused in (False, True):
         inputs = [mt.ones(shape, requires_grad=True) for shape in shapes[:-1]]
@@ -229,7 +230,9 @@ def textbook_and_fused(fn, *shapes):
             y = fn(*inputs)
             (y * y).sum().backward()
         results.append([y.numpy()] + [t.grad.numpy() for t in inputs])
-    return results
+    for textbook, fused in zip(*results):
+        assert textbook.shape == fused.shape
+        np.testing.assert_array_equal(textbook, fused)
 
 
 @pytest.mark.parametrize('x_shape, w_shape', [((0, 3), (3, 2)), ((2, 3, 0), (0, 4)), ((2, 3), (3, 0)), ((0, 0), (0, 0))],
@@ -237,9 +240,7 @@ def textbook_and_fused(fn, *shapes):
 def test_linear_of_empty_sides(x_shape, w_shape):
     """Empty sides (no rows, n_in = 0 or n_out = 0): FusedLinear gives what the textbook gives, values and
     gradients (an empty sum is 0: with n_in = 0, y = b)."""
-    for textbook, fused in zip(*textbook_and_fused(linalg.linear, x_shape, w_shape, w_shape[1:])):
-        assert textbook.shape == fused.shape
-        np.testing.assert_array_equal(textbook, fused)
+    assert_textbook_equals_fused(linalg.linear, x_shape, w_shape, w_shape[1:])
 
 
 @pytest.mark.parametrize('x_shape', [(0, 3), (2, 0), (2, 3, 0)], ids=['no_rows', 'no_features', 'no_features_3d'])
@@ -247,10 +248,7 @@ def test_layer_norm_of_empty_sides(x_shape):
     """No rows, or no features: FusedLayerNorm gives what the textbook gives, values and gradients."""
     with warnings.catch_warnings():  # the mean of no features: numpy warns, and both layers give nan
         warnings.simplefilter('ignore', RuntimeWarning)
-        results = textbook_and_fused(mt.layer_norm, x_shape, x_shape[-1:], x_shape[-1:])
-    for textbook, fused in zip(*results):
-        assert textbook.shape == fused.shape
-        np.testing.assert_array_equal(textbook, fused)
+        assert_textbook_equals_fused(mt.layer_norm, x_shape, x_shape[-1:], x_shape[-1:])
 
 
 def random_mask(data, shape):
