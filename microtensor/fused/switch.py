@@ -19,15 +19,16 @@ from .. import argcheck
 _ON, _OFF = ('1', 'true', 'yes', 'on'), ('', '0', 'false', 'no', 'off')
 
 
-def _from_environment():
-    value = os.environ.get('MICROTENSOR_FUSED', '').strip().lower()
+def from_environment(name, on, off, default=False):
+    """The flag in environment variable `name` (1/true/yes/on or 0/false/no/off); unset or empty: default.
+    on, off: what 1 and 0 mean, for the error a misspelt value gets."""
+    value = os.environ.get(name, '').strip().lower()
     if value not in _ON + _OFF:
-        raise ValueError(f"MICROTENSOR_FUSED={os.environ['MICROTENSOR_FUSED']!r}: use 1 (the fused layer on) "
-                         "or 0 (off, the default)")
-    return value in _ON
+        raise ValueError(f"{name}={os.environ[name]!r}: use 1 ({on}) or 0 ({off})")
+    return default if value == '' else value in _ON
 
 
-enabled = _from_environment()
+enabled = from_environment('MICROTENSOR_FUSED', 'the fused layer on', 'off, the default')
 
 
 def is_fused():
