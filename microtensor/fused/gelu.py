@@ -8,7 +8,8 @@ FusedGeluTanhGrad, that computes g * gelu'(x) from x and h in one pass: with y =
     gelu'(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) u' = h + 2 u' y (1 - h)      (1 - t^2 = 4 h (1 - h))
 
 Each formula is a chain of in-place numpy calls on arrays the op made (one pass each, no
-temporary left to copy), a block of rows at a time (rows.by_rows).  The slope's own backward,
+temporary left to copy), a block of rows at a time (rows.by_rows), or the same formula as one
+compiled loop where a C compiler is found (compiled.py, kernels.c).  The slope's own backward,
 written with tensors, is only needed for second derivatives.  As in the textbook, the slopes
 are computed at x clipped to [-_FAR, _FAR] (beyond, tanh(u) is exactly +-1).
 """
@@ -17,7 +18,7 @@ import math
 from .. import backend
 from ..autograd import Function
 from ..ops.nn import _A, _FAR, _SQRT_2_OVER_PI
-from . import rows
+from . import compiled, rows
 
 
 class FusedGeluTanh(Function):
@@ -29,7 +30,7 @@ class FusedGeluTanh(Function):
         xp = backend.array_module(x)
         dtype = _float_type(x)
         y, self.h = xp.empty(x.shape, dtype), xp.empty(x.shape, dtype)
-        rows.by_rows(_gelu_tanh, x, y, self.h)
+        compiled.by_rows('gelu_tanh', _gelu_tanh, x, y, self.h)
         return y
 
     def backward(self, g):
@@ -49,7 +50,7 @@ class FusedGeluTanhGrad(Function):
             _gelu_tanh_slope(x, h, dx)
             dx *= g
 
-        rows.by_rows(gelu_tanh_grad, x, g, h, dx)
+        compiled.by_rows('gelu_tanh_grad', gelu_tanh_grad, x, g, h, dx)
         return dx
 
     def backward(self, e):

@@ -3,7 +3,8 @@
 The textbook LayerNormOp (ops/nn.py) recomputes x_hat from x in its backward, on tensors.
 FusedLayerNorm computes the same formulas on arrays, a block of rows at a time
 (rows.by_rows), with the row means by einsum (rows.sum_along: numpy's mean over rows of
-64-256 numbers is ~3x slower), and keeps x_hat and 1/sigma from the forward.  Under
+64-256 numbers is ~3x slower), or as one compiled loop where a C compiler is found (compiled.py,
+kernels.c), and keeps x_hat and 1/sigma from the forward.  Under
 create_graph=True (second derivatives) its backward is the textbook's, on tensors.
 """
 from .. import backend
@@ -11,7 +12,7 @@ from ..autograd import is_grad_enabled
 from ..ops.linalg import rows as as_rows
 from ..ops.nn import LayerNormOp
 from ..tensor import Tensor
-from . import rows
+from . import compiled, rows
 
 
 class FusedLayerNorm(LayerNormOp):
@@ -37,7 +38,7 @@ class FusedLayerNorm(LayerNormOp):
             xp.multiply(x_hat, gamma, out=y)
             y += beta
 
-        rows.by_rows(layer_norm, x, y, self.x_hat, self.inv_sigma)
+        compiled.by_rows('layer_norm', layer_norm, x, y, self.x_hat, self.inv_sigma, constants=(gamma, beta, eps))
         return y
 
     def backward(self, g):
@@ -57,7 +58,8 @@ class FusedLayerNorm(LayerNormOp):
             dx *= inv_sigma
             xp.multiply(g, x_hat, out=g_x_hat)
 
-        rows.by_rows(layer_norm_grads, g, self.x_hat, self.inv_sigma, dx, g_x_hat)
+        compiled.by_rows('layer_norm_grad', layer_norm_grads, g, self.x_hat, self.inv_sigma, dx, g_x_hat,
+                         constants=(gamma,))
         # the sums over rows on the whole arrays, so that the block size changes no bit
         return tuple(Tensor._wrap(a) for a in (dx, rows.sum_rows(as_rows(g_x_hat)), rows.sum_rows(as_rows(g))))
 

@@ -9,7 +9,8 @@ each way:
 
 FusedMaskedSoftmax does the same arithmetic in place, a block of rows at a time (rows.by_rows:
 the temporaries stay in the CPU's cache), and its backward is one FusedSoftmaxGrad op instead
-of four elementwise ops and the Where's.
+of four elementwise ops and the Where's.  Where a C compiler is found, both run as one compiled loop
+over the rows (compiled.py, kernels.c): the same formulas, number by number.
 """
 import math
 
@@ -17,7 +18,7 @@ from .. import backend
 from ..autograd import Function
 from ..ops import args
 from ..ops.nn import LogSoftmax, Softmax
-from . import rows
+from . import compiled, rows
 
 
 class FusedSoftmax(Softmax):
@@ -53,6 +54,11 @@ class FusedMaskedSoftmax(Function):
 
     def forward(self, s, mask):
         xp = backend.array_module(s)
+        allowed = _mask_rows(mask, s.shape, xp)
+        if allowed is not None and compiled.can_run(s, allowed):
+            p = xp.empty(s.shape, s.dtype)
+            compiled.run('masked_softmax', s, allowed, p, numbers=[len(allowed)])
+            return p
         lowest = xp.finfo(s.dtype).min
 
         def softmax(p):  # in place, a block of rows at a time (rows.by_rows)
@@ -88,7 +94,7 @@ class FusedSoftmaxGrad(Function):
             xp.subtract(g, xp.einsum('...k,...k->...', g, p)[..., None], out=d)
             d *= p
 
-        rows.by_rows(softmax_grad, p, g, d)
+        compiled.by_rows('softmax_grad', softmax_grad, p, g, d)
         return d
 
     def backward(self, e):
@@ -97,3 +103,18 @@ class FusedSoftmaxGrad(Function):
         gp = e * (g - (g * p).sum(axis=-1, keepdims=True)) - g * u if self.needs_grad(0) else None
         gg = p * (e - u) if self.needs_grad(1) else None
         return gp, gg
+
+
+def _mask_rows(mask, shape, xp):
+    """The mask as rows (M, T) that repeat down the scores' rows (row i of the scores, flattened to
+    (rows, T), takes row i % M), or None when it is not of that form (then the numpy form runs).
+    No mask: one row of True.  A causal (T, T) mask over (B, H, T, T) scores gives M = T."""
+    if mask is None:
+        return xp.ones((1, shape[-1]), dtype=bool)
+    axes = (1,) * (len(shape) - mask.ndim) + mask.shape
+    for i in range(len(shape)):
+        if axes[i:] == shape[i:]:  # the scores' last axes, after axes of 1 that broadcast over every row
+            return xp.ascontiguousarray(mask).reshape(-1, shape[-1]) if mask.size else None
+        if axes[i] != 1:
+            return None
+    return None

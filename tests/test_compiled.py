@@ -1,0 +1,306 @@
+"""The fused layer's compiled loops (microtensor/fused/kernels.c, built by the machine's C compiler).
+
+Each loop computes its op's numpy form number by number, so the fused ops give the same values
+and gradients with the loops as without them, to float32 rounding: on random shapes and values,
+on the edge values (inf, NaN, huge, masked rows), through a whole GPT step.  exp32, the loops'
+own exp, is within two ulps of the true e^x.  The loops run exactly where compiled.py says
+(float32, CPU, C-contiguous, not empty) and nowhere else; without a C compiler, with one that
+fails, or with MICROTENSOR_COMPILED=0 the numpy forms run; the library is built once.
+"""
+import contextlib
+import math
+import os
+import subprocess
+import sys
+import warnings
+from unittest import mock
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+from hypothesis.extra import numpy as hnp
+
+import microtensor as mt
+from microtensor.fused import compiled
+from transformer import GPT, causal_mask, next_token_loss
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+needs_compiler = pytest.mark.skipif(compiled.library() is None,
+                                    reason="no C compiler (cc, or $CC) here: the fused layer runs its numpy forms")
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+LOOPS = ('masked_softmax', 'softmax_grad', 'gelu_tanh', 'gelu_tanh_grad', 'layer_norm', 'layer_norm_grad')
+
+
+@contextlib.contextmanager
+def loops_called():
+    """Records the names of the compiled loops the fused ops run inside the block (a context
+    manager, not a fixture: hypothesis runs many examples in one test)."""
+    called, run = [], compiled.run
+
+    def spy(name, *arrays, **numbers):
+        called.append(name)
+        return run(name, *arrays, **numbers)
+
+    with mock.patch.object(compiled, 'run', spy):
+        yield called
+
+
+def run_both_ways(f, *arrays):
+    """f's outputs (a list of arrays) from float32 tensors of `arrays`, with the fused layer on:
+    once with the compiled loops, once with the numpy forms."""
+    results = []
+    for loops in (True, False):
+        with mock.patch.object(compiled, 'enabled', loops), mt.fused():
+            inputs = [mt.tensor(a, requires_grad=True) for a in arrays]
+            results.append([r.numpy() for r in f(*inputs)])
+    return results
+
+
+def value_and_grads(op, seed=0):
+    """f for run_both_ways: op's value and its gradients for one random upstream gradient."""
+    def f(*inputs):
+        y = op(*inputs)
+        u = mt.tensor(np.random.default_rng(seed).standard_normal(y.shape).astype(np.float32))
+        return [y, *mt.grad(y, inputs, grad_outputs=u)]
+    return f
+
+
+def assert_agree(with_loops, with_numpy, ulps=16):
+    """Equal to float32 rounding: within `ulps` ulps of each array's largest magnitude (sums over
+    rows add in another order), with inf and NaN in the same places."""
+    for a, b in zip(with_loops, with_numpy):
+        finite = np.isfinite(b)
+        scale = np.abs(b[finite]).max(initial=1.0)
+        np.testing.assert_allclose(a, b, rtol=0, atol=ulps * EPS32 * scale, equal_nan=True)
+
+
+float32s = st.floats(-30, 30, width=32)
+rows_shapes = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=40)
+
+
+# ---------------------------------------------------------------------------- exp32
+@needs_compiler
+def test_exp32_is_within_two_ulps_of_exp_and_keeps_its_limits():
+    def exp32(x):
+        y = np.empty_like(x)
+        compiled.library().exp_all(x.ctypes.data, y.ctypes.data, x.size)
+        return y
+
+    rng = np.random.default_rng(0)
+    x = np.concatenate([np.linspace(-87.33, 88.72, 400_001), rng.uniform(-87.33, 88.72, 100_000),
+                        rng.uniform(-1e-3, 1e-3, 10_000)]).astype(np.float32)
+    exact = np.exp(x.astype(np.float64))
+    assert (np.abs(exp32(x) - exact) <= 2 * np.spacing(exact.astype(np.float32))).all()  # ~1 ulp measured
+    edges = np.array([-np.inf, -1e30, -104.0, -87.4, 0.0, 88.8, 1e30, np.inf, np.nan], np.float32)
+    np.testing.assert_array_equal(exp32(edges), [0, 0, 0, 0, 1, np.inf, np.inf, np.inf, np.nan])
+
+
+# ---------------------------------------------------------------------------- each loop = its numpy form
+@needs_compiler
+@given(x=hnp.arrays(np.float32, rows_shapes, elements=float32s))
+def test_gelu_loops_equal_the_numpy_forms(x):
+    with loops_called() as called:
+        assert_agree(*run_both_ways(value_and_grads(lambda t: mt.gelu(t, approximate='tanh')), x))
+    assert called == ['gelu_tanh', 'gelu_tanh_grad']
+
+
+@needs_compiler
+@pytest.mark.filterwarnings('ignore:divide by zero', 'ignore:invalid value')  # one feature and eps = 0: 0/0, both ways
+@given(x=hnp.arrays(np.float32, rows_shapes, elements=float32s),
+       eps=st.sampled_from([1e-5, 0.0]), data=st.data())
+def test_layer_norm_loops_equal_the_numpy_forms(x, eps, data):
+    n = x.shape[-1]
+    gamma, beta = (data.draw(hnp.arrays(np.float32, n, elements=float32s)) for _ in range(2))
+    # a spread in every row keeps sigma of the order of |x|: where sigma << |mean|, x - mean is mostly
+    # rounding, which both forms divide by sigma (their difference then measures that, not the loops)
+    spread = 1 + np.abs(x).max()
+    x = x + np.linspace(-spread, spread, n, dtype=np.float32)
+    f = value_and_grads(lambda t, g, b: mt.layer_norm(t, g, b, eps=eps))
+    with loops_called() as called:
+        assert_agree(*run_both_ways(f, x, gamma, beta), ulps=64)  # 1/sigma amplifies a row's rounding
+    assert called == ['layer_norm', 'layer_norm_grad']
+
+
+@st.composite
+def scores_and_mask(draw):
+    """Attention scores (B, H, T, T) and a mask of each form: none, causal (T, T), (1, 1, T, T), a
+    random (T, T) with some rows all False, and (B, 1, 1, T) (a padding mask: not rows, numpy form)."""
+    form = draw(st.sampled_from(['none', 'causal', 'leading_ones', 'random', 'padding']))
+    low = 2 if form == 'padding' else 1  # with one batch entry or one query, a padding mask repeats as rows
+    b, h, t = draw(st.integers(low, 3)), draw(st.integers(1, 3)), draw(st.integers(low, 20))
+    s = draw(hnp.arrays(np.float32, (b, h, t, t), elements=float32s))
+    mask = {'none': None, 'causal': causal_mask(t).numpy(), 'leading_ones': causal_mask(t).numpy()[None, None],
+            'random': draw(hnp.arrays(bool, (t, t))), 'padding': draw(hnp.arrays(bool, (b, 1, 1, t)))}[form]
+    return s, mask, form
+
+
+@needs_compiler
+@given(case=scores_and_mask())
+def test_masked_softmax_loops_equal_the_numpy_forms(case):
+    s, mask, form = case
+    f = value_and_grads(lambda t: mt.masked_softmax(t, None if mask is None else mt.tensor(mask)))
+    with loops_called() as called:
+        assert_agree(*run_both_ways(f, s))
+    # a padding mask does not repeat down the rows: the forward's numpy form runs, the backward's loop
+    assert called == (['softmax_grad'] if form == 'padding' else ['masked_softmax', 'softmax_grad'])
+
+
+# ---------------------------------------------------------------------------- edge values
+@needs_compiler
+@pytest.mark.filterwarnings('ignore:invalid value encountered')  # the numpy forms' inf - inf, on the way to nan
+def test_edge_values_meet_the_numpy_forms():
+    """inf, NaN and huge inputs, and a query row with no key, give what the numpy forms give."""
+    big = float(np.finfo(np.float32).max)
+    x = np.array([[-np.inf, -big, -1e30, -150, -20, -1e-30, 0, 1e-30, 20, 150, 1e30, big, np.inf, np.nan]],
+                 np.float32)
+    s = np.array([[[[0.5, -np.inf, 2.0, 1.0], [np.inf, 0.0, 1.0, 1.0], [np.nan, 0.0, 1.0, 1.0],
+                    [1e30, -1e30, 0.0, 3.0]]]], np.float32)
+    mask = np.ones((4, 4), bool)
+    mask[0] = False  # no key for the first query: weights 0, gradient 0
+    constant_rows = np.array([[3.0, 3.0, 3.0], [1e30, -1e30, 0.0]], np.float32)
+    with loops_called() as called:
+        assert_agree(*run_both_ways(value_and_grads(lambda t: mt.gelu(t, approximate='tanh')), x))
+        with_loops, with_numpy = run_both_ways(value_and_grads(lambda t: mt.masked_softmax(t, mt.tensor(mask))), s)
+        assert_agree(with_loops, with_numpy)
+        assert_agree(*run_both_ways(value_and_grads(lambda t: mt.layer_norm(t, mt.ones(3), mt.zeros(3))),
+                                    constant_rows))
+    assert (with_loops[0][0, 0, 0] == 0).all() and np.isnan(with_loops[0][0, 0, 1:3]).all()
+    assert set(called) == set(LOOPS)
+
+
+# ---------------------------------------------------------------------------- where the loops run
+@needs_compiler
+@pytest.mark.parametrize('case', ['float64', 'transposed', 'empty'])
+def test_the_loops_run_only_on_float32_contiguous_arrays(case):
+    """float64, a transposed view, no numbers: the numpy forms (GELU's loops, watched here).  float16 is
+    computed in float32 (and the result rounded to float16), so it may run the loops."""
+    x = np.random.default_rng(0).standard_normal((6, 8))
+    x = {'float64': x, 'transposed': x.astype(np.float32), 'empty': np.zeros((0, 8), np.float32)}[case]
+    t = mt.tensor(x, requires_grad=True)
+    with loops_called() as called, mt.fused():
+        y = mt.gelu(t.T if case == 'transposed' else t, approximate='tanh')
+        y.sum().backward()
+        assert called == []
+        mt.gelu(mt.tensor(x.astype(np.float32)), approximate='tanh')
+    assert called == ([] if case == 'empty' else ['gelu_tanh'])  # and the same shape in float32 runs it
+
+
+@needs_compiler
+def test_the_loops_do_not_change_a_gpt_step():
+    """A GPT's loss and every parameter's gradient, float32, with the loops and with the numpy forms."""
+    def step():
+        mt.manual_seed(0)
+        model = GPT(17, d_model=16, n_layers=2, n_heads=2, max_len=8)
+        ids = mt.randint(0, 17, (3, 8))
+        loss = next_token_loss(model(ids), ids)
+        loss.backward()
+        return [loss] + [p.grad for p in model.parameters()]
+
+    with loops_called() as called:
+        with_loops, with_numpy = run_both_ways(step)
+    assert_agree(with_loops, with_numpy, ulps=256)  # rounding, carried through two blocks
+    assert set(called) == set(LOOPS)
+
+
+# ---------------------------------------------------------------------------- building, or not
+def gelu_in_float32():
+    """GELU and its gradient, float32, with the fused layer on (the loops where they are built)."""
+    x = mt.tensor(np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4), requires_grad=True)
+    with mt.fused():
+        y = mt.gelu(x, approximate='tanh')
+        y.sum().backward()
+    return y.numpy(), x.grad.numpy()
+
+
+def numpy_forms():
+    with mock.patch.object(compiled, 'enabled', False):
+        return gelu_in_float32()
+
+
+@pytest.mark.skipif(os.name == 'nt', reason="the failing compiler is a POSIX shell script")
+@pytest.mark.parametrize('compiler', ['none', 'failing'])
+def test_without_a_working_compiler_the_numpy_forms_run(monkeypatch, tmp_path, compiler):
+    """No compiler: quietly the numpy forms.  A compiler that fails: the same, and one warning with its message."""
+    failing = tmp_path / 'cc'
+    failing.write_text('#!/bin/sh\necho "cc: error: no space left on the planet" >&2\nexit 1\n')
+    failing.chmod(0o755)
+    monkeypatch.setenv('CC', str(failing) if compiler == 'failing' else str(tmp_path / 'no-such-compiler'))
+    (tmp_path / 'kernels.c').write_text(open(compiled.SOURCE).read())
+    monkeypatch.setattr(compiled, 'SOURCE', str(tmp_path / 'kernels.c'))  # built (or not) into tmp_path
+    monkeypatch.setattr(compiled, '_library', None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        assert compiled.library() is None
+        assert compiled.library() is None  # tried once, not at every op
+    messages = [str(w.message) for w in caught]
+    if compiler == 'failing':
+        assert len(messages) == 1 and 'no space left on the planet' in messages[0] and 'numpy forms' in messages[0]
+    else:
+        assert messages == []
+    assert not compiled.can_run(np.ones(3, np.float32))
+    for now, then in zip(gelu_in_float32(), numpy_forms()):
+        np.testing.assert_array_equal(now, then)
+
+
+@needs_compiler
+def test_the_library_is_built_once_and_named_by_its_source(monkeypatch, tmp_path):
+    source = open(compiled.SOURCE).read()
+    monkeypatch.setattr(compiled, 'SOURCE', str(tmp_path / 'kernels.c'))
+    (tmp_path / 'kernels.c').write_text(source)
+    monkeypatch.setattr(compiled, '_library', None)
+    assert compiled.library() is not None
+    (built,) = (tmp_path / '__pycache__').glob('kernels-*.so')
+    monkeypatch.setattr(compiled, '_library', None)
+    with mock.patch.object(compiled, '_compile', side_effect=AssertionError('built again')):
+        assert compiled.library() is not None  # the same source: loaded, not compiled
+    (tmp_path / 'kernels.c').write_text(source + '\n/* changed */\n')
+    monkeypatch.setattr(compiled, '_library', None)
+    assert compiled.library() is not None
+    assert len(list((tmp_path / '__pycache__').glob('kernels-*.so'))) == 2  # a changed file builds its own
+    assert not list((tmp_path / '__pycache__').glob('*.tmp'))
+
+
+@needs_compiler
+def test_a_package_folder_it_may_not_write_sends_the_library_to_the_users_cache(monkeypatch, tmp_path):
+    (tmp_path / 'kernels.c').write_text(open(compiled.SOURCE).read())
+    monkeypatch.setattr(compiled, 'SOURCE', str(tmp_path / 'kernels.c'))
+    monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path / 'cache'))
+    monkeypatch.setattr(compiled, '_library', None)
+    makedirs = os.makedirs
+
+    def read_only_package(folder, **options):
+        if folder.endswith('__pycache__'):
+            raise PermissionError(13, 'Permission denied', folder)
+        return makedirs(folder, **options)
+
+    monkeypatch.setattr(os, 'makedirs', read_only_package)
+    assert compiled.library() is not None
+    assert len(list((tmp_path / 'cache' / 'microtensor').glob('kernels-*.so'))) == 1
+
+
+@needs_compiler
+def test_a_library_that_cannot_be_loaded_is_reported_and_the_numpy_forms_run(monkeypatch):
+    monkeypatch.setattr(compiled, '_library', None)
+    with mock.patch.object(compiled.ctypes, 'CDLL', side_effect=OSError('failed to map segment from shared object')), \
+            pytest.warns(RuntimeWarning, match='(?s)failed to map segment.*numpy forms'):
+        assert compiled.library() is None
+    for now, then in zip(gelu_in_float32(), numpy_forms()):
+        np.testing.assert_array_equal(now, then)
+
+
+@pytest.mark.parametrize('setting, expected', [('0', 'False'), ('off', 'False'), ('1', 'True'), ('', 'True')])
+def test_microtensor_compiled_in_the_environment(setting, expected):
+    done = subprocess.run([sys.executable, '-c', 'from microtensor.fused import compiled; print(compiled.enabled)'],
+                          capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, MICROTENSOR_COMPILED=setting))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == expected
+
+
+def test_a_microtensor_compiled_setting_it_cannot_read_is_refused():
+    done = subprocess.run([sys.executable, '-c', 'import microtensor'], capture_output=True, text=True, cwd=ROOT,
+                          env=dict(os.environ, MICROTENSOR_COMPILED='fast'))
+    assert done.returncode != 0
+    assert "MICROTENSOR_COMPILED='fast': use 1 (compiled loops where a C compiler is found, the default) or 0 " \
+           "(the numpy forms only)" in done.stderr
