@@ -80,6 +80,20 @@ def _proc_status(field):
     return None
 
 
+def fused_form():
+    """How this checkout's fused ops compute here: compiled loops (built by which compiler) or numpy forms."""
+    sys.path.insert(0, ROOT)
+    try:
+        from microtensor.fused import compiled
+    except ImportError:  # a checkout from before the compiled loops
+        return 'numpy forms'
+    if not compiled.enabled:
+        return 'numpy forms (MICROTENSOR_COMPILED=0)'
+    if compiled.library() is None:
+        return 'numpy forms (no C compiler)'
+    return f'compiled loops ({compiled.compiler_version})'
+
+
 def microtensor_step(d_model, init_path, root=ROOT, fused=True, update=True):
     """Build the GPT (microtensor from `root`, its fused layer on or off), write its initial weights
     and the batch to init_path; return step() (update=False: forward and backward, no AdamW update)."""
@@ -364,7 +378,7 @@ def main():
           f"x {args.steps} steps" + (f" in each of {args.pairs} sets of fresh processes" if args.pairs > 1 else '')
           + (f"; PyTorch attention: {args.torch_attention}" if use_torch
              else f"\n(no torch in {args.torch_python}: microtensor only)")
-          + f"; microtensor's fused layer on\n\nload average before: {load_average()}\n")
+          + f"; microtensor's fused layer on, {fused_form()}\n\nload average before: {load_average()}\n")
     if use_torch:
         print("| d_model | threads | microtensor ms | PyTorch ms | ratio | CPU ms microtensor | CPU ms PyTorch "
               "| CPU ratio | RSS MiB microtensor | RSS MiB PyTorch | first loss | loss diff |")
