@@ -21,6 +21,7 @@ from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import microtensor as mt
+from microtensor import optim
 from microtensor.fused import compiled
 from transformer import GPT, causal_mask, next_token_loss
 
@@ -145,6 +146,35 @@ def test_masked_softmax_loops_equal_the_numpy_forms(case):
         assert_agree(*run_both_ways(f, s))
     # a padding mask does not repeat down the rows: the forward's numpy form runs, the backward's loop
     assert called == (['softmax_grad'] if form == 'padding' else ['masked_softmax', 'softmax_grad'])
+
+
+@needs_compiler
+@given(p=hnp.arrays(np.float32, hnp.array_shapes(min_dims=0, max_dims=2, max_side=9), elements=float32s),
+       adam_w=st.booleans(), weight_decay=st.sampled_from([0.0, 0.1]), data=st.data())
+def test_the_adam_loop_equals_the_numpy_form(p, adam_w, weight_decay, data):
+    """Three steps of Adam or AdamW: the parameter and both moments, with the loop and without."""
+    grads = [data.draw(hnp.arrays(np.float32, p.shape, elements=float32s)) for _ in range(3)]
+    results = []
+    for loops in (True, False):
+        w = mt.tensor(p.copy(), requires_grad=True)
+        opt = (optim.AdamW if adam_w else optim.Adam)([w], lr=0.05, weight_decay=weight_decay)
+        with loops_called() as called, mock.patch.object(compiled, 'enabled', loops), mt.fused():
+            for g in grads:
+                w.grad = mt.tensor(g)
+                opt.step()
+        state = opt.state[id(w)]
+        results.append([w.numpy(), state['exp_avg'], state['exp_avg_sq']])
+        assert called == (['adam'] * 3 if loops else [])
+    assert_agree(*results)
+
+
+def test_the_adam_loop_runs_only_with_the_fused_layer_on():
+    w = mt.tensor(np.ones(4, np.float32), requires_grad=True)
+    w.grad = mt.ones(4)
+    opt = optim.AdamW([w])
+    with loops_called() as called:
+        opt.step()
+    assert called == []
 
 
 # ---------------------------------------------------------------------------- edge values

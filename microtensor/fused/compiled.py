@@ -48,6 +48,7 @@ ARGUMENTS = {  # each loop's C arguments: its arrays, then rows and n, then its 
     'gelu_tanh_grad': (P, P, P, P, N, N),
     'layer_norm': (P, P, P, P, P, P, N, N, F),
     'layer_norm_grad': (P, P, P, P, P, P, N, N),
+    'adam': (P, P, P, P, N, N) + (F,) * 8,
 }
 
 _library = None  # the loaded library once built, or False where it cannot be
@@ -76,8 +77,8 @@ _TYPES = (backend.dtype('float32'), backend.dtype(bool))
 
 def run(name, *arrays, numbers=()):
     """The loop `name` of kernels.c over arrays that passed can_run; rows and n (the loop's
-    shape) are the first array's, (rows, n); numbers follow them."""
-    n = arrays[0].shape[-1]
+    shape) are the first array's, (rows, n) (a single number: (1, 1)); numbers follow them."""
+    n = arrays[0].shape[-1] if arrays[0].ndim else 1
     getattr(library(), name)(*[a.ctypes.data for a in arrays], arrays[0].size // n, n, *numbers)
 
 

@@ -164,3 +164,19 @@ void layer_norm_grad(const float *restrict g, const float *restrict x_hat, const
             di[j] = (di[j] - mean - hi[j] * mean_along) * inv;
     }
 }
+
+/* One Adam (AdamW) step over a parameter's numbers, in place, with its numpy form's roundings
+ * (g already holds Adam's L2 term, where there is one):
+ *     m = beta1 m + (1 - beta1) g,   v = beta2 v + (1 - beta2) g^2
+ *     p = p decay - step_size m / (sqrt(v) / sqrt_bias2 + eps)      (decay = 1 - lr wd for AdamW, else 1)
+ * step_size = lr / (1 - beta1^t) and sqrt_bias2 = sqrt(1 - beta2^t) fold the bias corrections;
+ * 1 - beta1 and 1 - beta2 come computed in double, as numpy's form has them. */
+void adam(float *restrict p, const float *restrict g, float *restrict m, float *restrict v, int64_t rows, int64_t n,
+          float beta1, float one_minus_beta1, float beta2, float one_minus_beta2, float eps, float decay,
+          float step_size, float sqrt_bias2) {
+    for (int64_t i = 0; i < rows * n; i++) {
+        m[i] = beta1 * m[i] + one_minus_beta1 * g[i];
+        v[i] = beta2 * v[i] + one_minus_beta2 * (g[i] * g[i]);
+        p[i] = p[i] * decay - m[i] / (sqrtf(v[i]) / sqrt_bias2 + eps) * step_size;
+    }
+}

@@ -1,5 +1,6 @@
 """Adam and AdamW (Kingma & Ba 2015; Loshchilov & Hutter 2019)."""
 from .. import argcheck, backend
+from ..fused import adam as fused_adam
 from .optimizer import Optimizer
 
 
@@ -39,6 +40,8 @@ class Adam(Optimizer):
             state['exp_avg'], state['exp_avg_sq'] = xp.zeros_like(p), xp.zeros_like(p)
         # The moments are the optimizer's own arrays: updated in place (state_dict() hands out copies).
         m, v, t = state['exp_avg'], state['exp_avg_sq'], state['step']
+        if fused_adam.adam_update(p, g, m, v, t, lr, (beta1, beta2), eps, weight_decay, self.decoupled):
+            return  # the fused layer's loop did the lines below in one pass
         m *= beta1
         m += (1 - beta1) * g
         v *= beta2
