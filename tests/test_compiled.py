@@ -31,7 +31,7 @@ needs_compiler = pytest.mark.skipif(compiled.library() is None,
 EPS32 = float(np.finfo(np.float32).eps)
 
 
-LOOPS = ('masked_softmax', 'softmax_grad', 'gelu_tanh', 'gelu_tanh_grad', 'layer_norm', 'layer_norm_grad')
+LOOPS = ('masked_softmax', 'softmax_grad', 'log_softmax', 'gelu_tanh', 'gelu_tanh_grad', 'layer_norm', 'layer_norm_grad')
 
 
 @contextlib.contextmanager
@@ -124,6 +124,15 @@ def test_layer_norm_loops_equal_the_numpy_forms(x, eps, data):
     assert called == ['layer_norm', 'layer_norm_grad']
 
 
+@needs_compiler
+@given(x=hnp.arrays(np.float32, rows_shapes, elements=float32s))
+def test_the_log_softmax_loop_equals_the_numpy_form(x):
+    with loops_called() as called:
+        assert_agree(*run_both_ways(value_and_grads(lambda t: mt.log_softmax(t, dim=-1)), x))
+        assert_agree(*run_both_ways(value_and_grads(lambda t: mt.log_softmax(t, dim=0)), x))
+    assert called == ['log_softmax'] * (2 if x.ndim == 1 else 1)  # over the last axis only
+
+
 @st.composite
 def scores_and_mask(draw):
     """Attention scores (B, H, T, T) and a mask of each form: none, causal (T, T), (1, 1, T, T), a
@@ -190,7 +199,10 @@ def test_edge_values_meet_the_numpy_forms():
     mask = np.ones((4, 4), bool)
     mask[0] = False  # no key for the first query: weights 0, gradient 0
     constant_rows = np.array([[3.0, 3.0, 3.0], [1e30, -1e30, 0.0]], np.float32)
+    logits = np.array([[0.0, -np.inf, 1.0], [-np.inf, -np.inf, -np.inf], [np.inf, 0.0, 1.0], [np.nan, 0.0, 1.0],
+                       [1e30, -1e30, 0.0]], np.float32)
     with loops_called() as called:
+        assert_agree(*run_both_ways(value_and_grads(lambda t: mt.log_softmax(t, dim=-1)), logits))
         assert_agree(*run_both_ways(value_and_grads(lambda t: mt.gelu(t, approximate='tanh')), x))
         with_loops, with_numpy = run_both_ways(value_and_grads(lambda t: mt.masked_softmax(t, mt.tensor(mask))), s)
         assert_agree(with_loops, with_numpy)

@@ -44,6 +44,7 @@ ARGUMENTS = {  # each loop's C arguments: its arrays, then rows and n, then its 
     'exp_all': (P, P, N),
     'masked_softmax': (P, P, P, N, N, N),
     'softmax_grad': (P, P, P, N, N),
+    'log_softmax': (P, P, N, N),
     'gelu_tanh': (P, P, P, N, N),
     'gelu_tanh_grad': (P, P, P, P, N, N),
     'layer_norm': (P, P, P, P, P, P, N, N, F),
@@ -72,7 +73,8 @@ def can_run(*arrays):
         for a in arrays) and library() is not None
 
 
-_TYPES = (backend.dtype('float32'), backend.dtype(bool))
+FLOAT32 = backend.dtype('float32')
+_TYPES = (FLOAT32, backend.dtype(bool))
 
 
 def run(name, *arrays, numbers=()):

@@ -79,6 +79,24 @@ void masked_softmax(const float *restrict s, const uint8_t *restrict mask, float
     }
 }
 
+/* y = x - max - log(sum(exp(x - max))) per row: log_softmax over the last axis.  As in numpy's
+ * form, a row with +inf, NaN, or only -inf is NaN (its x - max or its sum is NaN). */
+void log_softmax(const float *restrict x, float *restrict y, int64_t rows, int64_t n) {
+    for (int64_t i = 0; i < rows; i++) {
+        const float *row = x + i * n;
+        float largest = -INFINITY, total = 0.0f;
+#pragma omp simd reduction(max : largest)
+        for (int64_t j = 0; j < n; j++)
+            largest = row[j] > largest ? row[j] : largest;
+#pragma omp simd reduction(+ : total)
+        for (int64_t j = 0; j < n; j++)
+            total += exp32(row[j] - largest);
+        float log_total = logf(total);
+        for (int64_t j = 0; j < n; j++)
+            y[i * n + j] = (row[j] - largest) - log_total;
+    }
+}
+
 /* d = p * (g - sum(g * p)) per row: the softmax's backward. */
 void softmax_grad(const float *restrict p, const float *restrict g, float *restrict d, int64_t rows, int64_t n) {
     for (int64_t i = 0; i < rows; i++) {

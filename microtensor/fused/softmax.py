@@ -32,11 +32,18 @@ class FusedSoftmax(Softmax):
 
 
 class FusedLogSoftmax(LogSoftmax):
-    """LogSoftmax (the same formulas, the same backward), with the row max and sum of rows.py."""
+    """LogSoftmax (the same formulas, the same backward), with the row max and sum of rows.py, or
+    over the last axis as one compiled loop (compiled.py)."""
 
     def forward(self, x, axis):
         self.axis = axis = args.axis(axis, x.shape)
         xp = backend.array_module(x)
+        if axis == x.ndim - 1 and x.dtype == compiled.FLOAT32:  # over rows: the compiled loop, where it can run
+            x_rows = xp.ascontiguousarray(x)  # e.g. logits[:, :-1] (the next-token loss): one block of rows
+            if compiled.can_run(x_rows):
+                y = xp.empty(x.shape, x.dtype)
+                compiled.run('log_softmax', x_rows, y)
+                return y
         shifted = x - rows.max_along(x, axis)
         return shifted - xp.log(rows.sum_along(xp.exp(shifted), axis))
 
