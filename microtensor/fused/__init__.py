@@ -29,6 +29,6 @@ row blocks, row statistics and the sums by BLAS a further -11% (GELU's forward a
 ~1.3x faster at d_ff 256, ~1.8x at 1024; a short row's max 1.5-2.5x, a bias's gradient 2-6x).
 With glibc's malloc tuning (malloc_tuning.py) the step went from 1.7-1.9x PyTorch eager's
 time on one thread to 0.9x.  The compiled loops make those ops 2-3.5x faster than their numpy
-forms (the step -10 to -20%).
+forms (the step -13 to -22%).
 """
 from .switch import fused, is_fused, set_fused  # noqa: F401  (mt.fused, mt.is_fused, mt.set_fused)
