@@ -25,6 +25,13 @@ static inline float float_with_bits(int32_t bits) {
     return f;
 }
 
+/* The 32 bits of a float32, as an int32. */
+static inline int32_t bits_of(float f) {
+    int32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    return bits;
+}
+
 /* e^x in float32, within 2 ulps (1.01 at most, measured over float32's range):
  *     e^x = 2^n e^r,   n = round(x / ln 2),   r = x - n ln 2 in [-ln2/2, ln2/2]
  *     e^r ~ 1 + r + r^2 (p0 r^5 + ... + p5)           (Cephes' expf polynomial)
@@ -33,13 +40,16 @@ static inline float float_with_bits(int32_t bits) {
  * the smallest normal float32 the result is 0 (numpy gives a subnormal there, < 1.2e-38); above
  * the log of the largest it is inf; NaN stays NaN.  Written without branches, to vectorise. */
 static inline float exp32(float x) {
-    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  /* rounded: + 1.5 * 2^23 drops the fraction */
-    n = n < 128.0f ? n : 128.0f;  /* out of range: the result is replaced below */
-    n = n > -126.0f ? n : -126.0f;
+    /* n = round(x / ln 2): adding 1.5 * 2^23 pushes the fraction out of the float, leaving n in its
+     * low bits (read as an integer: no float-to-int conversion, which is undefined for huge x) */
+    int32_t k = bits_of(x * 1.44269504088896341f + 12582912.0f) - 0x4B400000;
+    k = k < 128 ? k : 128;  /* out of range: the result is replaced below */
+    k = k > -126 ? k : -126;
+    float n = (float)k;
     float r = x - n * 0.693359375f - n * -2.12194440e-4f;
     float e_r = (((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r
                   + 4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f) * (r * r) + r + 1.0f;
-    int32_t k = (int32_t)n, half = k >> 1;
+    int32_t half = k >> 1;
     float e_x = e_r * float_with_bits((half + 127) << 23) * float_with_bits((k - half + 127) << 23);
     e_x = x < -87.33654f ? 0.0f : e_x;
     e_x = x > 88.72283f ? INFINITY : e_x;
