@@ -32,7 +32,7 @@ static inline int32_t bits_of(float f) {
     return bits;
 }
 
-/* e^x in float32, within 2 ulps (1.01 at most, measured over float32's range):
+/* e^x in float32, within 2 ulps (about 1 at most, measured over float32's range):
  *     e^x = 2^n e^r,   n = round(x / ln 2),   r = x - n ln 2 in [-ln2/2, ln2/2]
  *     e^r ~ 1 + r + r^2 (p0 r^5 + ... + p5)           (Cephes' expf polynomial)
  *     2^n: the float with exponent bits n + 127, in two halves so that n = 128 fits.
