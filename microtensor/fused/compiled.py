@@ -14,9 +14,10 @@ The first fused op of a run builds the library (about a second) into __pycache__
 file, or into ~/.cache/microtensor where that is not writable, named by a hash of the source,
 the compiler's flags and version and the CPU, so a changed file, compiler or machine builds
 its own; later runs load it at once.  A compiler that fails is reported once, as a warning,
-and the numpy forms run.  The loops run on one thread: numba's OpenMP threads, tried first,
-fought OpenBLAS's spinning threads on two cores and made every loop slower
-(benchmarks/README.md, "Compiled loops").
+and the numpy forms run.  The loops run on one thread: splitting their rows over two threads
+did not make a training step faster, because OpenBLAS's idle thread spins on the second core
+after every product (benchmarks/README.md, "Compiled loops", which also says why numba, tried
+first, was not kept: ~105 MiB more memory).
 """
 import ctypes
 import hashlib
