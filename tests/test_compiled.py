@@ -320,6 +320,15 @@ def test_a_package_folder_it_may_not_write_sends_the_library_to_the_users_cache(
     monkeypatch.setattr(os, 'makedirs', read_only_package)
     assert compiled.library() is not None
     assert len(list((tmp_path / 'cache' / 'microtensor').glob('kernels-*.so'))) == 1
+    monkeypatch.setattr(os, 'makedirs', makedirs)  # a package folder that exists but may not be written
+    (tmp_path / '__pycache__').mkdir()
+    access = os.access
+    monkeypatch.setattr(os, 'access', lambda folder, mode: not folder.endswith('__pycache__') and access(folder, mode))
+    (tmp_path / 'kernels.c').write_text(open(compiled.SOURCE).read() + '\n/* another build */\n')
+    monkeypatch.setattr(compiled, '_library', None)
+    assert compiled.library() is not None
+    assert len(list((tmp_path / 'cache' / 'microtensor').glob('kernels-*.so'))) == 2
+    assert not list((tmp_path / '__pycache__').iterdir())
 
 
 @needs_compiler

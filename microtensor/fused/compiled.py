@@ -108,14 +108,17 @@ def _build():
     for folder in (os.path.join(os.path.dirname(SOURCE), '__pycache__'),
                    os.path.join(os.environ.get('XDG_CACHE_HOME') or os.path.expanduser('~/.cache'), 'microtensor')):
         path = os.path.join(folder, f'kernels-{key}.so')
-        try:
-            if not os.path.exists(path):
+        if not os.path.exists(path):
+            try:
                 os.makedirs(folder, exist_ok=True)
-                if not _compile(compiler, path):
-                    return None
+            except OSError:
+                continue
+            if not os.access(folder, os.W_OK):  # e.g. a system-wide install's package folder: the next one
+                continue
+            if not _compile(compiler, path):
+                return None
+        try:
             return _load(path, version)
-        except PermissionError:  # a folder we may not write: the next one
-            continue
         except OSError as error:  # e.g. a folder whose files may not be run (mounted noexec)
             _warn(f"{path} could not be loaded ({error})")
             return None
