@@ -247,18 +247,14 @@ def test_the_loops_do_not_change_a_gpt_step():
 
 
 # ---------------------------------------------------------------------------- building, or not
-def gelu_in_float32():
-    """GELU and its gradient, float32, with the fused layer on (the loops where they are built)."""
-    x = mt.tensor(np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4), requires_grad=True)
-    with mt.fused():
-        y = mt.gelu(x, approximate='tanh')
-        y.sum().backward()
-    return y.numpy(), x.grad.numpy()
-
-
-def numpy_forms():
-    with mock.patch.object(compiled, 'enabled', False):
-        return gelu_in_float32()
+def assert_the_numpy_forms_run():
+    """GELU and its gradient in float32, with the loops on, are the numpy forms' numbers, bit for bit."""
+    x = np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4)
+    with loops_called() as called:
+        now, then = run_both_ways(value_and_grads(lambda t: mt.gelu(t, approximate='tanh')), x)
+    assert called == []
+    for a, b in zip(now, then):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.skipif(os.name == 'nt', reason="the failing compiler is a POSIX shell script")
@@ -282,8 +278,7 @@ def test_without_a_working_compiler_the_numpy_forms_run(monkeypatch, tmp_path, c
     else:
         assert messages == []
     assert not compiled.can_run(np.ones(3, np.float32))
-    for now, then in zip(gelu_in_float32(), numpy_forms()):
-        np.testing.assert_array_equal(now, then)
+    assert_the_numpy_forms_run()
 
 
 @needs_compiler
@@ -337,8 +332,7 @@ def test_a_library_that_cannot_be_loaded_is_reported_and_the_numpy_forms_run(mon
     with mock.patch.object(compiled.ctypes, 'CDLL', side_effect=OSError('failed to map segment from shared object')), \
             pytest.warns(RuntimeWarning, match='(?s)failed to map segment.*numpy forms'):
         assert compiled.library() is None
-    for now, then in zip(gelu_in_float32(), numpy_forms()):
-        np.testing.assert_array_equal(now, then)
+    assert_the_numpy_forms_run()
 
 
 @pytest.mark.parametrize('setting, expected', [('0', 'False'), ('off', 'False'), ('1', 'True'), ('', 'True')])

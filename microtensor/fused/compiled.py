@@ -53,6 +53,9 @@ ARGUMENTS = {  # each loop's C arguments: its arrays, then rows and n, then its 
     'adam': (P, P, P, P, N, N) + (F,) * 8,
 }
 
+FLOAT32 = backend.dtype('float32')
+_TYPES = (FLOAT32, backend.dtype(bool))  # what the loops take: float32 numbers, boolean masks
+
 _library = None  # the loaded library once built, or False where it cannot be
 compiler_version = None  # the first line of `cc --version` once a library is loaded (for benchmarks' tables)
 
@@ -72,10 +75,6 @@ def can_run(*arrays):
     return enabled and all(
         backend.device_of(a) == 'cpu' and a.dtype in _TYPES and a.flags.c_contiguous and a.size > 0
         for a in arrays) and library() is not None
-
-
-FLOAT32 = backend.dtype('float32')
-_TYPES = (FLOAT32, backend.dtype(bool))
 
 
 def run(name, *arrays, numbers=()):
