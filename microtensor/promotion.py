@@ -181,7 +181,7 @@ def fit(op, value, dtype, what='value', negative_wraps=True):
         fits = (-highest if dtype.kind == 'u' and negative_wraps else lowest) <= value <= highest
     else:
         fits = math.isfinite(value) and lowest <= value <= highest
-        value = math.trunc(value) if fits else value
+        value = math.trunc(float(value)) if fits else value  # (float(): numpy.float32 has no __trunc__)
     if not fits:
         raise RuntimeError(f"{op}: the {what} {value!r} does not fit in {dtype} ({lowest} to {highest}), as "
                            f"PyTorch refuses too; convert the tensor to a wider dtype first (x.to(mt.int64) "

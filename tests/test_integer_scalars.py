@@ -197,3 +197,16 @@ def test_the_examples_that_went_wrong():
     assert mt.full((2,), True).dtype == mt.bool_
     assert mt.full((2,), 1.5).dtype == mt.float32
     assert (mt.tensor([0, 255], dtype='uint8') < 256).all()  # exact, where PyTorch says False
+
+
+@pytest.mark.parametrize('dtype', ['uint8', 'int32', 'int64'])
+@pytest.mark.parametrize('number', [0.5, -1.5, 2.7, 300.5])
+def test_a_numpy_float_scalar_fills_an_integer_tensor_as_the_python_float_it_equals(dtype, number):
+    """numpy.float32 has no __trunc__: the value is truncated as a float, not refused with an
+    error that names no function."""
+    def filled(scalar):
+        try:
+            return mt.tensor(VALUES[dtype], dtype=dtype).fill_(scalar).numpy().tolist()
+        except RuntimeError as error:  # a value that does not fit: refused alike
+            return str(error).replace(repr(scalar), 'the value')
+    assert filled(np.float32(number)) == filled(number)
