@@ -38,13 +38,16 @@ LOOPS = ('masked_softmax', 'softmax_grad', 'log_softmax', 'gelu_tanh', 'gelu_tan
 def loops_called():
     """Records the names of the compiled loops the fused ops run inside the block (a context
     manager, not a fixture: hypothesis runs many examples in one test)."""
-    called, run = [], compiled.run
+    called = []
 
-    def spy(name, *arrays, **numbers):
-        called.append(name)
-        return run(name, *arrays, **numbers)
+    def spy(run):
+        def recorded(name, *arguments, **keywords):
+            called.append(name)
+            return run(name, *arguments, **keywords)
+        return recorded
 
-    with mock.patch.object(compiled, 'run', spy):
+    with mock.patch.object(compiled, 'run', spy(compiled.run)), \
+            mock.patch.object(compiled, 'run_for_each', spy(compiled.run_for_each)):
         yield called
 
 
@@ -158,23 +161,59 @@ def test_masked_softmax_loops_equal_the_numpy_forms(case):
 
 
 @needs_compiler
-@given(p=hnp.arrays(np.float32, hnp.array_shapes(min_dims=0, max_dims=2, max_side=9), elements=float32s),
+@given(shapes=st.lists(hnp.array_shapes(min_dims=0, max_dims=2, max_side=9), min_size=1, max_size=4),
        adam_w=st.booleans(), weight_decay=st.sampled_from([0.0, 0.1]), data=st.data())
-def test_the_adam_loop_equals_the_numpy_form(p, adam_w, weight_decay, data):
-    """Three steps of Adam or AdamW: the parameter and both moments, with the loop and without."""
-    grads = [data.draw(hnp.arrays(np.float32, p.shape, elements=float32s)) for _ in range(3)]
+def test_the_adam_loop_equals_the_numpy_form(shapes, adam_w, weight_decay, data):
+    """Three steps of Adam or AdamW over a group of parameters, some of which skip a step (no
+    gradient), so that their step counts differ: every parameter and moment, with the loop (one
+    call a step, for the whole group) and without."""
+    values = [data.draw(hnp.arrays(np.float32, shape, elements=float32s)) for shape in shapes]
+    grads = [[data.draw(st.none() | hnp.arrays(np.float32, shape, elements=float32s)) for shape in shapes]
+             for _ in range(3)]
     results = []
     for loops in (True, False):
-        w = mt.tensor(p.copy(), requires_grad=True)
-        opt = (optim.AdamW if adam_w else optim.Adam)([w], lr=0.05, weight_decay=weight_decay)
+        ws = [mt.tensor(v.copy(), requires_grad=True) for v in values]
+        opt = (optim.AdamW if adam_w else optim.Adam)(ws, lr=0.05, weight_decay=weight_decay)
         with loops_called() as called, mock.patch.object(compiled, 'enabled', loops), mt.fused():
-            for g in grads:
-                w.grad = mt.tensor(g)
+            for step in grads:
+                for w, g in zip(ws, step):
+                    w.grad = None if g is None else mt.tensor(g)
                 opt.step()
-        state = opt.state[id(w)]
-        results.append([w.numpy(), state['exp_avg'], state['exp_avg_sq']])
-        assert called == (['adam'] * 3 if loops else [])
+        states = [opt.state.get(id(w), {}) for w in ws]  # (none for a parameter that never stepped)
+        results.append([a for w, state in zip(ws, states)
+                        for a in (w.numpy(), *[state.get(k, np.zeros(0, np.float32)) for k in ('exp_avg', 'exp_avg_sq')])])
+        assert called == ['adam'] * sum(any(g is not None for g in step) for step in grads) * loops
     assert_agree(*results)
+
+
+@needs_compiler
+@pytest.mark.parametrize('adam_w', [False, True])
+def test_the_adam_loop_keeps_an_infinite_weight_out_of_its_moments(adam_w):
+    """Without an L2 term the loop adds no 0 * p to the gradient (0 * inf is NaN), as the
+    formulas add none; with one, both have inf * 0.1 in g."""
+    for weight_decay in (0.0, 0.1):
+        results = []
+        for loops in (True, False):
+            w = mt.tensor(np.array([np.inf, 1.0], np.float32), requires_grad=True)
+            w.grad = mt.tensor(np.array([0.5, 0.5], np.float32))
+            opt = (optim.AdamW if adam_w else optim.Adam)([w], weight_decay=weight_decay)
+            with mock.patch.object(compiled, 'enabled', loops), mt.fused(), \
+                    warnings.catch_warnings():
+                warnings.simplefilter('ignore', RuntimeWarning)  # the formulas' inf - inf
+                opt.step()
+            results.append([w.numpy(), opt.state[id(w)]['exp_avg'], opt.state[id(w)]['exp_avg_sq']])
+        assert_agree(*results)
+        assert np.isfinite(results[0][1]).all() == (adam_w or not weight_decay)
+
+
+def test_a_read_only_parameter_is_refused_as_the_formulas_refuse_it():
+    w = mt.tensor(np.ones(4, np.float32), requires_grad=True)
+    w.data.flags.writeable = False
+    w.grad = mt.ones(4)
+    with loops_called() as called, mt.fused(), pytest.raises(ValueError, match='read-only'):
+        optim.AdamW([w]).step()
+    assert called == []
+    assert (w.numpy() == 1).all()
 
 
 def test_the_adam_loop_runs_only_with_the_fused_layer_on():

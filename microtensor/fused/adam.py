@@ -1,20 +1,26 @@
-"""Adam's (AdamW's) update, fast: optim/adam.py's formulas as one compiled loop (kernels.c).
+"""Adam's (AdamW's) update, fast: optim/adam.py's formulas as one compiled loop (kernels.c) over
+all of a group's parameters, as PyTorch's fused Adam.
 
 The textbook update (Adam.update) makes about ten passes over a parameter's numbers, each a
-numpy call with its own temporary; the loop makes one, in place, with the same roundings but
-for a * b + c, which the compiler may fuse.  It runs when the fused layer is on and the
-parameter, its gradient and its moments are float32 arrays on the CPU (compiled.can_run).
+numpy call with its own temporary, and Python takes a turn for every parameter; the loop makes
+one pass over every parameter's numbers, in place, with the same roundings but for a * b + c,
+which the compiler may fuse.  It runs when the fused layer is on and every parameter, its
+gradient and its moments are float32 arrays on the CPU (compiled.can_run).
 """
 from . import compiled, switch
 
 
-def adam_update(p, g, m, v, t, lr, betas, eps, weight_decay, decoupled):
-    """Adam.update's arithmetic on p, m and v in place (g holds Adam's L2 term already, where there
-    is one): True when the compiled loop ran, False when it cannot (then Adam.update runs its formulas)."""
-    if not (switch.enabled and compiled.can_run(p, g, m, v)):
-        return False
+def adam_update(items, lr, betas, eps, weight_decay, decoupled):
+    """Adam.update's arithmetic for each (p, g, m, v, t) of items (arrays, and p's step count), on
+    p, m and v in place: True when the compiled loop ran, False when it cannot (then Adam.update
+    runs its formulas for each)."""
+    if not (items and switch.enabled and compiled.can_run(*[a for item in items for a in item[:4]])
+            and all(a.flags.writeable for item in items for a in (item[0], *item[2:4]))):
+        return False  # (a read-only parameter: the formulas' p -= step says so)
     beta1, beta2 = betas
-    decay = 1 - lr * weight_decay if decoupled else 1.0
-    compiled.run('adam', *(a.reshape(-1) for a in (p, g, m, v)),  # views: the arrays are C-contiguous
-                 numbers=[beta1, 1 - beta1, beta2, 1 - beta2, eps, decay, lr / (1 - beta1 ** t), (1 - beta2 ** t) ** 0.5])
+    steps = [item[4] for item in items]
+    compiled.run_for_each('adam', [[item[i] for item in items] for i in range(4)],
+                          columns=[[lr / (1 - beta1 ** t) for t in steps], [(1 - beta2 ** t) ** 0.5 for t in steps]],
+                          numbers=[beta1, 1 - beta1, beta2, 1 - beta2, eps, 1 - lr * weight_decay if decoupled else 1.0,
+                                   0.0 if decoupled else weight_decay])
     return True

@@ -50,7 +50,7 @@ ARGUMENTS = {  # each loop's C arguments: its arrays, then rows and n, then its 
     'gelu_tanh_grad': (P, P, P, P, N, N),
     'layer_norm': (P, P, P, P, P, P, N, N, F),
     'layer_norm_grad': (P, P, P, P, P, P, N, N),
-    'adam': (P, P, P, P, N, N) + (F,) * 8,
+    'adam': (P,) * 7 + (N,) + (F,) * 7,  # over many parameters: see run_for_each
 }
 
 FLOAT32 = backend.dtype('float32')
@@ -81,7 +81,23 @@ def run(name, *arrays, numbers=()):
     """The loop `name` of kernels.c over arrays that passed can_run; rows and n (the loop's
     shape) are the first array's, (rows, n) (a single number: (1, 1)); numbers follow them."""
     n = arrays[0].shape[-1] if arrays[0].ndim else 1
-    getattr(library(), name)(*[a.ctypes.data for a in arrays], arrays[0].size // n, n, *numbers)
+    getattr(library(), name)(*[_address(a) for a in arrays], arrays[0].size // n, n, *numbers)
+
+
+def run_for_each(name, lists, columns=(), numbers=()):
+    """The loop `name` over many items at once, item k being (lists[0][k], lists[1][k], ...), arrays
+    that passed can_run: its C arguments are each list's addresses (a C array of pointers), the
+    items' sizes, each column's numbers (float32, one per item), the count, then `numbers`."""
+    count = len(lists[0])
+    getattr(library(), name)(*[(P * count)(*[_address(a) for a in arrays]) for arrays in lists],
+                             (N * count)(*[a.size for a in lists[0]]), *[(F * count)(*column) for column in columns],
+                             count, *numbers)
+
+
+def _address(array):
+    """The address of array's first number: through a ctypes view of its memory, 4x quicker than
+    array.ctypes.data (which a read-only array still needs)."""
+    return ctypes.addressof(ctypes.c_char.from_buffer(array)) if array.flags.writeable else array.ctypes.data
 
 
 def by_rows(name, numpy_form, *arrays, constants=()):

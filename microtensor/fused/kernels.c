@@ -193,18 +193,29 @@ void layer_norm_grad(const float *restrict g, const float *restrict x_hat, const
     }
 }
 
-/* One Adam (AdamW) step over a parameter's numbers, in place, with its numpy form's roundings
- * (g already holds Adam's L2 term, where there is one):
- *     m = beta1 m + (1 - beta1) g,   v = beta2 v + (1 - beta2) g^2
+/* One Adam (AdamW) step over one parameter's n numbers, in place, with its numpy form's roundings:
+ *     g' = g + l2 p                    (Adam's L2 term, l2 = weight decay; 0 for AdamW)
+ *     m = beta1 m + (1 - beta1) g',    v = beta2 v + (1 - beta2) g'^2
  *     p = p decay - step_size m / (sqrt(v) / sqrt_bias2 + eps)      (decay = 1 - lr wd for AdamW, else 1)
  * step_size = lr / (1 - beta1^t) and sqrt_bias2 = sqrt(1 - beta2^t) fold the bias corrections;
  * 1 - beta1 and 1 - beta2 come computed in double, as numpy's form has them. */
-void adam(float *restrict p, const float *restrict g, float *restrict m, float *restrict v, int64_t rows, int64_t n,
-          float beta1, float one_minus_beta1, float beta2, float one_minus_beta2, float eps, float decay,
-          float step_size, float sqrt_bias2) {
-    for (int64_t i = 0; i < rows * n; i++) {
-        m[i] = beta1 * m[i] + one_minus_beta1 * g[i];
-        v[i] = beta2 * v[i] + one_minus_beta2 * (g[i] * g[i]);
+static inline void adam_one(float *restrict p, const float *restrict g, float *restrict m, float *restrict v,
+                            int64_t n, float beta1, float one_minus_beta1, float beta2, float one_minus_beta2,
+                            float eps, float decay, float l2, float step_size, float sqrt_bias2) {
+    for (int64_t i = 0; i < n; i++) {
+        float gi = l2 != 0 ? g[i] + l2 * p[i] : g[i];  /* (not g + 0 p: 0 inf is NaN) */
+        m[i] = beta1 * m[i] + one_minus_beta1 * gi;
+        v[i] = beta2 * v[i] + one_minus_beta2 * (gi * gi);
         p[i] = p[i] * decay - m[i] / (sqrtf(v[i]) / sqrt_bias2 + eps) * step_size;
     }
+}
+
+/* Adam's step for `count` parameters at once, as PyTorch's fused Adam: parameter k has n[k]
+ * numbers at p[k], g[k], m[k] and v[k], and its own step_size[k] and sqrt_bias2[k] (its own t). */
+void adam(float *const *p, const float *const *g, float *const *m, float *const *v, const int64_t *n,
+          const float *step_size, const float *sqrt_bias2, int64_t count, float beta1, float one_minus_beta1,
+          float beta2, float one_minus_beta2, float eps, float decay, float l2) {
+    for (int64_t k = 0; k < count; k++)
+        adam_one(p[k], g[k], m[k], v[k], n[k], beta1, one_minus_beta1, beta2, one_minus_beta2, eps, decay, l2,
+                 step_size[k], sqrt_bias2[k]);
 }

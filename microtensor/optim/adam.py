@@ -36,12 +36,8 @@ class Adam(Optimizer):
         lr, (beta1, beta2), eps, weight_decay = group['lr'], group['betas'], group['eps'], group['weight_decay']
         if weight_decay and not self.decoupled:
             g = g + weight_decay * p
-        if 'exp_avg' not in state:
-            state['exp_avg'], state['exp_avg_sq'] = xp.zeros_like(p), xp.zeros_like(p)
-        # The moments are the optimizer's own arrays: updated in place (state_dict() hands out copies).
-        m, v, t = state['exp_avg'], state['exp_avg_sq'], state['step']
-        if fused_adam.adam_update(p, g, m, v, t, lr, (beta1, beta2), eps, weight_decay, self.decoupled):
-            return  # the fused layer's loop did the lines below in one pass
+        m, v = self.moments(p, state)
+        t = state['step']
         m *= beta1
         m += (1 - beta1) * g
         v *= beta2
@@ -55,6 +51,22 @@ class Adam(Optimizer):
         if weight_decay and self.decoupled:
             p *= 1 - lr * weight_decay
         p -= step  # into the parameter's own memory
+
+    def moments(self, p, state):
+        """m and v for parameter array p: zeros at its first step, then the optimizer's own arrays,
+        updated in place (state_dict() hands out copies)."""
+        if 'exp_avg' not in state:
+            xp = backend.array_module(p)
+            state['exp_avg'], state['exp_avg_sq'] = xp.zeros_like(p), xp.zeros_like(p)
+        return state['exp_avg'], state['exp_avg_sq']
+
+    def update_all(self, stepped, group):
+        """With the fused layer on, one compiled loop updates the whole group (fused/adam.py, as
+        PyTorch's fused Adam); else update() each parameter by the formulas above."""
+        items = [(p.data, p.grad.data, *self.moments(p.data, state), state['step']) for p, state in stepped]
+        if not fused_adam.adam_update(items, group['lr'], group['betas'], group['eps'], group['weight_decay'],
+                                      self.decoupled):
+            super().update_all(stepped, group)
 
 
 class AdamW(Adam):

@@ -111,6 +111,7 @@ class Optimizer:
         for group, checked in zip(self.param_groups, self._checked_groups_for_step()):
             group.update(checked)
         for group in self.param_groups:
+            stepped = []
             for p in group['params']:
                 if p.grad is None:
                     continue
@@ -119,13 +120,21 @@ class Optimizer:
                                        f"{p.grad.device} for a parameter of shape {p.shape} on {p.device}")
                 state = self._state_of(p)
                 state['step'] += 1
-                self.update(p.data, p.grad.data, state, group)
+                stepped.append((p, state))
+            self.update_all(stepped, group)
+            for p, _ in stepped:
                 p._version[0] += 1  # a pending backward that saved p (or a view of it) will refuse to run
 
     def update(self, p, g, state, group):
         """Write the new value of parameter array p into p itself (p -= lr * ...), given its gradient
         array g (never modified)."""
         raise NotImplementedError
+
+    def update_all(self, stepped, group):
+        """update() each (parameter, state) of `stepped`, the parameters of `group` that have a
+        gradient.  (Adam's fused layer updates them all in one pass instead.)"""
+        for p, state in stepped:
+            self.update(p.data, p.grad.data, state, group)
 
     def _state_of(self, p):
         """p's state, created at its first step; arrays follow p to its current device."""
