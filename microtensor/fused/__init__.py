@@ -17,8 +17,11 @@ tested equal to its textbook twin (values, first and second derivatives; tests/t
     reduce.py      FusedSumTo: a bias's (gamma's, beta's) gradient as ones @ G, by BLAS
     rows.py        by_rows: long elementwise chains a block of rows at a time, in the CPU's
                    cache; max_along, sum_along: a short row's max by argmax, its sum by einsum
+    adam.py        Adam's (AdamW's) update of a whole parameter group in one compiled loop, as
+                   PyTorch's fused Adam (optim/adam.py keeps the formulas, one parameter at a time)
     kernels.c      the same formulas as compiled loops, one pass over the numbers in the CPU's
-                   vector registers (masked softmax and its backward, GELU, layer norm)
+                   vector registers (masked softmax and its backward, GELU, layer norm,
+                   log_softmax, Adam)
     compiled.py    builds kernels.c with the machine's C compiler on first use, and runs a loop
                    where every array is float32 on the CPU; elsewhere the numpy forms run
 
