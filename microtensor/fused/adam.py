@@ -10,11 +10,14 @@ gradient and its moments are float32 arrays on the CPU (compiled.can_run).
 from . import compiled, switch
 
 
-def adam_update(items, lr, betas, eps, weight_decay, decoupled):
-    """Adam.update's arithmetic for each (p, g, m, v, t) of items (arrays, and p's step count), on
-    p, m and v in place: True when the compiled loop ran, False when it cannot (then Adam.update
-    runs its formulas for each)."""
-    if not (items and switch.enabled and compiled.can_run(*[a for item in items for a in item[:4]])
+def adam_update(stepped, moments, lr, betas, eps, weight_decay, decoupled):
+    """Adam.update's arithmetic for each (parameter, state) of `stepped`, on the parameter and its
+    moments (moments(p, state): m and v) in place: True when the compiled loop ran, False when it
+    cannot (then Adam.update runs its formulas for each)."""
+    if not (stepped and switch.enabled):
+        return False
+    items = [(p.data, p.grad.data, *moments(p.data, state), state['step']) for p, state in stepped]
+    if not (compiled.can_run(*[a for item in items for a in item[:4]])
             and all(a.flags.writeable for item in items for a in (item[0], *item[2:4]))):
         return False  # (a read-only parameter: the formulas' p -= step says so)
     beta1, beta2 = betas

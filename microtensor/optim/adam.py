@@ -63,9 +63,8 @@ class Adam(Optimizer):
     def update_all(self, stepped, group):
         """With the fused layer on, one compiled loop updates the whole group (fused/adam.py, as
         PyTorch's fused Adam); else update() each parameter by the formulas above."""
-        items = [(p.data, p.grad.data, *self.moments(p.data, state), state['step']) for p, state in stepped]
-        if not fused_adam.adam_update(items, group['lr'], group['betas'], group['eps'], group['weight_decay'],
-                                      self.decoupled):
+        if not fused_adam.adam_update(stepped, self.moments, group['lr'], group['betas'], group['eps'],
+                                      group['weight_decay'], self.decoupled):
             super().update_all(stepped, group)
 
 
