@@ -86,7 +86,7 @@ def test_vscode_launch_configurations_run_the_guides_scripts():
 def test_the_jupyter_example_stops_in_backward_with_the_gradient_it_shows(monkeypatch):
     section = DOC[DOC.index('## In Jupyter'):DOC.index('## Without a debugger')]
     code = re.search(r"```python\n(.*?)```", section, re.S)[1]
-    shape, g_norm = re.search(r"ipdb> p g.shape, float\(g.norm\(\)\)\n\((\(.*?\)), (\S+)\)", section).groups()
+    shape, g_norm = re.search(r"ipdb> p g.shape, round\(float\(g.norm\(\)\), 3\)\n\((\(.*?\)), (\S+)\)", section).groups()
     creator = re.search(r"ipdb> p t.creator, t.shape\n\((<.*?>),", section)[1]
     seen = []
 
@@ -99,7 +99,7 @@ def test_the_jupyter_example_stops_in_backward_with_the_gradient_it_shows(monkey
     assert len(seen) == 1
     g, t_shape, t_creator = seen[0]
     assert str(tuple(g.shape)) == shape == str(tuple(t_shape))
-    assert float(g.norm()) == pytest.approx(float(g_norm), rel=1e-6)
+    assert abs(float(g.norm()) - float(g_norm)) <= 1e-3   # within 1 in the last printed digit, on any machine
     assert t_creator == creator
 
 

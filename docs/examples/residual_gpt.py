@@ -7,4 +7,4 @@ ids, targets = mt.tensor([[1, 2]]), mt.tensor([2, 3])
 with mt.record_modules(model):                          # names each op after its module
     loss = mt.cross_entropy(model(ids)[0], targets)
 loss.backward()
-print(loss.item())
+print(round(loss.item(), 3))
