@@ -11,12 +11,15 @@ record() fills the finding with the figures, prints it under the lesson's output
 RECORDED; the printed line and the record are one string, so they cannot disagree.  The record keeps
 the English finding and its template; the line printed is in the learner's language (the template's
 catalog entry, filled with the same figures, and the verdict's words: 成立, 部分成立, 原文有误, 本任务未检验).
+The record keeps each figure raw, with the tolerance its printed form promises (demos/figures.py: 1 in
+its last printed digit, or a bound such as "< 1e-12"), so that a run on another machine is compared
+with it number by number, within that tolerance.
 `python -m demos.articles --write` runs the lessons, saves what each recorded as JSON under
 docs/claims/ (write_records) and renders docs/articles.md and docs/articles.zh.md from those records and
 the headings in demos/articles.py.  A figure that depends on the machine is recorded with timing=True (a run
 time, a speed ratio) and labelled with the machine; one that depends on the environment with
-depends_on='...' (the stdlib corpus: the Python version).  Tests compare everything else digit
-for digit with a fresh run.
+depends_on='...' (the stdlib corpus: the Python version).  Tests compare everything else with a fresh
+run: the verdict and the template exactly, each figure within its tolerance.
 
 A quote is the article's words, verbatim, "…" where words are left out (quote_in() checks it);
 a claim quoting several places gives them as a list.
@@ -31,6 +34,8 @@ import sys
 from microtensor import i18n
 from microtensor.atomic_write import write_atomically
 from microtensor.i18n import N_, _
+
+from . import figures as figure_kinds
 
 # the verdict keys, as the records keep them (English); each one's words in Chinese are its catalog entry:
 # holds 成立, partly 部分成立, the article is wrong 原文有误, not tested by this task 本任务未检验
@@ -47,7 +52,9 @@ class Claim:
     quote: the article's words (a list when it quotes several places); verdict: one of VERDICTS;
     finding: the sentence with the figures, in English; template: the English format string it was
     filled from (its Chinese is the catalog's entry, so either edition renders from the record); look:
-    what to look at in the lesson's output (labels it prints); figures: {name: value} the finding was filled with; timing: the finding
+    what to look at in the lesson's output (labels it prints); figures: {name: value} the finding was filled with
+    (raw: numbers, or demos/figures.py's kinds); tolerance: {name: what its printed form promises}
+    (figures.tolerance); timing: the finding
     holds run times or speed ratios (this machine's); depends_on: what else the figures depend
     on (None: only on the code and the seed); seeds: how many training seeds the verdict rests on
     (None: nothing trained)."""
@@ -63,6 +70,7 @@ class Claim:
     timing: bool = False
     depends_on: object = None
     seeds: object = None
+    tolerance: dict = dataclasses.field(default_factory=dict)
 
     def quotes(self):
         return [self.quote] if isinstance(self.quote, str) else list(self.quote)
@@ -81,7 +89,8 @@ class Claim:
         figure in words, words(), in that language too)."""
         if not self.template:
             return self.finding
-        return tr(self.template).format(**{name: i18n.in_language(value, tr) for name, value in self.figures.items()})
+        return tr(self.template).format(**{name: i18n.in_language(figure_kinds.restored(value), tr)
+                                           for name, value in self.figures.items()})
 
 
 def record(article, section, quote, verdict, finding, look='', timing=False, depends_on=None, seeds=None,
@@ -89,15 +98,24 @@ def record(article, section, quote, verdict, finding, look='', timing=False, dep
     """Record a claim of `article` §`section` the calling lesson has just computed, print it, return the finding.
 
     finding: a format string filled from **figures (the same numbers the lesson prints), marked N_() in
-    the lesson, as is `look`: the line printed is in the current language, the record keeps English."""
+    the lesson, as is `look`: the line printed is in the current language, the record keeps English.
+    A figure is given raw (a number, the template giving its precision; or figures.series, span, below,
+    above), never as text that holds a printed number."""
     from . import articles
     articles.heading(article, section)               # a KeyError names a section that does not exist
     if verdict not in VERDICTS:
         raise ValueError(f"claims.record: verdict {verdict!r} is not one of {VERDICTS}")
     lesson = _calling_lesson()
+    typed = figure_kinds.pre_formatted(figures, finding)
+    if typed:
+        raise ValueError(f"claims.record ({lesson}, {article} §{section}): the figures {', '.join(typed)} are text "
+                         "that holds printed numbers; give them raw (a number with its precision in the template, "
+                         "or demos/figures.py's series(), span(), below(), above()) so that a record can compare "
+                         "them within the tolerance their printed form promises")
     text = finding.format(**figures)
     claim = Claim(lesson, article, section, quote, verdict, text, finding, look,
-                  {k: _plain(v) for k, v in figures.items()}, timing, depends_on, seeds)
+                  {k: figure_kinds.stored(v) for k, v in figures.items()}, timing, depends_on, seeds,
+                  figure_kinds.tolerance(finding, figures))
     RECORDED.append(claim)
     line = claim.line() if i18n.current() == 'en' else claim.line(_)
     print(f"  [{articles.cite(article, section)}] {line.replace('**', '')}")
@@ -110,21 +128,6 @@ def _calling_lesson():
     spec = module.get('__spec__')
     name = spec.name if spec is not None else module['__name__']
     return name.split('.')[-1]
-
-
-def _plain(value):
-    """A figure as JSON holds it: numpy scalars become Python numbers; a tuple (a shape) the text it prints,
-    (3, 48), which the template then prints the same (JSON has no tuples, and a list prints [3, 48]); a
-    figure in words its template and fields."""
-    if isinstance(value, i18n.Words):
-        return {'template': value.template, 'fields': {k: _plain(v) for k, v in value.fields.items()}}
-    if isinstance(value, tuple):
-        return str(tuple(_plain(v) for v in value))
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if hasattr(value, 'item'):
-        return value.item()
-    return value
 
 
 # ---------------------------------------------------------------------------- the records on disk
@@ -170,7 +173,8 @@ def read_records(folder=RECORDS):
         if name.endswith('.json'):
             with open(os.path.join(folder, name), encoding='utf-8') as f:
                 data = json.load(f)
-            data['claims'] = [Claim(**c) for c in data['claims']]
+            data['claims'] = [Claim(**dict(c, figures={k: figure_kinds.restored(v) for k, v in c['figures'].items()}))
+                              for c in data['claims']]
             records[data['lesson'], data['mode']] = data
     return records
 
@@ -233,10 +237,7 @@ def quote_in(quote, text):
 
 def spread(fractions):
     """'91.4%' for one run (or several that agree to 0.1%), '88.1-93.0%' for several: the range over the seeds."""
-    if not fractions:
-        return '-'
-    low, high = f"{100 * min(fractions):.1f}", f"{100 * max(fractions):.1f}"
-    return f"{low}%" if low == high else f"{low}-{high}%"
+    return figure_kinds.span(fractions, '.1%')
 
 
 def seeds_note(n):
@@ -246,10 +247,7 @@ def seeds_note(n):
 
 def between(values, spec='.2f'):
     """'0.73' or '0.70-0.76': a figure over the seeds, formatted with `spec`."""
-    if not values:
-        return '-'
-    low, high = format(min(values), spec), format(max(values), spec)
-    return low if low == high else f"{low}-{high}"
+    return figure_kinds.span(values, spec)
 
 
 def _load(record):

@@ -1,22 +1,26 @@
 """The claims saved under docs/claims/ are what the lessons compute: each lesson's quick (tour) run,
-done again here, records the same findings digit for digit.  Timings (a speed ratio, a time slope)
-vary with the machine, so their test checks their shape: who is faster, which curve grows faster.
-Figures that depend on the environment (depends_on: the stdlib corpus is the docstrings of the
-running Python) are left out of the comparison.
+done again here, records the same claims with the same verdicts, and every figure within the
+tolerance its printed form promises (demos/figures.py: 1 in its last printed digit, or a bound), so
+that the records hold on a machine whose BLAS kernel or SIMD loops round otherwise.  Timings (a speed
+ratio, a time slope) vary with the machine, so their test checks their shape: who is faster, which
+curve grows faster.  Figures that depend on the environment (depends_on: the stdlib corpus is the
+docstrings of the running Python) are left out of the comparison.
 
 The quick lessons are run in every test session; the slower ones (a recorded run time above
-QUICK_SECONDS) when HYPOTHESIS_PROFILE=ci, as CI runs the suite.  --full records (several seeds)
-are not repeated: `python -m demos.articles --write --full` makes them.
+QUICK_SECONDS) when HYPOTHESIS_PROFILE=ci, as CI runs the suite.  The --full records (several seeds,
+minutes each) are re-run by the tests marked `full`, which only `pytest -m full` selects.
 """
 import os
 import re
 
 import pytest
 
-from demos import articles, claims
+from demos import articles, claims, figures
 
 QUICK_SECONDS = 5.0
-RECORDS = {lesson: record for (lesson, mode), record in claims.read_records().items() if mode == 'quick'}
+EVERY_RECORD = claims.read_records()
+RECORDS = {lesson: record for (lesson, mode), record in EVERY_RECORD.items() if mode == 'quick'}
+FULL_RECORDS = {lesson: record for (lesson, mode), record in EVERY_RECORD.items() if mode == 'full'}
 EVERYTHING = os.environ.get('HYPOTHESIS_PROFILE') == 'ci'
 
 # {(lesson, article, section): the shape a timing must have, as a test of its figures}
@@ -42,19 +46,47 @@ def test_there_are_records():
 def test_a_fresh_quick_run_records_the_same_claims(lesson, monkeypatch):
     monkeypatch.setattr(claims, 'RECORDED', [])
     fresh, _, _ = articles.run_for_records(lesson)
-    saved = RECORDS[lesson]['claims']
+    assert_the_same_claims(lesson, fresh, RECORDS[lesson], '')
+
+
+@pytest.mark.full
+@pytest.mark.parametrize('lesson', sorted(FULL_RECORDS))
+def test_a_fresh_full_run_records_the_same_claims(lesson, monkeypatch):
+    monkeypatch.setattr(claims, 'RECORDED', [])
+    fresh, _, _ = articles.run_for_records(lesson, full=True)
+    assert_the_same_claims(lesson, fresh, FULL_RECORDS[lesson], ' --full')
+
+
+def assert_the_same_claims(lesson, fresh, record, full):
+    """The fresh claims are the record's: the same sections and quotes, the same verdicts and templates,
+    each figure within what the record says its printed form promises."""
+    saved = record['claims']
+    again = f"run python -m demos.articles --write{full} {lesson}"
     key = lambda c: (c.article, c.section, str(c.quote))  # noqa: E731
     assert [key(c) for c in fresh] == [key(c) for c in saved], \
-        f"{lesson} records other claims than docs/claims/{lesson}.json: run python -m demos.articles --write {lesson}"
+        f"{lesson} records other claims than docs/claims/{lesson}.json: {again}"
     for now, then in zip(fresh, saved):
-        where = f"{lesson}: {now.article} §{now.section}"
-        if now.timing:
+        where = f"{lesson}{full}: {now.article} §{now.section}"
+        assert now.verdict == then.verdict, \
+            f"{where} now finds\n  {now.verdict}: {now.finding}\nnot\n  {then.verdict}: {then.finding}\n{again}"
+        if now.depends_on is not None:
+            continue
+        if now.timing:   # its wording may follow the timing (who is faster); its verdict may not
             shape = TIMING_SHAPES[lesson, now.article, now.section]
-            assert shape(now.figures) and shape(then.figures), f"{where}: the timing lost its shape: {now.finding}"
-        elif now.depends_on is None:
-            assert (now.verdict, now.finding, now.template) == (then.verdict, then.finding, then.template), \
-                f"{where} now finds\n  {now.verdict}: {now.finding}\nnot\n  {then.verdict}: {then.finding}\n" \
-                f"run python -m demos.articles --write {lesson}"
+            assert shape(raw(now.figures)) and shape(raw(then.figures)), \
+                f"{where}: the timing lost its shape: {now.finding}"
+        else:
+            assert now.template == then.template, f"{where} now finds\n  {now.finding}\nnot\n  {then.finding}\n{again}"
+        assert set(now.figures) == set(then.figures), f"{where}: other figures than the record's: {again}"
+        differ = [d for name, value in then.figures.items()
+                  for d in figures.disagreements(value, now.figures[name], then.tolerance[name], name)]
+        assert not differ, f"{where} now finds\n  {now.finding}\nnot\n  {then.finding}\n" + '\n'.join(differ)
+
+
+def raw(found):
+    """A claim's figures with each timing (figures.measured) as its number, for TIMING_SHAPES."""
+    kept = {name: figures.restored(value) for name, value in found.items()}
+    return {name: value.values[0] if isinstance(value, figures.Measured) else value for name, value in kept.items()}
 
 
 def test_every_timing_has_a_shape_to_check():
