@@ -30,7 +30,9 @@ from microtensor.i18n import N_, _
 from transformer import article_data as article
 
 from . import budget, claims
+from .figures import below
 from .articles import cite
+from .figures import series
 from .report import command_line, options_of, run_lesson, save_plot, table
 
 # the articles' sections this lesson checks (demos/articles.py)
@@ -186,7 +188,7 @@ def run(samples=20000, seed=0, device='cpu'):
                     "same scores S\n   (4 x 4), L = sum(weights(S) V * g), g ~ N(0, 1) a fixed upstream gradient:"))
     print(table([_('attention'), '|dL/dS| (autograd)', _('check')],
                 [[_('soft: softmax(S) V'), result['soft'][0],
-                  _("max |autograd - central diff| = {diff:.1e}").format(diff=result['soft'][1])],
+                  _("max |autograd - central diff| {diff}").format(diff=below(result['soft'][1], 1e-6))],
                  [_('hard: onehot(argmax S) V'), result['hard'][0],
                   _("max |central diff| = {diff:.1e} (no path back to S)").format(diff=result['hard'][1])]]))
     print(_("softmax(S / T) (T: the temperature) tends to the hard argmax as T -> 0: its gradient first grows "
@@ -231,10 +233,13 @@ def run(samples=20000, seed=0, device='cpu'):
     claims.record('attention', '2.3.1', 'd_k = 64 时，标准差 = 8 … 128 时，标准差 = 11.3 … 512 时，标准差 = 22.6',
                   'holds',
                   N_("sampled std of q·k {std}"), N_('part 3: the table "d_k, article, sqrt(d_k), sampled"'),
-                  std=', '.join(f"{row[3]:.2f}" for row in small['stds']))
-    claims.record('attention', '2.3.1', '点积结果可能在 -20 到 +20 之间波动（2 倍标准差范围）', 'the article is wrong',
-                  N_("±20 is two standard deviations for d_k = 100; at the article's d_k = 512 two standard deviations "
-                     "are ±{two:.2f}"), N_('part 3: the column "2 std (article: 20)"'), two=stds[512][4])
+                  std=series([row[3] for row in small['stds']], '.2f'))
+    two = {d_k: 2 * math.sqrt(d_k) for d_k in (64, 128, 512)}
+    claims.record('attention', '2.3.1', '点积结果可能在 -20 到 +20 之间波动（2 倍标准差范围）', 'partly',
+                  N_("±20 is two standard deviations for d_k = 100, between the article's own d_k = 64 and 128 (±{two64:.1f} "
+                     "and ±{two128:.1f}); for the section's opening example, d_k = 512, two standard deviations are "
+                     "±{two512:.2f}"), N_('part 3: the column "2 std (article: 20)"'),
+                  two64=two[64], two128=two[128], two512=two[512])
     return {'A': A, 'scaled': scaled, 'wrong': wrong, 'text_cells': text_cells(), 'hard_vs_soft': result,
             'small': small, 'device': device}
 

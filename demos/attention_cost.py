@@ -30,25 +30,17 @@ curves cross (the lesson prints where, for this machine; timings vary from run t
 import math
 
 import microtensor as mt
-from microtensor.autograd import topological_order
 from microtensor.i18n import N_, _
+from microtensor.inspect import graph_depth
 from transformer import RNN, MultiHeadAttention
 
 from . import budget, claims
+from .figures import measured
 from .report import command_line, draw_lines, median_seconds, options_of, run_lesson, save_plot, table
 
 # the articles' sections this lesson checks (demos/articles.py)
 SECTIONS = [('deep_dive', '1.8'), ('deep_dive', '8.1'), ('attention', '2.1.1'), ('architecture', '2.1.1'),
             ('architecture', '2.10.3')]
-
-
-def graph_depth(tensor):
-    """The longest chain of ops that produced `tensor`: steps that must run one after another."""
-    depth = {}
-    for t in reversed(topological_order([tensor])):      # inputs before the ops that use them
-        fn = t.creator
-        depth[id(t)] = 0 if fn is None else 1 + max((depth.get(id(x), 0) for x in fn.inputs), default=0)
-    return depth[id(tensor)]
 
 
 def slope(xs, ys):
@@ -148,16 +140,17 @@ def run(max_n=1024, d=64, repeats=3, full=False, device='cpu'):
     faster = last['attention_s'] < last['rnn_s']
     timing_finding = (  # one template per outcome, so that each can be translated whole
         N_("the RNN does less arithmetic at every n, yet one attention layer's forward pass is faster up to "
-           "n ~ {cross:.0f} and slower beyond (time slopes: attention {att_slope:.2f}, RNN {rnn_slope:.2f}, "
+           "n ~ {cross} and slower beyond (time slopes: attention {att_slope}, RNN {rnn_slope}, "
            "over the larger n)") if cross else
         N_("the RNN does less arithmetic at every n, yet one attention layer's forward pass is faster at "
-           "every n up to {n} (time slopes: attention {att_slope:.2f}, RNN {rnn_slope:.2f}, over the larger n)")
+           "every n up to {n} (time slopes: attention {att_slope}, RNN {rnn_slope}, over the larger n)")
         if faster else
         N_("the RNN does less arithmetic at every n, yet one attention layer's forward pass is slower at "
-           "every n up to {n} (time slopes: attention {att_slope:.2f}, RNN {rnn_slope:.2f}, over the larger n)"))
+           "every n up to {n} (time slopes: attention {att_slope}, RNN {rnn_slope}, over the larger n)"))
     claims.record('deep_dive', '8.1', 'RNN 的复杂度看似更小（O(n·d^2)），但必须串行', 'holds', timing_finding,
-                  N_('the columns "attention ms, RNN ms" and the slope table'), timing=True, cross=cross, n=last['n'],
-                  att_slope=slopes['attention time'], rnn_slope=slopes['RNN time'])
+                  N_('the columns "attention ms, RNN ms" and the slope table'), timing=True, n=last['n'],
+                  cross=measured(cross, '.0f') if cross else None, att_slope=measured(slopes['attention time'], '.2f'),
+                  rnn_slope=measured(slopes['RNN time'], '.2f'))
     times = {_("attention (slope {slope:.2f})").format(slope=slopes['attention time']):
              [1e3 * r['attention_s'] for r in rows],
              _("RNN (slope {slope:.2f})").format(slope=slopes['RNN time']): [1e3 * r['rnn_s'] for r in rows]}

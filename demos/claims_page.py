@@ -41,9 +41,12 @@ verdict below where it computes it."""),
 write `.venv/bin/python` for `python`."""),
          N_("""Every figure below is what the lessons recorded when this page was written: their quick (tour)
 runs, seed 0, unless the entry's command has `--full` or `--seeds 5`; a verdict that rests on
-training says on how many seeds. Run times and speed ratios are timings: they
-are marked so, with the machine and its load, and vary from run to run; everything else is
-reproducible, and the tests check it against a fresh run."""))
+training says on how many seeds. Run an entry's command on any machine and you get the same
+verdict, and every figure within 1 in its last printed digit (another CPU rounds its sums
+differently); a figure printed as a bound (`< 1e-12`, `> 80%`) is rounding noise or what one
+training run shows with a margin, and holds as printed. The tests check this against a fresh
+run. Run times and speed ratios are timings: they are marked so, with the machine and its
+load, vary from run to run, and decide no verdict."""))
 
 ARTICLES_TABLE = (N_("## The three articles"),
                   N_("""Two of them number their sections from chapter 2, so a section is named by its article and

@@ -28,6 +28,7 @@ from microtensor.i18n import N_, _
 from transformer import GPT
 
 from . import budget
+from .figures import below
 from .report import command_line, options_of, run_lesson
 
 SECTIONS = []
@@ -60,8 +61,9 @@ def run(d_model=16, n_layers=2, n_heads=4, seq_len=8, batch_size=2, seed=0, devi
                   positional='rope', norm_type='rms', n_kv_heads=max(1, n_heads // 2), gate=True)
     results['variant'] = compare_with_torch(variant.to(device, dtype='float64'), ids)
     worst32, worst64 = results['tiny GPT']['largest'][2], results['variant']['largest'][2]
-    print(_("\nLargest relative difference: {worst32:.1e} in float32, {worst64:.1e} in float64 -- rounding, which "
-            "shrinks with the precision; a mistake would not.").format(worst32=worst32, worst64=worst64))
+    print(_("\nLargest relative difference: {worst32} in float32, {worst64} in float64 -- rounding, which "
+            "shrinks with the precision; a mistake would not.").format(worst32=below(worst32, 1e-5),
+                                                                     worst64=below(worst64, 1e-12)))
     return results
 
 

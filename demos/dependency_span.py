@@ -21,6 +21,7 @@ from transformer import RNN, Embed, MultiHeadAttention, TokenEmbedding
 
 from . import budget, claims
 from .articles import cite
+from .figures import outcome
 from .report import command_line, options_of, run_lesson, table
 from .toy_training import accuracy, fit
 
@@ -64,8 +65,9 @@ def span(kind, k, steps=300, B=32, seed=0, device='cpu'):
 
 
 def learned(acc):
-    """The verdict on one run: well above chance (1/8) means the dependency was learned."""
-    return acc > 0.9
+    """The verdict on one run: well above chance (1/8) means the dependency was learned (a run that learns
+    it ends near 100%, one that does not near chance: 50% keeps a margin from both)."""
+    return acc > 0.5
 
 
 DISTANCES = (3, 6, 12, 24)
@@ -101,15 +103,16 @@ def run(steps=300, seed=0, full=False, device='cpu'):
     learns = {k: sum(map(learned, every['rnn', k])) for k in distances}
     fail = next((k for k in distances if 2 * learns[k] < n), None)        # the first k most seeds do not learn
     per_k = i18n.joined([i18n.words(N_("k = {k}: {accuracy} ({m} of {n} learned)") if n > 1 else
-                                    N_("k = {k}: {accuracy}"), k=k, accuracy=claims.spread(every['rnn', k]), m=learns[k],
+                                    N_("k = {k}: {accuracy}"), k=k, m=learns[k],
+                                    accuracy=outcome(every['rnn', k], '.1%', n, **{'above' if learns[k] else 'below': 0.5}),
                                     n=n) for k in distances], N_("{first}; {second}"))
-    figures = dict(steps=steps, per_k=per_k, fail=fail, chance=f"{1 / VOCAB:.1%}", top=distances[-1],
+    figures = dict(steps=steps, per_k=per_k, fail=fail, chance=1 / VOCAB, top=distances[-1],
                    attention=claims.spread(every['attention', distances[-1]]), which=_seeds(seeds))
     verdict = 'holds' if fail is not None and fail <= 24 and not attention_fails else 'partly'
     look = N_('the table "distance k, RNN: test accuracy, attention: test accuracy"')
     claims.record('attention', '2.1.1', 'RNN 很难学习超过 10-20 个时间步的依赖关系', verdict,
                   N_("or sooner: after {steps} Adam steps ({which}) the RNN recalls the token k steps back with "
-                     "{per_k} (chance {chance}); one attention layer reaches {attention} at k = {top}"), look,
+                     "{per_k} (chance {chance:.1%}); one attention layer reaches {attention} at k = {top}"), look,
                   seeds=claims.seeds_note(n), **figures)
     claims.record('architecture', '2.1.2', '网络很难学到「第 1 个词和第 800 个词之间的关系」', verdict,
                   N_("far sooner than 800: most RNN runs fail from {fail} steps, attention learns every distance "

@@ -31,6 +31,7 @@ from transformer import GPT, EncoderLayer, FeedForward, MultiHeadAttention
 
 from . import budget, claims
 from .copy_task import VOCAB, copy_batch, copy_loss
+from .figures import below
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table
 
 # the articles' sections this lesson checks (demos/articles.py)
@@ -120,7 +121,7 @@ def run(steps=300, copy_steps=150, seeds=1, full=False, device='cpu'):
             "   one Linear(8, 8) with W = W_1 W_2, "
             "b = b_1 W_2 + b_2 (float64):"))
     print(table(['', _('max |difference|'), _('parameters')],
-                [[_('W_2(W_1(x)) vs the single Linear'), f"{c['gap']:.1e}", f"{c['ffn_params']} vs {c['single_params']}"],
+                [[_('W_2(W_1(x)) vs the single Linear'), below(c['gap'], 1e-12), f"{c['ffn_params']} vs {c['single_params']}"],
                  [_('with the activation (GELU) vs it'), f"{c['with_activation_gap']:.2f}", '']]))
 
     seed_count = (_("{n} seeds") if seeds > 1 else _("{n} seed")).format(n=seeds)
@@ -151,11 +152,11 @@ def run(steps=300, copy_steps=150, seeds=1, full=False, device='cpu'):
           + _(": the article's case for GELU (a smooth\ncurve, friendlier gradients in deep networks) is not "
               "something these small tasks can confirm."))
     claims.record('deep_dive', '6.1', '如果没有它，两层线性变换叠加 = 一层线性变换', 'holds',
-                  N_("W_2(W_1 x) equals one Linear with W_1 W_2 to {gap:.1e}; without the activation the FFN stays at the "
+                  N_("W_2(W_1 x) equals one Linear with W_1 W_2 (difference {gap}); without the activation the FFN stays at the "
                      "best linear fit (|x|: {none:.4f} vs {plateau:.4f}) while ReLU reaches {relu:.4f}; `train_xor`'s "
                      "MLP is such a pair of Linears around tanh, and solves XOR, which no linear map can"),
                   N_('part 1 and the table "target, no activation, ReLU, GELU, best linear map"'), seeds=claims.seeds_note(seeds),
-                  gap=c['gap'], none=final['|x|', None], plateau=plateau, relu=final['|x|', 'relu'])
+                  gap=below(c['gap'], 1e-12), none=final['|x|', None], plateau=plateau, relu=final['|x|', 'relu'])
     claims.record('deep_dive', '6.1', 'GELU 比 ReLU 更平滑…这种平滑性对深层网络的梯度流动更友好', 'not tested by this task',
                   N_("on these small tasks the lower loss goes to {winners} (copy task: ReLU {relu:.4f}, GELU {gelu:.4f}); "
                      "smoothness for deep networks' gradient flow needs deep networks: what would test it is the gradient "
@@ -202,9 +203,9 @@ def run(steps=300, copy_steps=150, seeds=1, full=False, device='cpu'):
                   params=p['heads'][h], h=h, full=h * 3 * d * d + h * d * d)
     claims.record('architecture', '2.7', 'FFN 通常占了模型参数的大头（隐藏层维度一般是 4 × d_model）', 'holds',
                   N_("{ffn:,} of an EncoderLayer's {layer:,} parameters ({share:.1%}, 2/3) at d_model = {d}; without its "
-                     "activation the FFN is one Linear (difference {gap:.1e}) and cannot go below the best linear fit "
+                     "activation the FFN is one Linear (difference {gap}) and cannot go below the best linear fit "
                      "(|x|: {none:.4f} vs {plateau:.4f})"), N_('part 4: the table "part, parameters, formula, share of '
-                                                               'the layer"; parts 1-2'), ffn=p['ffn'], layer=p['layer'], share=p['ffn'] / p['layer'], d=d, gap=c['gap'],
+                                                               'the layer"; parts 1-2'), ffn=p['ffn'], layer=p['layer'], share=p['ffn'] / p['layer'], d=d, gap=below(c['gap'], 1e-12),
                   none=final['|x|', None], plateau=plateau)
 
     save_lines('feedforward', {a or _('no activation'): [sum(r[i] for r in curves['|x|', a]) / seeds

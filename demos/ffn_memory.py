@@ -24,7 +24,7 @@ import math
 import random
 
 import microtensor as mt
-from microtensor import nn
+from microtensor import i18n, nn
 from microtensor.i18n import N_, _
 from transformer import FeedForward
 from transformer.feedforward import ACTIVATIONS
@@ -172,7 +172,8 @@ def _record(stored, facts, steps, seed, full, device):
                      "recalled {linear} by one Linear(32, 32), {ffn} by FFNs with d_ff = {sizes}.  That real models "
                      "keep theirs there is the cited research"), N_('part 2: the table "memory, parameters, recall"'),
                   seeds=claims.seeds_note(len(seeds)), facts=facts, linear=claims.spread(recalls[None]),
-                  ffn=', '.join(claims.spread(recalls[d]) for d in sizes), sizes=', '.join(map(str, sizes)))
+                  ffn=i18n.joined([claims.spread(recalls[d]) for d in sizes], N_("{first}, {second}")),
+                  sizes=', '.join(map(str, sizes)))
 
 
 def main(argv=None):

@@ -29,6 +29,7 @@ from transformer.attention import merge_heads, split_heads
 from . import why_separate_qk
 from . import budget, claims
 from .articles import cite
+from .figures import series
 from .report import command_line, options_of, run_lesson, table
 from .toy_training import fit, tail_mean
 
@@ -193,7 +194,7 @@ def run(steps=300, seed=0, full=False, device='cpu'):
                      "reaches {one}"), look,
                   seeds=claims.seeds_note(n), two=two, next_w=claims.between(on(two, 2)) if on(two, 2) else '-',
                   prev_w=claims.between(on(two, 0)) if on(two, 0) else '-', back=back, forward=forward,
-                  one=' / '.join(f"{a:.0%}" for a in one))
+                  one=series(one, '.0%', sep=' / '))
     return {'device': results[1]['device'], 'tables': facts, 'most_uniform': most_uniform, 'most_local': most_local,
             'training': results,
             'roles': roles, 'split': split}

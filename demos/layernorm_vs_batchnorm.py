@@ -27,6 +27,7 @@ from transformer import BatchNorm1d, LayerNorm
 from transformer import article_data as article
 
 from . import budget, claims
+from .figures import series
 from .report import command_line, options_of, run_lesson, save_lines, table
 
 # the articles' sections this lesson checks (demos/articles.py)
@@ -119,7 +120,7 @@ def run(d_model=8, companions=3, batch_sizes=BATCH_SIZES, seed=0, device='cpu'):
         y=', '.join(f'{v:.3f}' for v in y), printed=article.LAYERNORM_EXAMPLE['y']))
     claims.record('deep_dive', '5.2', 'x = [2.0, 8.0, -4.0, -6.0] … = [0.538, 1.069, -0.730, -1.444]', 'holds',
                   N_("transformer.LayerNorm gives [{y}], the printed one to within the article's rounding of x̂"),
-                  N_('the first lines'), y=', '.join(f"{v:.3f}" for v in y))
+                  N_('the first lines'), y=series(y, '.3f'))
     results = token_in_company(d_model, companions, seed, device)
     print('\n' + _("One token x (d = {d}) normalised in different company; the output for x, first 4 features:").format(
         d=d_model))

@@ -25,7 +25,9 @@ from microtensor.i18n import N_, _
 from transformer import EncoderLayer, MultiHeadAttention, SinusoidalPositionalEncoding, TokenEmbedding
 
 from . import budget, claims
+from .figures import below
 from .articles import cite
+from .figures import series
 from .report import command_line, options_of, run_lesson, table
 from .toy_training import copy_previous, tail_mean
 
@@ -112,8 +114,8 @@ def run(steps=300, seed=0, full=False, device='cpu'):
                 [[d, p] + values for d, by_p in dots.items() for p, values in by_p.items()], fmt='.3f'))
     rises = {d: first_rise(dots[d][10]) for d in dots}
     same = max(abs(a - b) for d in dots for a, b in zip(dots[d][10], dots[d][100]))
-    print(_("Rows p = 10 and p = 100 agree to {same:.0e}: the dot product depends on the distance k only.").format(
-        same=same))
+    print(_("Rows p = 10 and p = 100 differ by {same}: the dot product depends on the distance k only.").format(
+        same=below(same, 1e-12)))
     for d, i in rises.items():
         print(_("d_model = {d}: it falls with k at every k shown: nearer positions look more alike.").format(d=d)
               if i is None else
@@ -123,10 +125,10 @@ def run(steps=300, seed=0, full=False, device='cpu'):
     print(_("So 'nearer looks more alike' holds for a wide code and only roughly for the deep dive's 12 dimensions."))
     claims.record('deep_dive', '3.6', '相邻帽子上的条纹是连续变化的，所以模型能看出"第 2 位和第 3 位离得近（差 1），第 1 位和第 3 位离得远（差 2）"',
                   'partly' if rises[12] is not None else 'holds',
-                  N_("PE_10 · PE_(10+k) depends on k only (p = 10 and 100 agree to {same:.0e}) and falls with k at "
+                  N_("PE_10 · PE_(10+k) depends on k only (p = 10 and 100 differ by {same}) and falls with k at "
                      "d_model = 512 ({wide} for k = {ks}); at the deep dive's d_model = 12, k = {k_up} ({up:.3f}) "
                      "looks more alike than k = {k_down} ({down:.3f})"), N_('part 1: the table "d_model, p, k = ..."'),
-                  same=same, wide=', '.join(f"{v:.1f}" for v in dots[512][10]), ks=', '.join(map(str, OFFSETS)),
+                  same=below(same, 1e-12), wide=series(dots[512][10], '.1f'), ks=', '.join(map(str, OFFSETS)),
                   k_up=OFFSETS[rises[12]] if rises[12] else None, up=dots[12][10][rises[12]] if rises[12] else 0.0,
                   k_down=OFFSETS[rises[12] - 1] if rises[12] else None,
                   down=dots[12][10][rises[12] - 1] if rises[12] else 0.0)

@@ -33,6 +33,7 @@ from transformer import GPT, MultiHeadAttention, RotaryEmbedding, SinusoidalPosi
 from transformer.positional import relative_position_bucket
 
 from . import budget, claims
+from .figures import below
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table
 
 # the articles' sections this lesson checks (demos/articles.py)
@@ -185,7 +186,7 @@ def run(train_len=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu
     print(_("1. The deep dive's 'Attention(P·X) = P·Attention(X)' (§3.1).  Permutations of 3 input rows X\n"
             "   (猫吃鱼 -> 鱼吃猫, 吃猫鱼); max |f(P X) - P f(X)| for one attention layer f (float64)"))
     print(table([_('positions')] + [_(name) for name in PERMUTATIONS],
-                [[k] + [f"{v:.1e}" + (' ' + _('equivariant') if v < 1e-9 else '') for v in g.values()]
+                [[k] + [f"{below(v, 1e-12)} " + _('equivariant') if v < 1e-9 else f"{v:.1e}" for v in g.values()]
                  for k, g in gaps.items()]))
     print(_("Without positions reordering the words only reorders the outputs.  Bidirectional ALiBi's bias\n"
             "-m|i - j| is the same read backwards, so it cannot tell 猫吃鱼 from its reversal 鱼吃猫 (with a\n"
@@ -196,44 +197,45 @@ def run(train_len=16, steps=150, batch_size=16, seeds=1, full=False, device='cpu
     alibi_blind = gaps.get('alibi', {}).get('reversed', 1) < 1e-9
     permuted = (  # with and without ALiBi's exception, each a whole sentence to translate
         N_("without positions the reversed sentence gives the same output vectors in the reversed order (max "
-           "|f(P X) - P f(X)| = {none:.1e}): each word's output is the same, the sequence of outputs is permuted, "
+           "|f(P X) - P f(X)| {none}): each word's output is the same, the sequence of outputs is permuted, "
            "not identical; any positional scheme changes them (by {moved:.0e} or more; bidirectional ALiBi not for "
            "a reversal)") if alibi_blind else
         N_("without positions the reversed sentence gives the same output vectors in the reversed order (max "
-           "|f(P X) - P f(X)| = {none:.1e}): each word's output is the same, the sequence of outputs is permuted, "
+           "|f(P X) - P f(X)| {none}): each word's output is the same, the sequence of outputs is permuted, "
            "not identical; any positional scheme changes them (by {moved:.0e} or more)"))
     claims.record('attention', '2.5', '“我爱中国"和"中国爱我"的 Attention 计算结果一样！', 'partly', permuted, look,
-                  none=none, moved=moved)
+                  none=below(none, 1e-12), moved=moved)
     claims.record('architecture', '2.6', '「我打你」和「你打我」对 Attention 来说可能得到一样的结果', 'partly', permuted, look,
-                  none=none, moved=moved)
+                  none=below(none, 1e-12), moved=moved)
     claims.record('architecture', '2.10.5', 'Self-Attention 本身对顺序不敏感', 'partly', permuted, look,
-                  none=none, moved=moved)
+                  none=below(none, 1e-12), moved=moved)
     claims.record('deep_dive', '3.1', '自注意力是置换等变的', 'holds',
-                  N_("max |f(PX) - P f(X)| = {none:.1e} without positions (float64); every positional scheme breaks "
+                  N_("max |f(PX) - P f(X)| {none} without positions (float64); every positional scheme breaks "
                      "it ({moved:.0e} or more); bidirectional ALiBi not for a reversal") if alibi_blind else
-                  N_("max |f(PX) - P f(X)| = {none:.1e} without positions (float64); every positional scheme breaks "
-                     "it ({moved:.0e} or more)"), look, none=none, moved=moved)
+                  N_("max |f(PX) - P f(X)| {none} without positions (float64); every positional scheme breaks "
+                     "it ({moved:.0e} or more)"), look, none=below(none, 1e-12), moved=moved)
 
     errors = shift_errors(device=device)
     print(_("\n2. Relative position, the deep dive's second reason (§3.3).  PE[pos + k] = PE[pos] @ M_k, M_k\n"
             "   block-diagonal 2x2 rotations by k w_i (k alone), d_model = 512, pos 0..199:"))
-    print(table(['k', 'max |PE[pos+k] - PE[pos] M_k|'], [[k, f"{e:.1e}"] for k, e in errors.items()]))
+    print(table(['k', 'max |PE[pos+k] - PE[pos] M_k|'], [[k, below(e, 1e-12)] for k, e in errors.items()]))
     block = [[round(v, 4) for v in row[:2]] for row in shift_matrix(1, 512)[:2].tolist()]
     print(_("M_1's first block: {block} = [[cos 1, -sin 1], [sin 1, cos 1]]").format(block=block))
     claims.record('deep_dive', '3.3', '可以通过 PE_pos 的线性变换得到 PE_pos+k', 'holds',
-                  N_("PE[pos + k] = PE[pos] M_k with M_k a block of 2x2 rotations, to {err:.1e} for k = {ks}"),
-                  N_('part 2: the table "k, max |PE[pos+k] - PE[pos] M_k|"'), err=max(errors.values()),
+                  N_("PE[pos + k] = PE[pos] M_k with M_k a block of 2x2 rotations (largest difference {err}) for "
+                     "k = {ks}"),
+                  N_('part 2: the table "k, max |PE[pos+k] - PE[pos] M_k|"'), err=below(max(errors.values()), 1e-12),
                   ks=', '.join(map(str, errors)))
 
     scores = rope_scores(device=device)
     print(_("\n3. RoPE (the deep dive §3.5): the same q and k placed at positions m and m + 3:"))
     print(table(['m', 'm + 3', 'q_m . k_(m+3)'], [[m, m + 3, f"{s:.10f}"] for m, s in scores.items()]))
     spread = max(scores.values()) - min(scores.values())
-    print(_("spread {spread:.1e}: the score depends on the offset only.").format(spread=spread))
+    print(_("spread {spread}: the score depends on the offset only.").format(spread=below(spread, 1e-12)))
     claims.record('deep_dive', '3.5', '将位置信息通过一个旋转矩阵"旋入"Q 和 K 的计算中——不是"加"到 Embedding 上，而是直接修改 QK^T 的计算', 'holds',
                   N_("the score of the same q, k at positions m and m + 3 is the same for m = {first} … {last} (spread "
-                     "{spread:.1e})"), N_('part 3: the table "m, m + 3, q_m . k_(m+3)"'), first=min(scores), last=max(scores),
-                  spread=spread)
+                     "{spread})"), N_('part 3: the table "m, m + 3, q_m . k_(m+3)"'), first=min(scores), last=max(scores),
+                  spread=below(spread, 1e-12))
 
     lam = wavelengths()
     print(_("\n4. Many scales, the deep dive's third reason (§3.3).  Sinusoidal wavelengths, d_model = 512:\n"

@@ -41,6 +41,7 @@ from transformer import GPT, Encoder
 
 from . import budget, claims
 from .copy_task import VOCAB, copy_batch, copy_loss
+from .figures import outcome
 from .report import command_line, options_of, run_lesson, save_lines, table
 
 # the articles' sections this lesson checks (demos/articles.py)
@@ -228,7 +229,7 @@ def run(n_layers=4, steps=80, warmup=30, lr=1e-2, seeds=1, depths=DEPTHS, grad_s
     figures = dict(lr=lr, n=seeds, L=n_layers, steps=steps, chance=math.log(VOCAB),
                    pre=learns['pre', 0], pre_w=learns['pre', warmup], post=learns['post', 0],
                    post_w=learns['post', warmup], pre_loss=claims.between(finals['pre', 0], '.3f'),
-                   post_loss=claims.between(finals[stuck], '.3f'))
+                   post_loss=outcome(finals[stuck], '.3f', seeds, above=2, bound_spec='g'))
     seeds_note = claims.seeds_note(seeds)
     claims.record('deep_dive', '4.4', 'Pre-LN 训练更稳定，不需要 warmup', 'holds' if learns['pre', 0] == seeds else 'partly',
                   N_("at lr {lr:g} Pre-LN learns to copy without warm-up in {pre} of {n} seeds (loss {pre_loss}) and "

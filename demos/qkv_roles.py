@@ -42,6 +42,7 @@ from transformer.mla import MultiHeadLatentAttention
 from . import article_trace, toy_training, why_separate_qk
 from . import budget, claims
 from .articles import cite
+from .figures import below, series
 from .report import command_line, options_of, run_lesson, table
 from .toy_training import accuracy, fit, tail_mean
 
@@ -248,13 +249,13 @@ def run(steps=200, lookup_steps=400, seed=0, full=False, device='cpu'):
             "stays on its own\ntoken: the article's point holds."))
     copies = [results[False]] + [copy_previous(False, steps, seed=seed + s, device=device) for s in range(1, seeds)]
     claims.record('architecture', '2.3.2', '如果让 Q/K/V 都直接等于 X 不做变换，模型就没法学到「该从什么角度提问」', 'holds',
-                  N_("with Q = K = V = X each word's largest weight is itself ({itself} on the deep dive's X0; {is_max} "
+                  N_("with Q = K = V = X each word's largest weight is itself ({itself} on the deep dive's X0; {is_max:.0%} "
                      "of the rows of random X of equal-length rows), and copying the previous token is not learned "
-                     "({without}, chance 10%; {with_} with W_Q, W_K, W_V)"),
+                     "({without}, chance 10%; {with_:.1%} with W_Q, W_K, W_V)"),
                   N_("part 1: the 猫 吃 鱼 table and the table \"attention, final loss, test accuracy\""),
                   seeds=claims.seeds_note(seeds),
-                  itself=', '.join(f"{w} {A[i][i]:.0%}" for i, w in enumerate(words)), is_max=f"{is_max:.0%}",
-                  without=claims.spread([c['accuracy'] for c in copies]), with_=f"{100 * results[True]['accuracy']:.1f}%")
+                  itself=series([A[i][i] for i in range(len(words))], '.0%', labels=words), is_max=is_max,
+                  without=claims.spread([c['accuracy'] for c in copies]), with_=results[True]['accuracy'])
 
     d_ks = LOOKUP_D_KS
     lookup = {(tie, d_k): [train_lookup(tie, d_k, lookup_steps, seed=seed + s, device=device) for s in range(seeds)]
@@ -279,14 +280,14 @@ def run(steps=200, lookup_steps=400, seed=0, full=False, device='cpu'):
                                          '但 it 真正需要的是 animal 的语义（Value）'], 'partly' if roomy else 'holds',
                   N_("with W_V tied to W_K one head reaches {tied} at d_k = {d_ks} against {separate} with separate "
                      "projections; at d_k = {roomy} the shared projection has room for address and content and "
-                     "also reaches {roomy_acc}: \"must\" is too strong") if roomy else
+                     "also reaches {roomy_acc:.1%}: \"must\" is too strong") if roomy else
                   N_("with W_V tied to W_K one head reaches {tied} at d_k = {d_ks} against {separate} with separate "
                      "projections"),
                   N_('part 2: the table "d_k, W_V separate, W_V = W_K"'), seeds=claims.seeds_note(seeds),
-                  tied=' / '.join(f"{100 * mean[True, d]:.1f}%" for d in d_ks if d not in roomy),
+                  tied=series([mean[True, d] for d in d_ks if d not in roomy], '.1%', sep=' / '),
                   d_ks=' / '.join(str(d) for d in d_ks if d not in roomy),
                   separate=claims.spread([mean[False, d] for d in d_ks]), roomy=roomy[0] if roomy else None,
-                  roomy_acc=f"{100 * mean[True, roomy[0]]:.1f}%" if roomy else None)
+                  roomy_acc=mean[True, roomy[0]] if roomy else None)
 
     four = fourth_projection(seed=seed, device=device)
     a, b, c = four['abc']
@@ -297,13 +298,13 @@ def run(steps=200, lookup_steps=400, seed=0, full=False, device='cpu'):
     print(_("The article's formula is wrong: a fourth projection is not a combination of the three.  What is true "
             "is that a\nfourth matrix in a role already filled adds parameters but nothing the model can express:"))
     print(table([_('check'), _('largest difference')],
-                [[_('Q K_1^T + Q K_2^T  vs  Q (K_1 + K_2)^T: two key projections are one'), four['merged']],
-                 [_('W_Q columns x s_i, W_K columns / s_i: the scores do not change'), four['rescaled']]], fmt='.1e'))
+                [[_('Q K_1^T + Q K_2^T  vs  Q (K_1 + K_2)^T: two key projections are one'), below(four['merged'], 1e-12)],
+                 [_('W_Q columns x s_i, W_K columns / s_i: the scores do not change'), below(four['rescaled'], 1e-12)]]))
     claims.record('attention', '2.2.4', '第四个向量可以被前三个的线性组合表示：U = a·Q + b·K + c·V',
                   'the article is wrong',
                   N_("for a random fourth projection the best a, b, c leave {left:.1%} of W_U unexplained.  What holds is "
                      "that a fourth matrix in a role already filled adds nothing: Q K_1^T + Q K_2^T = Q (K_1 + K_2)^T "
-                     "(difference {merged:.1e})"), N_('part 3'), left=four['residual'], merged=four['merged'])
+                     "(difference {merged})"), N_('part 3'), left=four['residual'], merged=below(four['merged'], 1e-12))
 
     mla = mla_queries(device=device)
     (full_q, full_formula, full_cache), (small_q, small_formula, small_cache) = mla[None], mla[24]

@@ -31,6 +31,7 @@ from transformer import Encoder
 from transformer.probes import ResidualProbe, rank_collapse, token_uniformity
 
 from . import budget, claims
+from .figures import below
 from .report import command_line, options_of, run_lesson, save_lines, save_viewer, table
 
 # the articles' sections this lesson checks (demos/articles.py)
@@ -128,11 +129,11 @@ def run(n_layers=24, d_model=16, n_heads=2, batch_size=4, seq_len=8, seed=0, dev
                   'holds', N_("first/last layer gradient {pre:.2g} with residuals vs {pre_no:.2g} without (Pre-LN, "
                               "{L} layers); {low:.0%}-{high:.0%} of each connection's gradient comes along the "
                               "identity; without residuals the tokens' distance from 'every token the same' is "
-                              "{pre_c:.1e} for Pre-LN and {post_c:.1e} for Post-LN at layer {within}: they collapse to "
+                              "{pre_c} for Pre-LN and {post_c} for Post-LN at layer {within}: they collapse to "
                               "one vector"),
                   N_('the table "layer, Pre-LN, residual, ..., +1 share" and the line "first / last layer"; the '
-                     'rank-collapse table'), within=first + 1, pre_c=collapse['pre', False][first],
-                  post_c=collapse['post', False][first], **figures)
+                     'rank-collapse table'), within=first + 1, pre_c=below(collapse['pre', False][first], 1e-5),
+                  post_c=below(collapse['post', False][first], 1e-5), **figures)
     return {'grads': grads, 'shares': shares, 'ratios': ratios, 'collapse': collapse, 'device': device}
 
 

@@ -32,6 +32,7 @@ from transformer import article_data as article
 from . import article_trace
 from . import budget, claims
 from .articles import cite
+from .figures import outcome, series
 from .report import command_line, options_of, run_lesson, save_lines, table
 from .toy_training import fit
 
@@ -177,9 +178,9 @@ def run(steps=150, seed=0, full=False, device='cpu'):
                   N_("as a picture: fresh Post-LN EncoderLayer(12, 3, 48) on the article's X0 give {layer} for 猫 / 吃 / "
                      "鱼 (mean of 20; article {printed}), LayerNorm alone {normed}; it contradicts the attention "
                      "article's \"100% 保留\""), N_('part 1: the second table "word, article, EncoderLayer: mean"'),
-                  layer=' / '.join(f"{layer[w][0]:.2f}" for w in article.TOKENS),
-                  printed=' / '.join(f"{COS_X0_X1_PRINTED[w]:.2f}" for w in article.TOKENS),
-                  normed=' / '.join(f"{normed[w]:.2f}" for w in article.TOKENS))
+                  layer=series([layer[w][0] for w in article.TOKENS], '.2f', sep=' / '),
+                  printed=series([COS_X0_X1_PRINTED[w] for w in article.TOKENS], '.2f', sep=' / '),
+                  normed=series([normed[w] for w in article.TOKENS], '.2f', sep=' / '))
 
     sweeps = [depth_sweep(depths, steps, seed=s, device=device) for s in range(seed, seed + (FULL['seeds'] if full else 1))]
     swept = sweeps[0]
@@ -220,8 +221,9 @@ def run(steps=150, seed=0, full=False, device='cpu'):
                   N_("on a toy: plain MLP blocks stop learning at {fails} (error {plain} of the target's variance, "
                      "learned in {plain_n} of {n} seeds); residual blocks at {deepest}: error {res}, learned in "
                      "{res_n} of {n}; `--full` trains 110 blocks"), look, seeds=seeds_note, fails=fails,
-                  plain=claims.between(errors[fails, False]) if fails else None, n=n, deepest=deepest,
-                  plain_n=learning[fails, False] if fails else None, res=claims.between(errors[deepest, True]),
+                  plain=outcome(errors[fails, False], '.2f', n, above=0.5, bound_spec='g') if fails else None, n=n,
+                  deepest=deepest,
+                  plain_n=learning[fails, False] if fails else None, res=outcome(errors[deepest, True], '.2f', n, below=0.2, bound_spec='g'),
                   res_n=learning[deepest, True])
     shallow = [d for d in depths if d < (fails or deepest)]
     claims.record('deep_dive', '4.1', '深层网络（56 层）的训练误差和测试误差都比浅层网络（20 层）高——不是过拟合…而是根本学不动',
@@ -229,9 +231,10 @@ def run(steps=150, seed=0, full=False, device='cpu'):
                   N_("on a toy: plain MLP blocks fit a random teacher to {shallow_err} of its variance at {shallow} "
                      "blocks, {deep_err} at {fails} (training error); residual blocks {res_err}"), look,
                   seeds=seeds_note, shallow=' to '.join(map(str, shallow[::max(1, len(shallow) - 1)])), fails=fails,
-                  shallow_err=claims.between([e for d in shallow for e in errors[d, False]]),
-                  deep_err=claims.between(errors[fails, False]) if fails else None,
-                  res_err=claims.between([e for d in depths for e in errors[d, True]]))
+                  shallow_err=outcome([e for d in shallow for e in errors[d, False]], '.2f', n, below=0.2,
+                                      bound_spec='g'),
+                  deep_err=outcome(errors[fails, False], '.2f', n, above=0.5, bound_spec='g') if fails else None,
+                  res_err=outcome([e for d in depths for e in errors[d, True]], '.2f', n, below=0.2, bound_spec='g'))
     return {'device': swept['device'], 'stream': runs, 'article_layer': layer, 'layernorm_alone': normed,
             'sweep': sweep, 'plain_fails': plain_fails, 'residual_fails': residual_fails}
 

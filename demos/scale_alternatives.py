@@ -26,18 +26,21 @@
 import math
 
 import microtensor as mt
+from microtensor import i18n
 from microtensor.i18n import N_, _
 from transformer import LayerNorm, MultiHeadAttention
 
 from . import qkv_roles
 from . import budget, claims
 from .articles import cite
+from .figures import outcome
 from .report import command_line, options_of, run_lesson, table
 
 SECTIONS = [('architecture', '2.4.1'), ('architecture', '2.4.2'), ('attention', '2.3.3'), ('deep_dive', '1.5')]
 
 
 # ---------------------------------------------------------------------------- 1. the ±30
+
 def dot_products(d_k=128, rows=200, n=512, bound=30.0, seed=0, device='cpu'):
     """q . k for rows x n pairs q, k ~ N(0, I_{d_k}) (float32, a row at a time would be slow, all at once
     large: 40 rows per chunk): {'std', 'beyond': fraction with |q . k| > bound, 'row_max': mean over rows of
@@ -77,6 +80,12 @@ def small_d_k(d_ks=(2, 4, 8, 16), m=32, steps=400, seed=0, device='cpu'):
     """{d_k: test accuracy of the qkv_roles lookup with m addresses and no scale at all (scale = 1)}."""
     return {d_k: qkv_roles.train_lookup(False, d_k, steps, m=m, scale=1.0, seed=seed, device=device)[2]
             for d_k in d_ks}
+
+
+def capacity(d_k, accuracies):
+    """The lookup's accuracy at `d_k` over seeds; from one seed, what it shows with a margin: d_k = 2 and 4
+    cannot hold the 32 addresses, 8 and more can."""
+    return outcome(accuracies, '.1%', len(accuracies), **{2: dict(below=0.2), 4: dict(below=0.7)}.get(d_k, dict(above=0.85)))
 
 
 # ---------------------------------------------------------------------------- 3, 4. softmax inputs
@@ -151,7 +160,7 @@ def run(rows=200, steps=200, seed=0, full=False, device='cpu'):
                      "of q·k for unit q, k is √d_k)"),
                   N_('part 2: the table "d_k, std of q . k for unit q, k, test accuracy"'),
                   seeds=claims.seeds_note(len(seeds)), d_ks=', '.join(map(str, d_ks)),
-                  accs=', '.join(claims.spread([run[d_k] for run in smalls]) for d_k in d_ks))
+                  accs=i18n.joined([capacity(d_k, [run[d_k] for run in smalls]) for d_k in d_ks], N_("{first}, {second}")))
 
     trained = trained_scores(steps, seed, device)
     (p5, slope5), (p12, slope12), (p20, slope20) = (softmax_and_slope(x, device)
@@ -172,7 +181,7 @@ def run(rows=200, steps=200, seed=0, full=False, device='cpu'):
                      "of its scaled scores within ±5, its largest {largest}, and it learned the task ({acc}); and "
                      "softmax(5, -5) is already saturated (gradient {slope:.1e})"), N_('part 3'),
                   seeds=claims.seeds_note(len(runs)), within=claims.spread([r['within'] for r in runs]),
-                  largest=claims.between([r['largest'] for r in runs]), acc=claims.spread([r['accuracy'] for r in runs]),
+                  largest=claims.between([r['largest'] for r in runs], '.1f'), acc=claims.spread([r['accuracy'] for r in runs]),
                   slope=slope5)
 
     print("\n" + _("4. The two examples of {cite}, computed:").format(cite=cite('deep_dive', '1.5')))

@@ -36,6 +36,7 @@ from microtensor.i18n import N_, _
 from transformer.attention import attend
 
 from . import budget, claims
+from .figures import outcome
 from .report import command_line, options_of, run_lesson, save_lines, table, window_means
 from .why_separate_qk import train_copy_previous
 
@@ -165,11 +166,11 @@ def _record(runs, steps, d_model, learned):
                    for name in ('learned', '1/sqrt(d_k)')} for both in runs]
     look = N_('part 2: the table "scale, loss, first 20 steps, ..., worst loss, 2nd half"; part 3: "learned at step"')
     claims.record('attention', '2.3.3', '错误缩放 (d_k) 极低 极慢 极差', 'partly',
-                  N_("1/d_k starts slowest (uniform attention) and needs {sgd} the steps of 1/√d_k to learn with SGD, "
-                     "{adam} with Adam, which rescales each gradient; it ends with the lowest loss of all in {lowest} of "
+                  N_("1/d_k starts slowest (uniform attention) and needs {sgd}x the steps of 1/√d_k to learn with SGD, "
+                     "{adam}x with Adam, which rescales each gradient; it ends with the lowest loss of all in {lowest} of "
                      "{n} seeds: not \"极差\""), look, seeds=seeds, n=n, lowest=lowest,
-                  sgd=claims.between([ratio('SGD', r) for r in runs], '.1f') + 'x',
-                  adam=claims.between([ratio('Adam', r) for r in runs], '.1f') + 'x')
+                  sgd=claims.between([ratio('SGD', r) for r in runs], '.1f'),
+                  adam=claims.between([ratio('Adam', r) for r in runs], '.1f'))
     at = [{name: steps_to_learn(r['losses']) or steps for name, r in adam.items()} for adam, _ in runs]
     claims.record('attention', '2.3.3', '无缩放 低 慢 差', 'partly',
                   N_("no scale learns at step {none_at} with Adam against {fixed_at} for 1/√d_k (later in {slower} of "
@@ -179,8 +180,9 @@ def _record(runs, steps, d_model, learned):
                   look, seeds=seeds, n=n, spiky=spiky, none_at=claims.between([a['no scale'] for a in at], 'd'),
                   slower=sum(a['no scale'] > a['1/sqrt(d_k)'] for a in at),
                   fixed_at=claims.between([a['1/sqrt(d_k)'] for a in at], 'd'),
-                  spike=claims.between([worst['no scale'] for worst in late], '.2g'),
-                  fixed_spike=claims.between([worst['1/sqrt(d_k)'] for worst in late], '.2g'))
+                  spike=outcome([worst['no scale'] for worst in late], '.2g', n, above=0.01, bound_spec='g'),
+                  fixed_spike=outcome([worst['1/sqrt(d_k)'] for worst in late], '.2g', n, below=0.001,
+                                      bound_spec='g'))
     claims.record('attention', '2.3.4', '有论文尝试过可学习缩放因子，效果提升有限', 'holds',
                   N_("`scale='learned'` ends at {learned:.4f} from 1/√{d} = {start:.4f} (x {ratio:.2f}) and trains "
                      "like the fixed scale"), N_('part 2: the line "learned scale after training"'), seeds=seeds, learned=learned,

@@ -42,6 +42,7 @@ from transformer.attention import attend  # scaled_dot_product_attention that al
 from transformer.probes import saturation_stats
 
 from . import budget, claims
+from .figures import outcome, series
 from .report import (command_line, draw_lines, options_of, run_lesson, save_lines, save_plot, save_viewer, table,
                      window_means)
 
@@ -157,7 +158,7 @@ def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train
     look = N_('the table "d_k, scale, Var(scores), max p, mean p(1-p), entropy, passes, rows cut off"')
     claims.record('attention', '2.3.1', '点积的方差 = 维度 d_k', 'holds',
                   N_("Var(q·k) = {var} for d_k = {d_ks}"), look,
-                  var=', '.join(f"{at[d, False]['var']:.4g}" for d in d_ks), d_ks=', '.join(map(str, d_ks)))
+                  var=series([at[d, False]['var'] for d in d_ks], '.4g'), d_ks=', '.join(map(str, d_ks)))
     claims.record('attention', '2.3.2', 'Softmax 会输出一个极度尖锐的分布（One-Hot 形式）…这会导致梯度消失', 'holds',
                   N_("without the scale at d_k = {big} the largest weight averages {max_p:.3f}, mean p(1-p) is "
                      "{p1p:.2g} ({p1p_scaled:.2g} with it), and {cut:.1%} of the query rows pass less than 1e-3 of their "
@@ -179,15 +180,17 @@ def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train
                   look,
                   var=at[big, False]['var'], big=big, low=min(at[d, True]['var'] for d in d_ks),
                   high=max(at[d, True]['var'] for d in d_ks))
-    table_232 = [(x, [f"{v:.4f}" for v in mt.softmax(mt.tensor(x, dtype='float64'), axis=-1).tolist()]) for x in ARTICLE_TABLE]
+    table_232 = [(x, series(mt.softmax(mt.tensor(x, dtype='float64'), axis=-1).tolist(), '.4f'))
+                 for x in ARTICLE_TABLE]
     print("\n" + _("The attention article's table (§2.3.2), recomputed:"))
-    print(table([_('input'), _('softmax, 4 decimals')], [[str(x), ', '.join(p)] for x, p in table_232]))
+    print(table([_('input'), _('softmax, 4 decimals')], [[str(x), p] for x, p in table_232]))
     claims.record('attention', '2.3.2', ['[1, 2, 3] [0.09, 0.24, 0.67] 平滑分布', '[10, 20, 30] [0.00, 0.00, 1.00]',
                                          '[100, 200, 300] [0.00, 0.00, 1.00] 完全 One-Hot'], 'holds',
                   N_("softmax({a}) = ({pa}), the printed row to 2 decimals; ({b}) and ({c}) are one-hot to 2 "
                      "decimals and beyond: ({pb}), ({pc})"), N_('the table "input, softmax, 4 decimals"'),
-                  **{name: ', '.join(map(str, v)) for name, v in (('a', table_232[0][0]), ('pa', table_232[0][1]),
-                  ('b', table_232[1][0]), ('pb', table_232[1][1]), ('c', table_232[2][0]), ('pc', table_232[2][1]))})
+                  **{name: ', '.join(map(str, v)) if name in 'abc' else v for name, v in
+                     (('a', table_232[0][0]), ('pa', table_232[0][1]), ('b', table_232[1][0]), ('pb', table_232[1][1]),
+                      ('c', table_232[2][0]), ('pc', table_232[2][1]))})
 
     save_plot('softmax_saturation', lambda ax: draw_saturation(ax, rows, d_ks), _('Softmax saturation as d_k grows'))
     for scaled in (True, False) if html else ():  # the largest d_k, step by step, with and without the scale
@@ -217,14 +220,15 @@ def run(d_ks=D_KS, batch_size=32, seq_len=16, train=True, train_steps=150, train
         claims.record('architecture', '2.10.2', 'd_k 大 → 点积方差大 → softmax 趋近 one-hot → 梯度含 p(1-p) 项趋近 0 → 训不起来',
                       'holds' if both == seeds else 'partly',
                       N_("each link measured: Var {var:.4g} at d_k = {big}, max p {max_p:.3f}, p(1-p) {p1p:.2g}; "
-                         "and by SGD at d_k = {d_k} the unscaled head's mean squared error stays at "
-                         "{low:.2f}-{high:.2f} over the second half of training while the scaled one reaches {scaled} "
+                         "and by SGD at d_k = {d_k} the unscaled head's mean squared error stays {low} over the "
+                         "second half of training while the scaled one reaches {scaled} "
                          "(in {both} of {n} seeds the scaled head gets below {learned} and the unscaled one stays "
                          "above {stuck_at})"),
                       N_('both tables: "d_k, scale, Var(scores), ..." and "steps, with 1/sqrt(d_k), without"'),
                       seeds=claims.seeds_note(seeds), var=at[big, False]['var'], big=big, max_p=at[big, False]['max_p'],
-                      p1p=at[big, False]['p1p'], d_k=train_d_k, low=min(min(u) for u in stuck),
-                      high=max(max(u) for u in stuck), scaled=claims.between(finals, '.2g'), both=both, n=seeds,
+                      p1p=at[big, False]['p1p'], d_k=train_d_k, both=both, n=seeds,
+                      low=outcome([min(u) for u in stuck], '.2f', seeds, above=STUCK, bound_spec='g'),
+                      scaled=outcome(finals, '.2g', seeds, below=LEARNED / 10, bound_spec='g'),
                       learned=LEARNED, stuck_at=STUCK)
         save_lines('softmax_saturation_training', {'scores / sqrt(d_k)': curves[True], _('no scale'): curves[False]},
                    _('step'), 'MSE', _('Lookup task by SGD, d_k = {d_k}').format(d_k=train_d_k))

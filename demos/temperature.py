@@ -13,6 +13,7 @@ import microtensor as mt
 from microtensor.i18n import N_, _
 
 from . import claims
+from .figures import series
 from .report import command_line, options_of, run_lesson, save_plot, table
 
 # the articles' sections this lesson checks (demos/articles.py)
@@ -47,7 +48,7 @@ def run(logits=LOGITS, temperatures=TEMPERATURES, device='cpu'):
         claims.record('attention', '2.4.2', ['T = 0.2 极度尖锐，接近 Argmax', 'T = 1.5 平滑，多样性高'], 'holds',
                       N_("for {x} the largest probability is {tops} at T = {Ts}, and the entropy rises from {low:.3f} "
                          "to {high:.3f} (uniform: {uniform:.3f})"), look, x=list(logits),
-                      tops=', '.join(f"{by_T[T][0][0]:.3f}" for T in sorted(by_T)), Ts=', '.join(f"{T:g}" for T in sorted(by_T)),
+                      tops=series([by_T[T][0][0] for T in sorted(by_T)], '.3f'), Ts=series(sorted(by_T), 'g'),
                       low=by_T[min(by_T)][1], high=by_T[max(by_T)][1], uniform=math.log(len(logits)))
         claims.record('attention', '2.3.4', '√d_k 是"训练时的温度"', 'holds',
                       N_("softmax(x / T) with T = {low:g} … {high:g} goes from near argmax ({top:.3f}) to flat; 1/√d_k "

@@ -133,17 +133,17 @@ def run(steps=300, length=6, n_test=200, batch_size=32, d_model=64, n_heads=4, n
                     [[seed + i, f"{100 * t:.1f}%", f"{100 * q:.1f}%"] for i, (t, q) in enumerate(runs)]))
     learned = sum(t >= LEARNED for t, _ in runs)
     figures = dict(token=claims.spread([t for t, _ in runs]), seq=claims.spread([q for _, q in runs]),
-                   learned=learned, n=seeds, bar=f"{LEARNED:.0%}")
+                   learned=learned, n=seeds, bar=LEARNED)
     look = N_('the line "token accuracy ..." (--full: the table "seed, token accuracy, whole sequences")')
     claims.record('architecture', '2.8', 'Encoder-Decoder Encoder 双向 + Decoder 单向 + Cross-Attention',
                   'holds' if learned == seeds else 'partly',
                   N_("transformer.Transformer (encoder, causal decoder, cross-attention) learns to reverse unseen "
-                     "digit sequences: {token} of the tokens (at least {bar} in {learned} of {n} seeds)"), look,
+                     "digit sequences: {token} of the tokens (at least {bar:.0%} in {learned} of {n} seeds)"), look,
                   seeds=claims.seeds_note(seeds), **figures)
     claims.record('deep_dive', '7.5', 'Decoder 的每个词用自己的 Q 去查询 Encoder 输出（X_2）的 K 和 V。这就是翻译的"对齐"',
                   'holds' if learned == seeds else 'partly',
                   N_("trained to reverse digits, the encoder-decoder gets {token} of held-out tokens ({seq} of whole "
-                     "sequences) right, reading the source only through cross-attention (at least {bar} of the tokens "
+                     "sequences) right, reading the source only through cross-attention (at least {bar:.0%} of the tokens "
                      "in {learned} of {n} seeds); `python -m demos attention_maps` shows that attention aligning "
                      "output t with source L-1-t"), look, seeds=claims.seeds_note(seeds), **figures)
     print(table([_('output position')] + [str(i + 1) for i in range(length)],

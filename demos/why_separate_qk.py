@@ -38,6 +38,7 @@ from microtensor.i18n import N_, _
 from transformer import Embed, MultiHeadAttention
 
 from . import budget, claims
+from .figures import below
 from .report import check_loss, command_line, options_of, run_lesson, save_lines, table, window_means
 
 # the articles' sections this lesson checks (demos/articles.py)
@@ -133,7 +134,8 @@ def run(steps=200, seq_len=8, d_model=32, batch_size=32, seed=0, full=False, dev
     print(_("1. One head on the same random X (5 tokens): asymmetry = max |M - M^T|; Z_i = sum_k exp(S_ik), the "
             "normaliser of row i"))
     print(table([_('projection'), 'S = Q K^T / sqrt(d_k)', 'A = softmax(S)', 'A_ij Z_i = exp(S_ij)'],
-                [[_(name), sym[shared]['S_asym'], sym[shared]['A_asym'], sym[shared]['AZ_asym']]
+                [[_(name)] + [below(v, 1e-12) if v < 1e-12 else v   # rounding noise: a bound, never its value
+                              for v in (sym[shared]['S_asym'], sym[shared]['A_asym'], sym[shared]['AZ_asym'])]
                  for name, shared in PROJECTIONS], fmt='.2e'))
     print(_("With a shared projection S is exactly symmetric, but A is not: each row is divided by its own\n"
             "Z_i = sum_k exp(S_ik), so A_ij / A_ji = Z_j / Z_i.  The attention article's 'A_ij = A_ji' (§2.2.2)\n"
@@ -141,10 +143,10 @@ def run(steps=200, seq_len=8, d_model=32, batch_size=32, seed=0, full=False, dev
     print(table(['Q \\ K'] + [str(j) for j in range(5)], [[i] + row for i, row in enumerate(sym[True]['A'])],
                 fmt='.3f'))
     claims.record('attention', '2.2.2', '如果 Q = K，那么注意力矩阵 A = Softmax(QK^T) 是对称的。A_ij = A_ji', 'partly',
-                  N_("with W_Q = W_K the scores are symmetric (max |S - S^T| = {s:.1e}), the weights are not ({a:.1e}): "
+                  N_("with W_Q = W_K the scores are symmetric (max |S - S^T| {s}), the weights are not ({a:.1e}): "
                      "each row is divided by its own Z_i = Σ_k exp(S_ik), so A_ij / A_ji = Z_j / Z_i"),
                   N_('part 1: the table "projection, S = Q K^T / sqrt(d_k), A = softmax(S)"'),
-                  s=sym[True]['S_asym'], a=sym[True]['A_asym'])
+                  s=below(sym[True]['S_asym'], 1e-12), a=sym[True]['A_asym'])
 
     sizes = dict(d_model=d_model, B=batch_size, device=device)
     results = compare(steps, seed, n=n, **sizes)

@@ -317,3 +317,13 @@ def _import_graphviz():
                           "(or pip install -e '.[viz]'); rendering images also needs Graphviz's "
                           f"`dot` program: {INSTALL_DOT}") from None
     return graphviz
+
+
+def graph_depth(tensor):
+    """The longest chain of ops that produced `tensor`: the steps that must run one after another,
+    however many processors there are (an RNN's grows with the sequence, attention's does not)."""
+    depth = {}
+    for t in reversed(autograd.topological_order([tensor])):      # inputs before the ops that use them
+        fn = t.creator
+        depth[id(t)] = 0 if fn is None else 1 + max((depth.get(id(x), 0) for x in fn.inputs), default=0)
+    return depth[id(tensor)]
