@@ -384,7 +384,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                         f"not {type(grad_outputs).__name__}")
     if len(grad_outputs) != len(outputs):
         raise ValueError(f"mt.grad: {len(grad_outputs)} grad_outputs for {len(outputs)} outputs")
-    root_grads = [_initial_grad(y, g, 'mt.grad') for y, g in zip(outputs, grad_outputs)]
+    root_grads = [_initial_grad(y, g, 'mt.grad', f'grad_outputs[{i}]')
+                  for i, (y, g) in enumerate(zip(outputs, grad_outputs))]
     for x in inputs:
         if not x.requires_grad:
             raise RuntimeError(f"mt.grad: an input of shape {x.shape} does not require grad")
@@ -405,27 +406,25 @@ def _tensors(value, what):
     return list(values)
 
 
-def _initial_grad(y, g, op='backward'):
-    """The gradient backward starts from: ones for a scalar, else it must be given."""
+def _initial_grad(y, g, op='backward', what='gradient'):
+    """The gradient backward starts from: ones for a scalar, else it must be given (`what` names the
+    argument), of y's shape and on y's device.  Cast to y's dtype here, once, as PyTorch does (a float32,
+    integer or bool gradient for a float64 output), so that no op's backward meets a stranger dtype."""
     if not y.requires_grad:
         raise RuntimeError(f"{op}: this tensor does not require grad and has no graph "
                            "(was it computed under no_grad(), or from tensors without requires_grad=True?)")
     if g is None:
         if y.numel() != 1:
             raise RuntimeError(f"{op}: the output has shape {y.shape}, not a scalar; "
-                               "pass grad= (a tensor of the same shape) or reduce it first (e.g. .sum())")
+                               f"pass the {what} (a tensor of the output's shape) or reduce it first (e.g. .sum())")
         return Tensor._wrap(backend.array_module(y.data).ones_like(y.data))
-    array = g.data if isinstance(g, Tensor) else param_array(g, y, op, 'grad')
-    if array.dtype == bool:  # True/False is a mask, not a rate of change (numpy cannot even negate it)
-        raise TypeError(f"{op}: grad has dtype bool, but a gradient holds numbers: pass a {y.dtype} tensor "
-                        f"(for a mask m: (y * m).sum().backward(), or grad=m.to(mt.{y.dtype}))")
-    if not isinstance(g, Tensor):  # an array (on y's device) or a list of numbers: a private copy in y's dtype
-        g = Tensor._wrap(array.astype(y.dtype))
-    elif type(g.data) is not type(y.data):
-        raise RuntimeError(f"{op}: grad is on '{g.device}' but the output is on '{y.device}'")
-    if g.shape != y.shape:
-        raise ValueError(f"{op}: grad has shape {g.shape} but the output has shape {y.shape}")
-    return g
+    array = param_array(g, y, op, what)  # on y's device, and numbers (complex refused, as PyTorch does for a real y)
+    if array.shape != y.shape:
+        raise ShapeError(f"{op}: {what} has shape {array.shape} but the output has shape {y.shape}; "
+                         "pass one gradient per element of the output, in its shape")
+    if not isinstance(g, Tensor):  # an array or a list of numbers: a private copy
+        return Tensor._wrap(array.astype(y.dtype))
+    return g if g.dtype == y.dtype else g.to(dtype=y.dtype)
 
 
 # how numpy and cupy word a ValueError about shapes that do not fit together

@@ -162,7 +162,8 @@ def fit(op, value, dtype, what='value', negative_wraps=True):
         integer dtype   an int must lie in the dtype's range; a float must be finite and lie in it
                         (it is then truncated toward 0: 2.7 is 2); into an unsigned dtype a negative
                         int down to -max wraps around (masked_fill(uint8, m, -1) writes 255), unless
-                        negative_wraps=False (clip: uint8.clip(-1) is refused; PyTorch gives 255)
+                        negative_wraps=False (pad's value: refused, as PyTorch refuses it; clip:
+                        uint8.clip(-1) is refused, where PyTorch gives 255)
         float dtype     a finite number must not overflow it (float16: 70000 is refused); inf and
                         nan are themselves
         bool            any number: whether it is nonzero"""
@@ -241,6 +242,7 @@ def check_exponent(op, exponent, dtype):
 
 
 FLOAT32 = backend.dtype('float32')
+FLOAT64 = backend.dtype('float64')
 
 
 def accumulation_dtype(dtype):
@@ -248,6 +250,16 @@ def accumulation_dtype(dtype):
     the CPU: 70,000 float16 ones add up to 70,000, not to inf; 100,000 softmax weights of 1e-5
     do not vanish), the dtype itself otherwise."""
     return FLOAT32 if dtype.kind == 'f' and dtype.itemsize < 4 else dtype
+
+
+def scan_dtype(dtype, device):
+    """The dtype a running sum or product (cumsum, cumprod) accumulates in, as PyTorch's on the same
+    device: float32 in float64 on the CPU (20,000 float32 0.1s add up to 2000.0 there, not 1999.66),
+    but in float32 on the GPU (PyTorch's CUDA kernels add float32 in float32); float16 in float32
+    everywhere (3000 float16 ones add up to 3000, not 2048); any other dtype in itself."""
+    if dtype == FLOAT32 and device == 'cpu':
+        return FLOAT64
+    return accumulation_dtype(dtype)
 
 
 def widened(op_fn, x, *others, **options):

@@ -187,13 +187,15 @@ class Tensor:
         self.requires_grad = requires_grad
         return self
 
-    def backward(self, grad=None, retain_graph=False, create_graph=False):
+    def backward(self, gradient=None, retain_graph=False, create_graph=False):
         """Fill .grad of every leaf this tensor depends on with d(self)/d(leaf).
 
-        Gradients *accumulate*: a second backward (retain_graph=True) adds to .grad,
-        as in PyTorch; call zero_grad() (or set .grad = None) between steps.
+        gradient: dL/d(self), of self's shape (needed unless self has one element), cast to
+        self's dtype as in PyTorch.  Gradients *accumulate*: a second backward
+        (retain_graph=True) adds to .grad, as in PyTorch; call zero_grad() (or set .grad = None)
+        between steps.
         """
-        root_grad = autograd._initial_grad(self, grad)
+        root_grad = autograd._initial_grad(self, gradient)
         autograd.run_backward([self], [root_grad], retain_graph, create_graph)
 
     def retain_grad(self):
@@ -638,7 +640,10 @@ class Tensor:
         return self.clip(min, max)
 
     def clip(self, min=None, max=None):
-        """x limited to [min, max], elementwise (None: no bound on that side)."""
+        """x limited to [min, max], elementwise (None: no bound on that side; one bound is needed)."""
+        if min is None and max is None:
+            raise RuntimeError("clip: at least one of min and max must be given, not both None (PyTorch's clamp "
+                               "and clip refuse this too); for an unchanged copy use x.clone()")
         low = None if min is None else argcheck.real(min, 'clip', 'min')
         high = None if max is None else argcheck.real(max, 'clip', 'max')
         low, high = (float(v) if isinstance(v, float) else v for v in (low, high))  # numpy floats as weak as Python's

@@ -318,7 +318,7 @@ SPECS = [
                                      ('relu', lambda a: np.maximum(a, 0))]],
     Spec('mt.exp', lambda v: mt.exp(v), (NON_TENSORS,), lambda v: 1 / 0, tensors=None, aliases=('exp',)),
     Spec('clip', lambda x, lo, hi: x.clip(lo, hi), (NUMBERS + OBJECTS + [None], NUMBERS + [None, 'a']),
-         lambda a, lo, hi: a.copy() if lo is None and hi is None else np.clip(a, lo, hi)),
+         lambda a, lo, hi: 1 / 0 if lo is None and hi is None else np.clip(a, lo, hi)),  # neither: refused
     Spec('gelu', lambda x, approximate: x.gelu(approximate), (['tanh', 'none', 'erf', None, 1, True],),
          lambda a, ap: _on_floats(lambda a: a * 0.5 * (1 + np.tanh(np.sqrt(2 / np.pi) * (a + 0.044715 * a ** 3))) if ap == 'tanh'
          else 1 / 0 if ap != 'none' else a * 0.5 * (1 + np.vectorize(__import__('math').erf, otypes=[float])(a / np.sqrt(2))))(a),

@@ -2,6 +2,7 @@
 import math
 
 from .. import argcheck, backend, convert, creation
+from ..argcheck import ShapeError
 from ..tensor import DEFAULT_FLOAT
 from ..ops.linalg import linear
 from . import init
@@ -37,9 +38,10 @@ class Linear(Module):
                      if bias else None)
 
     def forward(self, x):
-        if x.shape[-1] != self.in_features:
-            raise ValueError(f"Linear({self.in_features}, {self.out_features}): input has last dimension "
-                             f"{x.shape[-1]}, shape {x.shape}")
+        if x.ndim == 0 or x.shape[-1] != self.in_features:
+            got = f"last dimension {x.shape[-1]}" if x.ndim else "no dimension"
+            raise ShapeError(f"Linear({self.in_features}, {self.out_features}): input has {got}, shape {x.shape}; "
+                             f"it needs shape (..., {self.in_features}), in_features as its last dimension")
         return linear(x, self.weight, self.bias)
 
     def extra_repr(self):

@@ -16,6 +16,7 @@ A letter that only that operand has (summed over in the forward pass) is broadca
 import string
 
 from .. import backend, promotion
+from ..argcheck import ShapeError
 from ..autograd import Function
 from ..convert import tensor_arg
 
@@ -60,12 +61,13 @@ def einsum(equation, *operands):
     operands = [tensor_arg(t, 'einsum', f'operand {i}') for i, t in enumerate(operands)]
     inputs, output = _parse(equation.replace(' ', ''), [t.ndim for t in operands])
     sizes = {}
-    for spec, t in zip(inputs, operands):
+    for i, (spec, t) in enumerate(zip(inputs, operands)):
         if len(spec) != t.ndim:
-            raise ValueError(f"einsum: '{spec}' names {len(spec)} axes but its operand has shape {t.shape}")
+            raise ShapeError(f"einsum: '{spec}' names {len(spec)} axes but its operand has shape {t.shape} "
+                             f"(operand {i}); name one letter per axis, or '...' for the leading ones")
         for c, n in zip(spec, t.shape):
             if sizes.setdefault(c, n) != n and 1 not in (n, sizes[c]):
-                raise ValueError(f"einsum: axis '{c}' has size {sizes[c]} in one operand and {n} in another "
+                raise ShapeError(f"einsum: axis '{c}' has size {sizes[c]} in one operand and {n} in another "
                                  f"(shapes {[t.shape for t in operands]}); sizes must match or be 1")
             sizes[c] = max(sizes[c], n)
     operands = [t.broadcast_to(tuple(sizes[c] for c in spec)) for spec, t in zip(inputs, operands)]
@@ -81,7 +83,8 @@ def _parse(equation, ndims):
     left, arrow, output = equation.partition('->')
     inputs = left.split(',')
     if len(inputs) != len(ndims):
-        raise ValueError(f"einsum: {equation!r} describes {len(inputs)} operands but {len(ndims)} were given")
+        raise ShapeError(f"einsum: {equation!r} describes {len(inputs)} operands but {len(ndims)} were given; "
+                         "give one operand per comma-separated term")
     if any(s.count('...') > 1 for s in inputs + [output]):
         raise ValueError(f"einsum: {equation!r}: '...' may appear at most once per operand")
     spare = [c for c in string.ascii_letters if c not in equation]

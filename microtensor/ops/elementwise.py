@@ -72,8 +72,10 @@ class Pow(Function):
 
     At the edges the values PyTorch gives, where the formulas would give 0 * inf = nan:
     dL/da = 0 at a = 0, b = 0 (a^0 is constant), and dL/db = 0 at a = 0, b >= 0
-    (0^b is constant for b > 0; PyTorch's choice at b = 0).  Elsewhere the formulas
-    stand as written, so second derivatives stay right.  (Bools and ints: _integer_power.)
+    (0^b is constant for b > 0; PyTorch's choice at b = 0).  dL/da is built from a' = 1
+    in place of a there, so that no 0 * inf hides in it either: its own derivative, the
+    second derivative of a^0, is 0 too (d2/dx2 of x^2 + x^0 at 0 is 2, not nan).  Elsewhere
+    the formulas stand as written.  (Bools and ints: _integer_power.)
     """
 
     def forward(self, a, b):
@@ -85,7 +87,9 @@ class Pow(Function):
         ga = gb = None
         with backend.quiet_float_errors(g.data):  # the inf and nan that _zero_where replaces
             if self.needs_grad(0):  # 2 ** x needs only gb
-                ga = g * _zero_where((a.data == 0) & (b.data == 0), b * a ** (b - 1))
+                constant = (a.data == 0) & (b.data == 0)
+                one = Tensor._wrap(backend.array_module(a.data).ones((), dtype=a.dtype))
+                ga = g * _zero_where(constant, b * Where.apply(one, a, cond=constant) ** (b - 1))
             if self.needs_grad(1):  # log(a) needs a > 0
                 gb = g * _zero_where((a.data == 0) & (b.data >= 0), self.output * a.log())
         return ga, gb
@@ -241,8 +245,8 @@ class Minimum(Maximum):
 class Clip(Function):
     """y = min(max(x, low), high)     dL/dx = g * [low <= x <= high]
 
-    A missing bound (None) is no bound; with neither, y is a copy of x (numpy's answer;
-    cupy 13's clip refuses it, so the op uses maximum/minimum, which both backends have).
+    A missing bound (None) is no bound (Tensor.clip refuses to have neither, as PyTorch does);
+    the op uses maximum/minimum, which both backends take alike.
     """
 
     def forward(self, x, low, high):
@@ -256,7 +260,7 @@ class Clip(Function):
             inside &= x <= high
             y = xp.minimum(y, high)
         self.inside = inside.astype(x.dtype)
-        return x.copy() if y is x else y
+        return y
 
     def backward(self, g):
         return (g * Tensor._wrap(self.inside),)
@@ -279,14 +283,15 @@ def add(a, b, alpha=1):
 
 
 def sub(a, b, alpha=1):
-    """a - alpha * b, as torch.sub."""
+    """a - alpha * b, as torch.sub (which refuses bools before it looks at alpha)."""
+    promotion.check_booleans('sub', a, b, subtract=True)
     return binary(Sub, a, _scaled(a, b, alpha, 'sub'), 'sub')
-
 
 
 def _scaled(a, b, alpha, op):
     """alpha * b (b itself for alpha = 1).  As in PyTorch, a non-integer alpha needs a float result
-    (int64 + 0.5 * int64 is refused, not made float) and a bool alpha a bool one."""
+    (int64 + 0.5 * int64 is refused, not made float) and a bool alpha a bool one; a bool result stays
+    bool, alpha counting as bool(alpha) (mask.add(other, alpha=2) is mask | other)."""
     alpha = argcheck.real(alpha, op, 'alpha')
     dtype = promotion.result_type(a, b)
     if (not hasattr(type(alpha), '__index__') and dtype.kind != 'f'  # (ints, numpy's too, have __index__)
@@ -297,7 +302,7 @@ def _scaled(a, b, alpha, op):
         return b
     if not isinstance(b, Tensor):
         b = promotion.operands(op, a, b)[1]  # a number or a list: a constant of the result's dtype
-    return b * alpha
+    return b * (bool(alpha) if dtype.kind == 'b' else alpha)
 
 
 def _integer_power(a, b):

@@ -6,11 +6,15 @@ For dim = 1 of a 3-d x (PyTorch's meaning; index has x's number of axes):
     scatter       y = x, then y[i][index[i][j][k]][k] = src[i][j][k]
     scatter_add   y = x, then y[i][index[i][j][k]][k] += src[i][j][k]
 
+src may be a Python number instead, written (or added) everywhere index points: it must fit x's
+dtype, as fill_'s value must (300 into uint8 and 1e5 into float16 are refused; -1 into uint8 is 255).
+
 Each is numpy indexing with an index array on the chosen axis and the positions themselves
 (0, 1, 2, ...) on the others, so each reuses an op of ops/shape.py, backward and all:
 gather is GetItem, scatter is SetItem on a copy of x, scatter_add adds a ScatterAdd.
 """
-from .. import argcheck, backend
+from .. import argcheck, backend, promotion
+from ..argcheck import ShapeError
 from ..convert import param_array, tensor_arg
 from ..tensor import Tensor
 from . import args
@@ -24,11 +28,12 @@ def _positions(index, dim, x, op):
     if index.dtype.kind not in 'iu':
         raise TypeError(f"{op}: the index must hold integers, not {index.dtype}")
     if index.ndim != x.ndim:
-        raise ValueError(f"{op}: the index has shape {index.shape} but needs as many axes as x {x.shape}")
+        raise ShapeError(f"{op}: the index has shape {index.shape} but needs as many axes as x {x.shape}, "
+                         "as in PyTorch; add or remove axes of size 1 (index[:, None], index.squeeze(0))")
     dim = args.axis(dim, x.shape if x.ndim else (1,), op)  # (as PyTorch: dim 0 or -1 of a 0-d tensor)
     for axis, (m, n) in enumerate(zip(index.shape, x.shape)):
         if axis != dim and m > n:
-            raise ValueError(f"{op}: the index {index.shape} is larger than x {x.shape} on axis {axis} "
+            raise ShapeError(f"{op}: the index {index.shape} is larger than x {x.shape} on axis {axis} "
                              "(it may be larger only on dim)")
     n = x.shape[dim] if x.ndim else 1
     if index.size and bool(((index < 0) | (index >= n)).any()):  # one reduction, one host sync
@@ -49,15 +54,17 @@ def gather(x, dim, index):
 
 
 def _source(src, index_shape, x, op):
-    """src cut to index's shape (PyTorch reads only that corner of it), or a number, as a Tensor of x's dtype."""
+    """src cut to index's shape (PyTorch reads only that corner of it), or a number that fits x's
+    dtype (promotion.fit), as a Tensor of x's dtype on x's device."""
     if isinstance(src, Tensor):
+        backend.check_on_device(src.data, x.device, op, 'src')
         if src.ndim != len(index_shape) or any(m > n for m, n in zip(index_shape, src.shape)):
-            raise ValueError(f"{op}: src of shape {src.shape} must be at least as large as the index "
-                             f"{index_shape} on every axis")
+            raise ShapeError(f"{op}: src of shape {src.shape} must be at least as large as the index "
+                             f"{index_shape} on every axis, with as many axes")
         if src.dtype != x.dtype:
             raise TypeError(f"{op}: src is {src.dtype} but x is {x.dtype}; convert one (as in PyTorch)")
         return src[tuple(slice(0, m) for m in index_shape)]
-    value = argcheck.real(src, op, 'src')
+    value = promotion.fit(op, argcheck.real(src, op, 'src'), x.dtype)
     return Tensor._wrap(backend.module_for(x.device).asarray(value, dtype=x.dtype))
 
 

@@ -6,6 +6,7 @@ the end of each section pick the fused layer's op (microtensor/fused/) when it i
 import math
 
 from .. import argcheck, backend, promotion
+from ..argcheck import ShapeError
 from ..autograd import Function
 from ..convert import as_tensor, param_array, tensor_arg
 from ..fused import switch as fused_switch
@@ -72,18 +73,21 @@ class NLLLoss(Function):
         L = l                          reduction 'none'  (shape (...))
         L = sum_i l_i                  reduction 'sum'
         L = sum_i l_i / sum_i w_i      reduction 'mean'  (nan when every target is ignored, as in PyTorch)
-        dL/dlogp[i, c] = -w_i * [c == t_i] * (g_i,  g,  or g / sum_i w_i)
+        dL/dlogp[i, c] = -w_i * [c == t_i] * (g_i,  g,  or g / sum_i w_i)       for the counted i; 0 for the ignored
 
+    With weights that sum to 0 over the counted positions the mean's gradient is -w_i / 0 there
+    (nan, or +-inf), as PyTorch's; with every position ignored it is 0.
     logp: (..., C) log-probabilities; targets: (...) class ids, already checked, with 0 in place of
-    ignored ones; weights: (...) the w_i.  L is linear in logp, so its backward is one constant mask
-    times g.  The mask is made here from the targets, so changing them in place after the forward
-    pass cannot change the gradient.
+    ignored ones; weights: (...) the w_i; counted: (...) whether t_i counts (is not ignore_index).
+    L is linear in logp, so its backward is one constant mask times g.  The mask is made here from
+    the targets, so changing them in place after the forward pass cannot change the gradient.
     """
 
-    def forward(self, logp, targets, weights, reduction):
+    def forward(self, logp, targets, weights, counted, reduction):
         xp = backend.array_module(logp)
         self.reduction = reduction
-        self.mask = (targets[..., None] == xp.arange(logp.shape[-1])) * -weights[..., None]  # -w_i at (i, t_i)
+        picked = (targets[..., None] == xp.arange(logp.shape[-1])) & counted[..., None]  # (i, t_i) of each counted i
+        self.mask = picked * -weights[..., None]  # -w_i at (i, t_i)
         with backend.quiet_float_errors(logp):
             losses = xp.where(weights != 0, -weights * xp.take_along_axis(logp, targets[..., None], -1)[..., 0], 0)
             if reduction == 'none':
@@ -92,8 +96,7 @@ class NLLLoss(Function):
             if reduction == 'sum':
                 return total.astype(logp.dtype)
             weight_sum = weights.sum()
-            if bool(weight_sum):  # else every target is ignored: nan, and no gradient
-                self.mask = self.mask / weight_sum
+            self.mask = xp.where(picked, self.mask / weight_sum, 0)
             return (total / weight_sum).astype(logp.dtype)
 
     def backward(self, g):
@@ -114,7 +117,7 @@ def _class_targets(op, scores, targets, weight, ignore_index):
     if targets.shape != scores.shape[:-1]:
         what = 'logits' if op == 'cross_entropy' else 'logp'
         torch_layout = scores.ndim >= 2 and targets.shape == scores.shape[:1] + scores.shape[2:]
-        raise ValueError(f"{op}: targets of shape {targets.shape} do not match {what} {scores.shape} "
+        raise ShapeError(f"{op}: targets of shape {targets.shape} do not match {what} {scores.shape} "
                          f"(expected the {what}' shape without its last, class axis, for class ids"
                          + (f"; or the {what}' whole shape, for probabilities)" if op == 'cross_entropy' else ")")
                          + ("; these are PyTorch's (N, C, ...) shapes: here the class axis is last, so pass "
@@ -143,14 +146,15 @@ def _class_weights(op, weight, scores):
         raise ValueError(f"{op}: weight is a constant here (it gets no gradient); pass weight.detach()")
     weight = param_array(weight, scores, op, 'weight')
     if weight.shape != scores.shape[-1:]:
-        raise ValueError(f"{op}: weight must have one entry per class, shape {scores.shape[-1:]}, not {weight.shape}")
+        raise ShapeError(f"{op}: weight must have one entry per class, shape {scores.shape[-1:]}, not {weight.shape}")
     return weight.astype(scores.dtype)
 
 
 def _scores(op, x, what):
     x = tensor_arg(x, op, what)
     if x.ndim == 0:
-        raise ValueError(f"{op}: {what} must have a class axis (shape (..., C)), not shape ()")
+        raise ShapeError(f"{op}: {what} must have a class axis (shape (..., C)), not shape (); for one position "
+                         "of C classes pass shape (C,)")
     if not backend.float_dtype(x.dtype):
         raise TypeError(f"{op}: {what} must be floating-point, not {x.dtype}")
     return x
@@ -169,8 +173,8 @@ def nll_loss(logp, targets, weight=None, ignore_index=None, reduction='mean'):
     reduction = argcheck.choice(reduction, 'nll_loss', 'reduction', REDUCTIONS)
     targets = param_array(targets, logp, 'nll_loss', 'targets')
     weight = _class_weights('nll_loss', weight, logp)
-    targets, w, _ = _class_targets('nll_loss', logp, targets, weight, ignore_index)
-    return NLLLoss.apply(logp, targets=targets, weights=w, reduction=reduction)
+    targets, w, counted = _class_targets('nll_loss', logp, targets, weight, ignore_index)
+    return NLLLoss.apply(logp, targets=targets, weights=w, counted=counted, reduction=reduction)
 
 
 def cross_entropy(logits, targets, weight=None, ignore_index=None, reduction='mean', label_smoothing=0.0):
@@ -193,21 +197,20 @@ def cross_entropy(logits, targets, weight=None, ignore_index=None, reduction='me
     reduction = argcheck.choice(reduction, 'cross_entropy', 'reduction', REDUCTIONS)
     smoothing = argcheck.number(label_smoothing, 'cross_entropy', 'label_smoothing', min=0, max=1)
     weight = _class_weights('cross_entropy', weight, logits)
-    targets = targets if isinstance(targets, Tensor) else param_array(targets, logits, 'cross_entropy', 'targets')
+    given = param_array(targets, logits, 'cross_entropy', 'targets')  # on the logits' device, a Tensor's too
     n_classes = logits.shape[-1]
     logp = log_softmax(logits, axis=-1)
     w = None if weight is None else Tensor._wrap(weight)
-    if targets.dtype.kind == 'f' and tuple(targets.shape) == logits.shape:  # probabilities per class, as in PyTorch
+    if given.dtype.kind == 'f' and given.shape == logits.shape:  # probabilities per class, as in PyTorch
         if ignore_index is not None:
             raise ValueError("cross_entropy: ignore_index applies to class-id targets, not to probabilities")
-        p = as_tensor(targets, logits, 'cross_entropy').to(dtype=logits.dtype)
+        p = as_tensor(targets, logits, 'cross_entropy').to(dtype=logits.dtype)  # a Tensor's gradient flows
         if smoothing:
             p = p * (1 - smoothing) + smoothing / n_classes
         losses = -(logp * (p if w is None else p * w)).sum(axis=-1)
         return losses if reduction == 'none' else losses.sum() if reduction == 'sum' else losses.mean()
-    targets = targets.data if isinstance(targets, Tensor) else targets
-    ids, weights, counted = _class_targets('cross_entropy', logits, targets, weight, ignore_index)
-    loss = NLLLoss.apply(logp, targets=ids, weights=weights, reduction=reduction)
+    ids, weights, counted = _class_targets('cross_entropy', logits, given, weight, ignore_index)
+    loss = NLLLoss.apply(logp, targets=ids, weights=weights, counted=counted, reduction=reduction)
     if not smoothing:
         return loss
     uniform = (-(logp if w is None else logp * w).sum(axis=-1)).masked_fill(~counted, 0.0)  # -sum_c w_c logp_c, counted
@@ -264,11 +267,12 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     if not 0 <= eps < math.inf:
         raise ValueError(f"layer_norm: eps must be a finite number >= 0 (it keeps 1/sqrt(var + eps) finite), not {eps}")
     if x.ndim == 0:
-        raise ValueError("layer_norm: x must have a last axis to normalise over, not shape ()")
+        raise ShapeError("layer_norm: x must have a last axis to normalise over, not shape (); pass shape (D,) "
+                         "or (..., D)")
     if not backend.float_dtype(x.dtype):
         raise TypeError(f"layer_norm: needs a floating-point x, not {x.dtype} (use x.float())")
     if gamma.shape != x.shape[-1:] or beta.shape != x.shape[-1:]:
-        raise ValueError(f"layer_norm: gamma {gamma.shape} and beta {beta.shape} must have shape {x.shape[-1:]} "
+        raise ShapeError(f"layer_norm: gamma {gamma.shape} and beta {beta.shape} must have shape {x.shape[-1:]} "
                          f"(the last axis of x, shape {x.shape})")
     op = FusedLayerNorm if fused_switch.enabled else LayerNormOp
     if promotion.accumulation_dtype(x.dtype) != x.dtype and {gamma.dtype, beta.dtype} <= {x.dtype, promotion.FLOAT32}:

@@ -3,10 +3,10 @@
 Each backward moves the gradient back the way the forward moved the values (flip it again,
 roll it back, mask it the same way, cut the padding off), so each is its own textbook line.
 """
-from .. import argcheck, backend
+from .. import argcheck, backend, promotion
 from ..argcheck import ShapeError
 from ..autograd import Function
-from ..convert import check_cast, tensor_arg
+from ..convert import tensor_arg
 from . import args
 
 
@@ -111,7 +111,9 @@ class Pad(Function):
 def pad(x, pad, mode='constant', value=0):
     """torch.nn.functional.pad, mode 'constant': `pad` lists (before, after) widths starting from
     the LAST axis: (1, 2) pads the last axis by 1 before and 2 after; (1, 2, 0, 3) also pads the
-    one before it by 0 and 3.  Negative widths cut elements off, as in PyTorch."""
+    one before it by 0 and 3.  Negative widths cut elements off, as in PyTorch: the cuts come
+    first, so they may leave 0 elements but not fewer.  `value` must fit x's dtype (as PyTorch:
+    300 or -1 into uint8, 1e5 into float16, nan into an integer tensor are refused)."""
     x = tensor_arg(x, 'pad')
     if mode != 'constant':
         raise ValueError(f"pad: mode={mode!r} is not supported; only 'constant' (fill with value=) is")
@@ -124,10 +126,12 @@ def pad(x, pad, mode='constant', value=0):
     pairs = [(widths[i], widths[i + 1]) for i in range(0, len(widths), 2)][::-1]  # first axis first
     pairs = tuple([(0, 0)] * (x.ndim - len(pairs)) + pairs)
     for axis, ((before, after), n) in enumerate(zip(pairs, x.shape)):
-        if n + before + after < 0:
-            raise ValueError(f"pad: widths ({before}, {after}) on axis {axis} of size {n} leave a negative size")
-    value = argcheck.real(value, 'pad', 'value')
-    check_cast(backend.module_for(x.device).asarray(value), x.dtype, 'pad')
+        cut = -min(before, 0) - min(after, 0)
+        if cut > n:
+            raise ShapeError(f"pad: widths ({before}, {after}) on axis {axis} of size {n} leave a negative size: "
+                             f"they cut {cut} elements off before padding, and the axis has {n} (PyTorch refuses "
+                             f"this too); cut at most {n} elements off that axis")
+    value = promotion.fit('pad', argcheck.real(value, 'pad', 'value'), x.dtype, negative_wraps=False)
     return Pad.apply(x, widths=pairs, value=value)
 
 

@@ -153,20 +153,32 @@ def variance(x, op, dim, unbiased, keepdim, correction, ddof, axis, keepdims):
 
 class Max(Function):
     """y = amax(x, axis)       dL/dx = g where x equals the max, split evenly among ties:
-    dL/dx_i = g * [x_i == y] / (number of i with x_i == y)"""
+    dL/dx_i = g * [x_i == y] / (number of i with x_i == y)
+
+    amax, amin: a NaN in a row makes its max NaN, which no x_i equals: NaN everywhere (as torch.amax).
+    max(), min() (nan_wins=True): a NaN max goes to the NaN entries, which share g (as torch's x.max()).
+    """
     reduce = 'max'
 
-    def forward(self, x, axis, keepdims):
+    def forward(self, x, axis, keepdims, nan_wins=False):
         self.axes, keepdims = normalize_axis(axis, x.shape, keepdims)
-        if any(x.shape[a] == 0 for a in self.axes):
-            raise ValueError(f"the {self.reduce} over an empty axis is undefined (there is no element to pick)")
+        self.nan_wins = nan_wins
+        empty = [a for a in self.axes if x.shape[a] == 0]
+        if empty:  # as PyTorch: over every element a RuntimeError, over a named dim an IndexError
+            raise (ShapeError if axis is None else IndexError)(
+                f"the {self.reduce} over an empty axis (dim {empty[0]}) is undefined (there is no element to pick); "
+                "reduce over non-empty dims only")
         y = getattr(x, self.reduce)(axis=self.axes, keepdims=True)
         return y if keepdims else y.reshape([n for i, n in enumerate(x.shape) if i not in self.axes])
 
     def backward(self, g):
         x = self.inputs[0].data
-        winners = x == self.output.data.reshape(kept_shape(x.shape, self.axes))
-        with backend.quiet_float_errors(x):  # a NaN row has no winner: its gradient is NaN, like its max
+        xp = backend.array_module(x)
+        y = self.output.data.reshape(kept_shape(x.shape, self.axes))
+        winners = x == y
+        if self.nan_wins:
+            winners |= xp.isnan(x) & xp.isnan(y)
+        with backend.quiet_float_errors(x):  # amax: a NaN row has no winner: its gradient is NaN, like its max
             share = (winners / winners.sum(axis=self.axes, keepdims=True)).astype(x.dtype)
         return (spread(g, x.shape, self.axes) * Tensor._wrap(share),)
 
@@ -232,14 +244,15 @@ min_result = namedtuple('min', ('values', 'indices'))
 
 
 def extreme(x, op, dim, keepdim, axis, keepdims):
-    """x.max() / x.min(): with no dim the largest (smallest) element, a tensor whose gradient ties share
-    (PyTorch's rule); with a dim the named tuple (values, indices), the gradient going to the index only."""
+    """x.max() / x.min(): with no dim the largest (smallest) element, a tensor whose gradient ties share,
+    and NaNs too when the result is NaN (PyTorch's rule); with a dim the named tuple (values, indices), the
+    gradient going to the index only (the first NaN's, if any)."""
     dim, keepdim = args.dim_keepdim(op, dim, keepdim, axis, keepdims)
     if dim is None:
         if x.numel() == 0:
-            raise ValueError(f"{op}: a tensor of shape {x.shape} has no element to pick; pass a dim, "
+            raise ShapeError(f"{op}: a tensor of shape {x.shape} has no element to pick; pass a dim, "
                              "or reduce a non-empty tensor")
-        return (Max if op == 'max' else Min).apply(x, axis=None, keepdims=keepdim)
+        return (Max if op == 'max' else Min).apply(x, axis=None, keepdims=keepdim, nan_wins=True)
     if isinstance(dim, (tuple, list)):
         argcheck.fail(TypeError, op, f"dim={dim!r}: {op} with a dim takes one dim and returns (values, indices); "
                                      f"for the {op} over several dims use a{op}(dim={tuple(dim)!r})")
@@ -262,12 +275,13 @@ def arg_extreme(x, op, dim, keepdim, caller=None):
         if dim is not None:
             args.axes(dim, x.shape, caller)  # only 0 or -1
         return Tensor._wrap(backend.array_module(x.data).zeros((), dtype='int64'))
-    if dim is None and x.numel() == 0:
-        raise ValueError(f"{caller}: a tensor of shape {x.shape} has no entry to pick")
+    if dim is None and x.numel() == 0:  # (IndexErrors, as PyTorch's)
+        raise IndexError(f"{caller}: a tensor of shape {x.shape} has no entry to pick; pass a non-empty tensor")
     if dim is not None:
         dim = args.axis(dim, x.shape, caller)
         if x.shape[dim] == 0:
-            raise ValueError(f"{caller}: dim {dim} of shape {x.shape} is empty: there is no entry to pick")
+            raise IndexError(f"{caller}: dim {dim} of shape {x.shape} is empty: there is no entry to pick; "
+                             "pick along a non-empty dim")
     index = backend.as_array(getattr(x.data, op)(axis=dim, keepdims=keepdim))
     return Tensor._wrap(index.astype('int64', copy=False))
 
@@ -385,7 +399,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
         if ord is None:
             return Norm.apply(x, p=2, axes=tuple(range(x.ndim)), keepdims=keepdims)
         if x.ndim not in (1, 2):
-            raise ValueError(f"norm: ord={ord!r} of a tensor of shape {x.shape} is ambiguous; "
+            raise ShapeError(f"norm: ord={ord!r} of a tensor of shape {x.shape} is ambiguous; "
                              "pass axis= (an int: vector norms, a pair: matrix norms), or ord=None "
                              "for the 2-norm of all elements")
         axis = tuple(range(x.ndim))
@@ -393,7 +407,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     # in the given order: a matrix norm's rows come first
     axes = tuple(args.axis(a, x.shape, 'norm') for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
     if len(set(axes)) != len(axes) or len(axes) not in (1, 2):
-        raise ValueError(f"norm: axis={axis!r} must be one axis (vector norms) or two different "
+        raise ShapeError(f"norm: axis={axis!r} must be one axis (vector norms) or two different "
                          "axes (matrix norms)")
     if len(axes) == 1:
         if isinstance(ord, str) and ord != 'fro':
