@@ -27,6 +27,7 @@ import math
 
 import microtensor as mt
 from microtensor import argcheck, nn
+from microtensor.argcheck import ShapeError
 
 from . import checks
 from .positional import RelativePositionBias, RotaryEmbedding, alibi_bias
@@ -52,8 +53,8 @@ def attend(q, k, v, mask=None, scale=None, bias=None, dropout=0.0, training=Fals
     The mask and the softmax are mt.masked_softmax: Where + Softmax, the ops a learner steps
     through, or one op, FusedMaskedSoftmax, with the fused layer on (mt.fused()).
     """
-    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"attention: q {q.shape}, k {k.shape}, v {v.shape} do not fit "
+    if min(q.ndim, k.ndim, v.ndim) < 2 or q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ShapeError(f"attention: q {q.shape}, k {k.shape}, v {v.shape} do not fit "
                          "(need q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v))")
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     scores = (q * scale) @ k.swapaxes(-1, -2)  # = q k^T * scale, with T_k / d_k times fewer multiplications
@@ -70,7 +71,7 @@ def _check_mask(mask, scores_shape):
         raise TypeError(f"attention: the mask must be a boolean Tensor (True = may attend), "
                         f"not {getattr(mask, 'dtype', type(mask).__name__)}")
     if not mt.backend.broadcasts_to(mask.shape, scores_shape):
-        raise ValueError(f"attention: a mask of shape {mask.shape} does not broadcast to the scores' shape "
+        raise ShapeError(f"attention: a mask of shape {mask.shape} does not broadcast to the scores' shape "
                          f"{tuple(scores_shape)} (B, h, T_q, T_k); use e.g. causal_mask(T_q, T_k) -> (T_q, T_k) "
                          "or padding_mask(ids, pad_id) -> (B, 1, 1, T_k)")
     if (mask.sum(axis=-1) == 0).any():
@@ -121,7 +122,7 @@ class KVCache:
         """A cache holds the keys of one batch of B sequences: refuse another batch size (`name`
         says which cache, e.g. 'cache[1]' for layer 1's)."""
         if self.K is not None and self.K.shape[0] != B:
-            raise ValueError(f"{where}: {name} holds the keys of a batch of {self.K.shape[0]}, but this input is a "
+            raise ShapeError(f"{where}: {name} holds the keys of a batch of {self.K.shape[0]}, but this input is a "
                              f"batch of {B}; a cache serves the batch it was filled with: make a new one "
                              "(model.new_cache(), or KVCache()) for another batch size")
 
@@ -178,10 +179,13 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, x, context=None, mask=None, cache=None):
         if x.ndim != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"MultiHeadAttention(d_model={self.d_model}): expected x of shape "
+            raise ShapeError(f"MultiHeadAttention(d_model={self.d_model}): expected x of shape "
                              f"(B, T, {self.d_model}), got {x.shape}")
         B, T_q, _ = x.shape
         self_attention = context is None
+        if not self_attention and (context.ndim != 3 or context.shape[0] != B or context.shape[-1] != self.d_model):
+            raise ShapeError(f"MultiHeadAttention(d_model={self.d_model}): expected context of shape "
+                             f"({B}, T_k, {self.d_model}) (x's batch of {B}), got {context.shape}")
         KVCache.check(cache, B, 'MultiHeadAttention')
         offset = cache.length if cache is not None and self_attention else 0  # position of x's first row
 
