@@ -24,12 +24,22 @@ TEMPERATURES = (0.2, 0.7, 1.0, 1.5)
 
 
 def distributions(logits=LOGITS, temperatures=TEMPERATURES, device='cpu'):
-    """[(T, probabilities (a tensor on `device`), entropy in nats)] for softmax(logits / T)."""
+    """[(T, probabilities (a tensor on `device`), entropy in nats)] for softmax(logits / T).
+
+    Below T = 1 the max is subtracted before dividing: softmax((logits - max) / T), the same
+    probabilities (a softmax does not change when one number is subtracted from all its inputs).
+    logits / T itself would overflow there: 1e308 / 0.5 is inf in float64, and inf - inf, in the
+    softmax's own subtraction of the max, is nan.  (At T >= 1, logits / T is no larger than the
+    logits, and logits - max could overflow instead: 1e308 - (-1e308).)  What may still overflow is
+    a logit far below the max, to -inf: its probability, e^-inf = 0, is what it was (below e^-745,
+    float64's smallest number).
+    """
     x = mt.tensor(logits, dtype='float64', device=device)
     rows = []
     for T in temperatures:
-        p = mt.softmax(x / T)
-        entropy = -sum(pi * math.log(pi) for pi in p.tolist() if pi > 0)
+        with mt.backend.quiet_float_errors(x.data):  # (numpy warns of that overflow: it is no error here)
+            p = mt.softmax(x / T if T >= 1 else (x - x.max()) / T)
+        entropy = sum(-pi * math.log(pi) for pi in p.tolist() if pi > 0)  # (0 for a sure choice, not -0)
         rows.append((T, p, entropy))
     return rows
 

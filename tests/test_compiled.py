@@ -26,8 +26,9 @@ from microtensor.fused import compiled
 from transformer import GPT, causal_mask, next_token_loss
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-needs_compiler = pytest.mark.skipif(compiled.library() is None,
-                                    reason="no C compiler (cc, or $CC) here: the fused layer runs its numpy forms")
+needs_compiler = pytest.mark.skipif(compiled.library() is None or not compiled.enabled,
+                                    reason="no C compiler (cc, or $CC) here, or MICROTENSOR_COMPILED=0: the fused "
+                                           "layer runs its numpy forms")
 EPS32 = float(np.finfo(np.float32).eps)
 
 
@@ -125,6 +126,32 @@ def test_layer_norm_loops_equal_the_numpy_forms(x, eps, data):
     with loops_called() as called:
         assert_agree(*run_both_ways(f, x, gamma, beta), ulps=64)  # 1/sigma amplifies a row's rounding
     assert called == ['layer_norm', 'layer_norm_grad']
+
+
+def test_layer_norm_of_rows_far_from_zero_equals_the_textbook_both_ways():
+    """Rows whose spread is a few ulps of their mean (1e4 + N(0, 0.01): 1e4's ulp is 0.001) and
+    constant rows: the fused layer norm, with the loops and with the numpy forms, gives the textbook's
+    values and gradients to float32 rounding, row by row.  The textbook runs in float64 on the same
+    float32 numbers: in float32 its own mean is off by a few ulps of x, which is x_hat off by 0.1."""
+    rng = np.random.default_rng(0)
+    n = 64
+    x = np.stack([1e4 + rng.normal(0, 0.01, n), -1e4 + rng.normal(0, 0.01, n), 3e5 + rng.normal(0, 1, n),
+                  1e6 + rng.normal(0, 0.5, n), 100 + rng.normal(0, 1e-4, n), rng.normal(0, 1, n),
+                  np.r_[1e4 + 1, 1e4 + rng.normal(0, 0.01, n - 1)],  # the first number far from the others
+                  np.full(n, 1e4 + 0.01), np.full(n, 3.3)]).astype(np.float32)
+    gamma, beta = rng.normal(1, 0.5, n).astype(np.float32), rng.normal(0, 0.5, n).astype(np.float32)
+    f = value_and_grads(mt.layer_norm)
+    textbook = [r.numpy().astype(np.float32)
+                for r in f(*[mt.tensor(a.astype(np.float64), requires_grad=True) for a in (x, gamma, beta)])]
+    with loops_called() as called:
+        both_ways = run_both_ways(f, x, gamma, beta)
+    assert called == (['layer_norm', 'layer_norm_grad'] if compiled.library() else [])
+    for fused in both_ways:
+        y, dx = fused[:2]
+        for row in range(len(x)):  # each row to its own scale (dx scales as 1/sigma, 100 for sigma = 0.01)
+            assert_agree([y[row], dx[row]], [textbook[0][row], textbook[1][row]])
+        assert_agree(fused[2:], textbook[2:])  # gamma's and beta's: sums over the rows
+        np.testing.assert_array_equal(y[-2:], np.broadcast_to(beta, (2, n)))  # a constant row: x_hat = 0
 
 
 @needs_compiler

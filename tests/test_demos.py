@@ -1,6 +1,9 @@
 """The lessons compute what they claim (small, fast versions of each)."""
 import importlib
+import math
+import warnings
 
+import numpy as np
 import pytest
 
 import microtensor as mt
@@ -21,6 +24,23 @@ def test_temperature_table_matches_the_article():
     entropies = [h for _, _, h in rows]
     assert max_probs == sorted(max_probs, reverse=True)
     assert entropies == sorted(entropies)
+
+
+@pytest.mark.parametrize('logits, T, exp_x', [
+    ((1e308, 1e308, 0.0), 0.5, (1, 1, 0)),  # 1e308 / 0.5 overflows: x / T would be [inf, inf, 0]
+    ((1e308, -1e308, 0.0), 1e308, (math.e, 1 / math.e, 1)),  # 1e308 - (-1e308) overflows: x - max would be -inf
+    ((1e308, -1e308, 0.0), 0.5, (1, 0, 0)),  # a sure choice: entropy 0
+    ((2.0, 1.0, 0.1), 1e-300, (1, 0, 0)),
+])
+def test_temperature_gives_the_true_softmax_where_x_over_t_or_x_minus_max_overflows(logits, T, exp_x):
+    """softmax(x / T) = exp_x / sum(exp_x), and its entropy, with no nan, no -0 and no numpy warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        [(_, p, entropy)] = temperature.distributions(logits, [T])
+    expected = np.array(exp_x) / sum(exp_x)
+    np.testing.assert_allclose(p.tolist(), expected, rtol=1e-12, atol=0)
+    assert entropy == pytest.approx(sum(-q * math.log(q) for q in expected if q > 0), rel=1e-12, abs=0)
+    assert math.copysign(1, entropy) == 1  # printed 0.000, not -0.000
 
 
 def test_every_lesson_is_listed_and_runnable(capsys):

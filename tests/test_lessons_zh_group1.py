@@ -6,6 +6,7 @@ Each lesson runs once per language in its smallest size; the numbers printed mus
 the same order, the Chinese output must hold the given Chinese sentences and none of the English
 sentences they translate, and --help shows the lesson's description in Chinese.
 """
+import math
 import re
 
 import pytest
@@ -78,6 +79,18 @@ def test_temperature_in_chinese(capsys):
         temperature, ['--temperatures', '0.2', '1.5'], capsys,
         ['T 为温度', '熵（最大 1.099）', 'T 低时几乎全部概率都落在最大的 logit 上'],
         ['T the temperature', 'entropy (max', 'Low T puts almost all the mass'])
+
+
+def test_temperature_with_logits_whose_quotient_overflows_in_both_languages(capsys):
+    """--logits 1e308 1e308 0 --temperatures 0.5: 1e308 / 0.5 overflows float64, yet the table's row is the
+    true softmax, [0.5, 0.5, 0], and its entropy, ln 2, in English and in Chinese: no nan."""
+    english, chinese = assert_same_numbers_in_chinese(
+        temperature, ['--logits', '1e308', '1e308', '0', '--temperatures', '0.5'], capsys,
+        ['熵（最大 1.099）'], ['entropy (max 1.099)'])
+    for text in (english, chinese):
+        assert 'nan' not in text.lower().split()
+        assert [line.split() for line in text.splitlines() if line.startswith('0.5 ')] == \
+            [['0.5', '0.500', '0.500', '0.000', f"{math.log(2):.3f}"]]
 
 
 def test_article_trace_in_chinese(capsys):

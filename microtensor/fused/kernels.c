@@ -148,20 +148,23 @@ void gelu_tanh_grad(const float *restrict x, const float *restrict g, const floa
 }
 
 /* Per row:  x_hat = (x - mean) / sqrt(mean((x - mean)^2) + eps),  y = x_hat gamma + beta;
- * inv_sigma (rows, 1) keeps 1 / sqrt(...) for the backward. */
+ * inv_sigma (rows, 1) keeps 1 / sqrt(...) for the backward.  x - mean = (x - x0) - mean(x - x0),
+ * x0 the row's first number, as the numpy form computes it (layer_norm.py says why). */
 void layer_norm(const float *restrict x, float *restrict y, float *restrict x_hat, float *restrict inv_sigma,
                 const float *restrict gamma, const float *restrict beta, int64_t rows, int64_t n, float eps) {
     for (int64_t i = 0; i < rows; i++) {
         const float *xi = x + i * n;
         float *hi = x_hat + i * n, *yi = y + i * n;
-        float total = 0.0f, squares = 0.0f;
+        float first = xi[0], total = 0.0f, squares = 0.0f;
 #pragma omp simd reduction(+ : total)
-        for (int64_t j = 0; j < n; j++)
-            total += xi[j];
-        float mean = total / n;
+        for (int64_t j = 0; j < n; j++) {
+            hi[j] = xi[j] - first;
+            total += hi[j];
+        }
+        float mean = total / n;  /* of x - x0 */
 #pragma omp simd reduction(+ : squares)
         for (int64_t j = 0; j < n; j++) {
-            hi[j] = xi[j] - mean;
+            hi[j] -= mean;
             squares += hi[j] * hi[j];
         }
         float inv = 1.0f / sqrtf(squares / n + eps);

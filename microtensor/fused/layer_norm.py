@@ -23,6 +23,11 @@ class FusedLayerNorm(LayerNormOp):
     x - mu is written into x_hat's memory, the mean of squares is a dot product per row (no
     temporary), g * x_hat (gamma's gradient before the sum over rows) is made in the same pass
     as dL/dx; the sums over rows are rows.sum_rows (BLAS) on the whole arrays.
+    x - mu is (x - x0) - mean(x - x0), x0 the row's first number, not x - mean(x): in float32 the
+    mean of a row such as 1e4 + N(0, 0.01) is off by a few ulps of 1e4 (0.001 each), much of
+    sigma, and x_hat would be off by 0.1.  x - x0 is exact for numbers within a factor 2 of x0, and
+    the mean of these small numbers is off by ulps of them, not of x.  (The textbook LayerNormOp,
+    x - mean(x), is off the same way in float32; in float64 it is right.)
     """
 
     def forward(self, x, gamma, beta, eps):
@@ -32,7 +37,8 @@ class FusedLayerNorm(LayerNormOp):
         self.x_hat, self.inv_sigma = xp.empty(x.shape, x.dtype), xp.empty(x.shape[:-1] + (1,), x.dtype)
 
         def layer_norm(x, y, x_hat, inv_sigma):  # a block of rows (rows.by_rows), into the outputs
-            xp.subtract(x, _row_mean(x), out=x_hat)  # x - mu
+            xp.subtract(x, x[..., :1], out=x_hat)  # x - x0 (see the class's docstring)
+            x_hat -= _row_mean(x_hat)  # - (mu - x0): x - mu
             inv_sigma[...] = (_row_mean_of_products(x_hat, x_hat) + eps) ** -0.5
             x_hat *= inv_sigma
             xp.multiply(x_hat, gamma, out=y)
