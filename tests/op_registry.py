@@ -1,0 +1,619 @@
+"""The op registry: every public op, how to call it here and in PyTorch, and the samples to try.
+
+Read by tests/test_op_registry.py, which compares each op with its PyTorch twin on every sample:
+the value, the result's dtype, the gradient (float64) and the second gradient (order 2).
+
+An Entry gives
+    name      as a user calls it: 'exp' is mt.exp, 'Tensor.exp' the method, 'Tensor.add_' in place,
+              'Tensor.__add__' the operator
+    call      (mt, args, kwargs) -> result; `twin` the same on torch (each gets its own library's tensors)
+    dtypes    the dtypes its samples are made in
+    order     0: no gradient; 1: the first gradient is compared; 2: the second as well
+    samples   (dtype, slow) -> [Sample]: slow=True gives the larger set that `-m slow` runs
+
+Samples name their arrays as numpy arrays (and View, for a non-contiguous view): the test makes
+each library's tensor from the same values.  Families of ops share a generator (unary, binary
+with broadcasting, reductions with dim and keepdim, shapes ...), so the table stays one line an op.
+"""
+import functools
+import operator
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+FLOATS = ('float16', 'float32', 'float64')
+INTS = ('int64', 'int32', 'uint8')
+ALL = FLOATS + INTS + ('bool',)
+NUMBERS = FLOATS + INTS
+
+
+@dataclass
+class Sample:
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    note: str = ''
+
+    def __repr__(self):
+        return self.note or 'sample'
+
+
+class View:
+    """A non-contiguous view of `base`, made by the same indexing in both libraries ('T': transposed,
+    'step': every other column), so that an op meets strides it would not see on a fresh tensor."""
+
+    def __init__(self, base, how):
+        self.base, self.how = base, how
+
+    def make(self, t):
+        return t.transpose(0, 1) if self.how == 'T' else t[:, ::2]
+
+
+@dataclass
+class Entry:
+    name: str
+    call: object
+    twin: object
+    dtypes: tuple
+    order: int
+    samples: object
+
+    def __repr__(self):
+        return self.name
+
+
+@dataclass
+class RandomEntry:
+    """A random op: draw(mt, shape, dtype) -> a tensor; mean and std are the distribution's,
+    for the seeded check of a large draw."""
+    name: str
+    draw: object
+    dtypes: tuple
+    mean: float
+    std: float
+
+    def __repr__(self):
+        return self.name
+
+
+# ------------------------------------------------------------------ values
+@functools.lru_cache(maxsize=None)  # the samples are made again for every run of an entry: made once
+def arr(shape, dtype, seed=0, low=None):
+    """Deterministic values of a shape and dtype: normals for floats, small ints (ties!) for ints.
+    Read-only, as they are shared: the tests copy them into each library's tensors."""
+    x = _values(shape, dtype, seed, low)
+    x.setflags(write=False)
+    return x
+
+
+def _values(shape, dtype, seed, low):
+    rng = np.random.default_rng(zlib.crc32(repr((shape, dtype, seed)).encode()))  # (hash() of a str varies by run)
+    if dtype == 'bool':
+        return np.asarray(rng.random(shape) < 0.5)  # (numpy makes 0-d results scalars: arrays again)
+    if dtype in INTS:
+        lo = 0 if dtype == 'uint8' else -4
+        return np.asarray(rng.integers(lo if low is None else low, 5, size=shape), dtype)
+    x = rng.standard_normal(shape)
+    if low is not None:
+        x = np.abs(x) + low
+    return np.asarray(x, dtype)
+
+
+def extremes(dtype):
+    """The values at the edges of a dtype: ±inf, nan, the largest and the smallest normal, ±0, 1."""
+    if dtype == 'bool':
+        return np.array([True, False])
+    if dtype in INTS:
+        info = np.iinfo(dtype)
+        return np.array([info.max, info.min, 0, 1, 2], dtype)
+    info = np.finfo(dtype)
+    return np.array([np.inf, -np.inf, np.nan, info.max, -info.max, info.tiny, -info.tiny, 0.0, -0.0, 1.0, -2.5],
+                    dtype)
+
+
+def finite(dtype):
+    x = extremes(dtype)
+    return x[np.isfinite(x)] if dtype in FLOATS else x
+
+
+# ------------------------------------------------------------------ sample families
+def unary(dtype, slow, positive=False):
+    low = 0.1 if positive and dtype in FLOATS else None
+    a = lambda shape, seed=0: arr(shape, dtype, seed, low)  # noqa: E731
+    out = [Sample((a(()),), note='0-d'), Sample((a((0, 3)),), note='empty'),
+           Sample((a((1, 3, 1)),), note='size-1 axes'), Sample((a((2, 3)),), note='2x3'),
+           Sample((View(a((3, 2)), 'T'),), note='transposed'), Sample((View(a((2, 6)), 'step'),), note='sliced'),
+           Sample((extremes(dtype),), note='extremes')]
+    if slow:
+        out += [Sample((a((4, 5, 6), s),), note=f'4x5x6 #{s}') for s in range(3)]
+    return out
+
+
+def binary(dtype, slow, scalar=True, right_positive=False, extremes_both=True):
+    a = lambda shape, seed=0: arr(shape, dtype, seed)  # noqa: E731
+    b = lambda shape, seed=1: arr(shape, dtype, seed, 1 if right_positive and dtype in NUMBERS else None)  # noqa: E731
+    out = [Sample((a((2, 3)), b((2, 3))), note='same shape'),
+           Sample((a((2, 3)), b((3,))), note='broadcast (2,3) (3,)'),
+           Sample((a((2, 1)), b((1, 3))), note='broadcast (2,1) (1,3)'),
+           Sample((a(()), b((2, 3))), note='0-d with 2x3'),
+           Sample((a((0, 3)), b((3,))), note='empty'),
+           Sample((View(a((3, 2)), 'T'), b((2, 3))), note='transposed')]
+    # promotion: with a float32 tensor, and with a 0-d float64 tensor (which does not widen a tensor)
+    out += [Sample((a((2, 3)), arr((3,), 'float32', 2)), note='with float32'),
+            Sample((a((2, 3)), arr((), 'float64', 2)), note='with 0-d float64')]
+    if scalar and dtype != 'bool':
+        out.append(Sample((a((2, 3)), 2), note='python int'))
+        if dtype in FLOATS:
+            out.append(Sample((a((2, 3)), 0.5), note='python float'))
+    if extremes_both:
+        e = extremes(dtype)
+        out.append(Sample((e[:, None], e[None, :]), note='extremes x extremes'))
+    if right_positive and dtype in NUMBERS:  # the divisors of 0 of an empty result are never divided by
+        out.append(Sample((a((0, 3)), np.zeros(3, dtype)), note='empty, divisor 0'))
+    if slow:
+        out += [Sample((a((4, 5, 6), s), b((5, 1), s)), note=f'broadcast 4x5x6 #{s}') for s in range(3)]
+    return out
+
+
+def reduction(dtype, slow, multi=True, need_dim=False, empty=True, keep=True):
+    """x with dim None / 0 / -1 / a tuple, keepdim both ways; 0-d; empty; size-1; views; extremes; ties."""
+    a = lambda shape, seed=0: arr(shape, dtype, seed)  # noqa: E731
+    dims = [0, -1, 1] + ([(0, 2), (-1, 0)] if multi else [])
+    kw = lambda d, k: dict(dim=d, keepdim=k) if keep else dict(dim=d)  # noqa: E731
+    out = [Sample((a((2, 3, 4)),), kw(d, k), note=f'dim={d} keepdim={k}') for d in dims for k in (False, True)]
+    if not need_dim:
+        out += [Sample((a((2, 3)),), note='all'), Sample((a(()),), note='0-d all')]
+    out += [Sample((a(()),), kw(0, False), note='0-d dim=0'), Sample((a(()),), kw(-1, True), note='0-d dim=-1'),
+            Sample((a((1, 3, 1)),), kw(-1, False), note='size-1 dim=-1'),
+            Sample((View(a((3, 4)), 'T'),), kw(1, False), note='transposed'),
+            Sample((View(a((2, 6)), 'step'),), kw(-1, True), note='sliced'),
+            Sample((extremes(dtype)[None, :],), kw(1, False), note='extremes'),
+            Sample((np.array([[1, 3, 3], [2, 2, 0]], dtype),), kw(1, False), note='ties')]
+    if empty:
+        out += [Sample((a((0, 3)),), kw(1, False), note='empty, dim 1'), Sample((a((2, 0)),), kw(1, True), note='empty')]
+    if slow:
+        out += [Sample((a((4, 5, 6), s),), kw(d, True), note=f'4x5x6 #{s} dim={d}') for s in range(3) for d in (0, 2)]
+    return out
+
+
+def along_dim(dtype, slow, empty=True):
+    """An op along one dim (cumsum, softmax, ...): each dim, negative dims, 0-d, empty, views, extremes."""
+    a = lambda shape, seed=0: arr(shape, dtype, seed)  # noqa: E731
+    out = [Sample((a((2, 3, 4)), d), note=f'dim={d}') for d in (0, 1, -1)]
+    out += [Sample((a(()), 0), note='0-d'), Sample((a((1, 3, 1)), -1), note='size-1'),
+            Sample((View(a((3, 4)), 'T'), 1), note='transposed'), Sample((View(a((2, 6)), 'step'), -1), note='sliced'),
+            Sample((extremes(dtype)[None, :], 1), note='extremes'),
+            Sample((finite(dtype)[None, :], 1), note='finite extremes')]
+    if empty:
+        out.append(Sample((a((2, 0)), -1), note='empty'))
+    if slow:
+        out += [Sample((a((4, 5, 6), s), d), note=f'4x5x6 #{s} dim={d}') for s in range(3) for d in (0, 2)]
+    return out
+
+
+def shaped(dtype, slow, calls):
+    """A shape op: calls lists (shape of x, extra args, kwargs, note); the first call is made again on
+    a transposed view of the same shape (strides a fresh tensor does not have)."""
+    out = [Sample((arr(shape, dtype),) + tuple(extra), dict(kw), note=note) for shape, extra, kw, note in calls]
+    shape, extra, kw, note = calls[0]
+    if len(shape) >= 2:
+        base = arr((shape[1], shape[0]) + tuple(shape[2:]), dtype, seed=5)
+        out.append(Sample((View(base, 'T'),) + tuple(extra), dict(kw), note=f'{note}, transposed view'))
+    return out
+
+
+def none(dtype, slow):
+    return []
+
+
+# ------------------------------------------------------------------ the table
+ENTRIES = []
+RANDOM = []
+
+
+def entry(name, call, twin, dtypes, order, samples):
+    ENTRIES.append(Entry(name, call, twin, tuple(dtypes), order, samples))
+
+
+def method(name):
+    return lambda lib, *a, **k: getattr(a[0], name)(*a[1:], **k)
+
+
+def function(name, torch_path=None):
+    """mt.<name> and its twin torch.<torch_path> (a dotted path such as 'nn.functional.gelu')."""
+    def call(lib, *a, **k):
+        f = lib
+        for part in (name if lib.__name__ == 'microtensor' else torch_path or name).split('.'):
+            f = getattr(f, part)
+        return f(*a, **k)
+    return call
+
+
+def both(name, dtypes, order, samples, torch_name=None, tensor=True, fn=True):
+    """The function mt.<name> and the method Tensor.<name>, with their PyTorch twins."""
+    if fn:
+        entry(name, function(name, torch_name), function(name, torch_name), dtypes, order, samples)
+    if tensor:
+        m = method(name)
+        entry(f'Tensor.{name}', m, m, dtypes, order, samples)
+
+
+def family(fn, **options):
+    return lambda dtype, slow: fn(dtype, slow, **options)
+
+
+def with_args(gen, *extra, **kw):
+    """gen's samples with extra arguments appended (and keyword arguments added)."""
+    def samples(dtype, slow):
+        return [Sample(s.args + extra, {**s.kwargs, **kw}, s.note) for s in gen(dtype, slow)]
+    return samples
+
+
+# unary elementwise: all dtypes (integers and bools compute in float32, as PyTorch's)
+for name in ('exp', 'log', 'sqrt', 'tanh', 'sin', 'cos', 'sigmoid', 'abs', 'neg', 'relu', 'erf'):
+    both(name, NUMBERS if name in ('abs', 'neg') else ALL, 2, family(unary), tensor=name not in ('neg', 'erf'))
+F_GELU = function('gelu', 'nn.functional.gelu')  # PyTorch's Tensor has no gelu method
+entry('gelu', F_GELU, F_GELU, FLOATS, 2, family(unary))
+entry('Tensor.gelu', method('gelu'), F_GELU, FLOATS, 2, family(unary))
+entry('Tensor.gelu(tanh)', method('gelu'), F_GELU, FLOATS, 2, with_args(family(unary), approximate='tanh'))
+entry('Tensor.__neg__', method('__neg__'), method('__neg__'), NUMBERS, 2, family(unary))
+entry('Tensor.__invert__', method('__invert__'), method('__invert__'), INTS + ('bool',), 0, family(unary))
+both('bitwise_not', INTS + ('bool',), 0, family(unary), tensor=False)
+for name in ('clip', 'clamp'):
+    entry(f'Tensor.{name}', method(name), method(name), NUMBERS, 2, with_args(family(unary), 0, 2))
+    entry(f'Tensor.{name}(max)', method(name), method(name), NUMBERS, 2, with_args(family(unary), max=1))
+entry('clip', function('clip'), function('clip'), NUMBERS, 2, with_args(family(unary), 0, 2))
+entry('Tensor.clamp_', lambda lib, x, *a: x.clone().clamp_(*a), lambda lib, x, *a: x.clone().clamp_(*a),
+      NUMBERS, 2, with_args(family(unary), 0, 2))
+entry('Tensor.clone', method('clone'), method('clone'), ALL, 2, family(unary))
+entry('clone', function('clone'), function('clone'), ALL, 2, family(unary))
+entry('Tensor.contiguous', method('contiguous'), method('contiguous'), ALL, 2, family(unary))
+# casts: in the graph for float targets
+for name, target in (('float', 'float32'), ('double', 'float64'), ('half', 'float16'), ('int', 'int32'),
+                     ('long', 'int64'), ('bool', 'bool')):
+    entry(f'Tensor.{name}', method(name), method(name), ALL, 2 if target in FLOATS else 0,
+          family(unary) if target != 'int' and target != 'long' else lambda dtype, slow: [
+              s for s in unary(dtype, slow) if s.note != 'extremes'])  # a float beyond the int's range is undefined
+entry('Tensor.to', lambda lib, x, d: x.to(getattr(lib, d)), lambda lib, x, d: x.to(getattr(lib, d)), ALL, 2,
+      with_args(family(unary), 'float64'))
+
+
+def _astype(lib, x, d):  # numpy's name; PyTorch's is to()
+    return x.astype(getattr(lib, d)) if lib.__name__ == 'microtensor' else x.to(getattr(lib, d))
+
+
+entry('Tensor.astype', _astype, _astype, ALL, 2, with_args(family(unary), 'float16'))
+
+# binary elementwise with broadcasting (and the operators, their reflected and in-place forms)
+for name, torch_name, dtypes, order, opts in (
+        ('add', None, ALL, 2, {}), ('sub', None, NUMBERS, 2, {}), ('mul', None, ALL, 2, {}),
+        ('div', None, ALL, 2, {}), ('pow', None, NUMBERS, 2, dict(right_positive=True)),
+        ('maximum', None, ALL, 2, dict(scalar=False)), ('minimum', None, ALL, 2, dict(scalar=False)),
+        ('remainder', None, NUMBERS, 1, dict(right_positive=True)),
+        ('floor_divide', None, NUMBERS, 0, dict(right_positive=True)),
+        ('bitwise_and', None, INTS + ('bool',), 0, {}), ('bitwise_or', None, INTS + ('bool',), 0, {}),
+        ('bitwise_xor', None, INTS + ('bool',), 0, {}),
+        ('bitwise_left_shift', None, INTS, 0, dict(extremes_both=False)),
+        ('bitwise_right_shift', None, INTS, 0, dict(extremes_both=False))):
+    both(name, dtypes, order, family(binary, **opts), torch_name,
+         tensor=name in ('add', 'sub', 'mul', 'div', 'pow', 'remainder', 'floor_divide'))
+def matmul_samples(dtype, slow):
+    return [
+        Sample((arr((2, 3), dtype), arr((3, 4), dtype, 1)), note='2x3 @ 3x4'),
+        Sample((arr((3,), dtype), arr((3,), dtype, 1)), note='vector . vector'),
+        Sample((arr((3,), dtype), arr((3, 2), dtype, 1)), note='vector @ matrix'),
+        Sample((arr((2, 3), dtype), arr((3,), dtype, 1)), note='matrix @ vector'),
+        Sample((arr((2, 1, 2, 3), dtype), arr((4, 3, 2), dtype, 1)), note='batched, broadcast'),
+        Sample((arr((0, 3), dtype), arr((3, 2), dtype, 1)), note='empty rows'),
+        Sample((arr((2, 0), dtype), arr((0, 2), dtype, 1)), note='empty inner'),
+        Sample((View(arr((3, 2), dtype), 'T'), arr((3, 2), dtype, 1)), note='transposed'),
+        Sample((finite(dtype)[None, :], np.ones((len(finite(dtype)), 1), dtype)), note='extremes (overflow)')]
+
+
+both('matmul', FLOATS + ('int64', 'int32'), 2, matmul_samples)
+for name in ('__matmul__', '__rmatmul__'):  # (x.__rmatmul__(y) is y @ x: the samples' shapes fit one way)
+    entry(f'Tensor.{name}', method(name), method(name), FLOATS + ('int64', 'int32'), 2,
+          matmul_samples if name == '__matmul__' else lambda dtype, slow: [
+              Sample((s.args[1], s.args[0]), s.kwargs, s.note) for s in matmul_samples(dtype, slow)])
+for name, dtypes, order, opts in (  # the operators' names, without the underscores
+        ('add', ALL, 2, {}), ('sub', NUMBERS, 2, {}), ('mul', ALL, 2, {}),
+        ('truediv', ALL, 2, {}), ('pow', NUMBERS, 2, dict(right_positive=True)),
+        ('mod', NUMBERS, 1, dict(right_positive=True)), ('floordiv', NUMBERS, 0, dict(right_positive=True)),
+        ('and', INTS + ('bool',), 0, {}), ('or', INTS + ('bool',), 0, {}), ('xor', INTS + ('bool',), 0, {}),
+        ('lshift', INTS, 0, dict(extremes_both=False)), ('rshift', INTS, 0, dict(extremes_both=False))):
+    entry(f'Tensor.__{name}__', method(f'__{name}__'), method(f'__{name}__'), dtypes, order, family(binary, **opts))
+    # x.__rop__(y) is y op x; the twin writes y op x, as PyTorch's own __rtruediv__ of a tensor is x.reciprocal() * y
+    swapped = (lambda op: lambda lib, x, y: op(y, x))(getattr(operator, name + '_' if name in ('and', 'or') else name))
+    entry(f'Tensor.__r{name}__', method(f'__r{name}__'), swapped, dtypes, order, family(binary, **opts))
+    # in place: on a copy of a (a float copy is in the graph); the samples where b broadcasts a to a larger
+    # shape are left to one, the extremes' outer product (both libraries refuse to grow a in place)
+    inplace = f'__i{name}__'
+
+    def in_place_samples(dtype, slow, opts=opts):
+        return [s for s in binary(dtype, slow, **opts) if s.note not in ('0-d with 2x3', 'broadcast (2,1) (1,3)')]
+    # through the operator module, as `x op= y` is (Python falls back to x = x op y without __iop__)
+    call = (lambda inplace: lambda lib, x, y: getattr(operator, inplace.strip('_'))(x.clone(), y))(inplace)
+    entry(f'Tensor.{inplace}', call, call, dtypes if name != 'truediv' else FLOATS, order, in_place_samples)
+for name in ('add_', 'sub_', 'mul_', 'div_'):
+    call = (lambda name: lambda lib, x, y, **k: getattr(x.clone(), name)(y, **k))(name)
+    entry(f'Tensor.{name}', call, call, FLOATS if name == 'div_' else NUMBERS, 2,
+          lambda dtype, slow: [s for s in binary(dtype, slow) if s.note not in ('0-d with 2x3', 'broadcast (2,1) (1,3)')])
+for name in ('add', 'sub'):
+    entry(f'{name}(alpha)', function(name), function(name), NUMBERS, 2, with_args(family(binary, extremes_both=False), alpha=2))
+    call = (lambda name: lambda lib, x, y, **k: getattr(x.clone(), name + '_')(y, **k))(name)
+    entry(f'Tensor.{name}_(alpha)', call, call, FLOATS, 2,
+          with_args(lambda dtype, slow: binary(dtype, slow)[:2], alpha=-0.5))
+for mode in ('floor', 'trunc'):
+    entry(f'div({mode})', function('div'), function('div'), NUMBERS, 1,
+          with_args(family(binary, right_positive=True), rounding_mode=mode))
+    entry(f'Tensor.div({mode})', method('div'), method('div'), NUMBERS, 1,
+          with_args(family(binary, right_positive=True), rounding_mode=mode))
+# comparisons: bool results, no gradient
+for name in ('eq', 'ne', 'lt', 'le', 'gt', 'ge'):
+    entry(f'Tensor.__{name}__', method(f'__{name}__'), method(f'__{name}__'), ALL, 0, family(binary))
+for name in ('isclose', 'allclose'):
+    both(name, FLOATS + INTS, 0, family(binary, scalar=False))
+    entry(f'{name}(equal_nan)', function(name), function(name), FLOATS, 0,
+          with_args(family(binary, scalar=False), rtol=0.1, atol=0.5, equal_nan=True))
+
+# reductions
+for name, dtypes, opts in (('sum', ALL, {}), ('mean', FLOATS, {}), ('amax', ALL, dict(empty=False)),
+                           ('amin', ALL, dict(empty=False)), ('logsumexp', FLOATS, dict(need_dim=True)),
+                           ('any', ALL, {}), ('all', ALL, {})):
+    both(name, dtypes, 2 if name not in ('any', 'all') else 0, family(reduction, **opts))
+for name in ('var', 'std'):
+    both(name, FLOATS, 2, family(reduction))
+    m = method(name)
+    entry(f'Tensor.{name}(correction=0)', m, m, FLOATS, 2, with_args(family(reduction), correction=0))
+for name in ('max', 'min'):  # max(x) is a value; max(x, dim) the tuple (values, indices)
+    both(name, ALL, 2, family(reduction, multi=False, empty=False))
+    entry(f'Tensor.{name}(other)', method(name), method(name), ALL, 2, family(binary, scalar=False))
+for name in ('argmax', 'argmin'):
+    both(name, NUMBERS, 0, family(reduction, multi=False, empty=False))
+for p in (2, 1, float('inf'), 0, 3):
+    m = method('norm')
+    entry(f'Tensor.norm(p={p})', m, m, FLOATS, 2, with_args(family(reduction), p=p))
+entry('Tensor.norm', method('norm'), method('norm'), FLOATS, 2, family(reduction))
+entry('Tensor.sum_to', method('sum_to'), method('sum_to_size'), ALL, 2, lambda dtype, slow: shaped(dtype, slow, [
+    ((2, 3, 4), [(3, 1)], {}, '(2,3,4) to (3,1)'), ((2, 3), [(1, 3)], {}, 'to (1,3)'), ((2, 3), [(2, 3)], {}, 'same')]))
+
+# along one dim
+for name, dtypes in (('cumsum', ALL), ('cumprod', ALL)):
+    both(name, dtypes, 2, family(along_dim))
+for name, torch_name in (('softmax', 'nn.functional.softmax'), ('log_softmax', 'nn.functional.log_softmax')):
+    both(name, FLOATS, 2, family(along_dim), torch_name)
+entry('masked_softmax', function('masked_softmax'),
+      # PyTorch has no masked softmax: masked keys get -inf; a row with no key allowed is 0 here
+      lambda torch, s, m: torch.where(m.any(-1, keepdim=True), torch.softmax(s.masked_fill(~m, -float('inf')), -1), 0),
+      FLOATS, 2, lambda dtype, slow: [
+          Sample((arr((2, 3, 4), dtype), arr((2, 3, 4), 'bool')), note='random mask'),
+          Sample((arr((2, 3, 4), dtype), np.tril(np.ones((3, 4), bool))), note='causal mask, broadcast'),
+          Sample((arr((2, 4), dtype), np.array([[True] * 4, [False] * 4])), note='a row with no key allowed'),
+          Sample((arr((0, 4), dtype), np.ones(4, bool)), note='empty'),
+          Sample((finite(dtype)[None, :], np.ones(len(finite(dtype)), bool)), note='finite extremes')])
+
+# shapes
+SHAPE_CALLS = {
+    'reshape': [((2, 3, 4), [(4, -1)], {}, '-1'), ((2, 3), [(6,)], {}, 'flat'), ((), [(1, 1)], {}, '0-d'),
+                ((0, 3), [(3, 0)], {}, 'empty'), ((1,), [()], {}, 'to 0-d')],
+    'permute': [((2, 3, 4), [(2, 0, 1)], {}, 'cycle'), ((2, 3, 4), [(-1, 0, 1)], {}, 'negative'), ((), [()], {}, '0-d')],
+    'transpose': [((2, 3, 4), [0, 2], {}, '0,2'), ((2, 3), [-1, -2], {}, 'negative'), ((0, 3), [0, 1], {}, 'empty')],
+    'swapaxes': [((2, 3, 4), [0, 2], {}, '0,2'), ((2, 3), [-1, 0], {}, 'negative')],
+    'unsqueeze': [((2, 3), [0], {}, '0'), ((2, 3), [-1], {}, '-1'), ((), [0], {}, '0-d'), ((0,), [1], {}, 'empty')],
+    'squeeze': [((1, 3, 1), [], {}, 'all'), ((1, 3, 1), [-1], {}, '-1'), ((2, 3), [0], {}, 'size 2 stays'),
+                ((1, 3, 1), [(0, 2)], {}, 'a tuple'), ((), [], {}, '0-d')],
+    'flatten': [((2, 3, 4), [], {}, 'all'), ((2, 3, 4), [1], {}, 'from 1'), ((2, 3, 4), [0, -2], {}, '0 to -2'),
+                ((), [], {}, '0-d')],
+    'unflatten': [((2, 12), [1, (3, 4)], {}, '(3,4)'), ((2, 12), [-1, (-1, 2)], {}, '-1'), ((0, 4), [1, (2, 2)], {}, 'empty')],
+    'broadcast_to': [((3, 1), [(2, 3, 4)], {}, 'new dims'), ((), [(2, 2)], {}, '0-d'), ((1, 0), [(3, 0)], {}, 'empty')],
+    'chunk': [((5, 2), [2], {}, 'uneven'), ((2, 6), [3, 1], {}, 'dim 1'), ((2, 6), [4, -1], {}, 'fewer pieces')],
+    'split': [((5, 2), [2], {}, 'size 2'), ((2, 6), [[1, 5], 1], {}, 'sections'), ((2, 6), [4, -1], {}, 'negative dim'),
+              ((0, 2), [1], {}, 'empty')],
+    'roll': [((2, 3), [1], {}, 'flat'), ((2, 3), [-1, 1], {}, 'dim 1'), ((2, 3, 4), [(1, 5), (0, -1)], {}, 'two dims')],
+    'flip': [((2, 3), [(0,)], {}, '0'), ((2, 3, 4), [(0, -1)], {}, 'two, negative'), ((0, 3), [(1,)], {}, 'empty')],
+    'tril': [((3, 4), [], {}, 'main'), ((3, 4), [1], {}, '+1'), ((2, 3, 4), [-1], {}, 'batched -1'),
+             ((3, 4), [-5], {}, 'all zero')],
+}
+SHAPE_CALLS['triu'] = SHAPE_CALLS['tril']
+for name, calls in SHAPE_CALLS.items():
+    def samples(dtype, slow, calls=calls):
+        return shaped(dtype, slow, calls)
+    both(name, ALL, 2, samples)
+    if name == 'reshape':
+        entry('Tensor.view', method('view'), method('reshape'), ALL, 2, samples)
+# numpy's name of unsqueeze
+entry('expand_dims', lambda mt, x, d: mt.expand_dims(x, d), lambda torch, x, d: x.unsqueeze(d), ALL, 2,
+      lambda dtype, slow: shaped(dtype, slow, SHAPE_CALLS['unsqueeze']))
+entry('Tensor.expand_dims', method('expand_dims'), lambda torch, x, d: x.unsqueeze(d), ALL, 2,
+      lambda dtype, slow: shaped(dtype, slow, SHAPE_CALLS['unsqueeze']))
+entry('Tensor.expand', method('expand'), method('expand'), ALL, 2, lambda dtype, slow: shaped(dtype, slow, [
+    ((3, 1), [2, 3, 4], {}, 'new dims'), ((3, 1), [-1, 5], {}, '-1 keeps'), ((), [2], {}, '0-d')]))
+entry('Tensor.t', method('t'), method('t'), ALL, 2, lambda dtype, slow: shaped(dtype, slow, [
+    ((2, 3), [], {}, 'matrix'), ((3,), [], {}, 'vector'), ((), [], {}, '0-d')]))
+for name in ('T', 'mT'):  # properties
+    prop = (lambda name: lambda lib, x: getattr(x, name))(name)
+    entry(f'Tensor.{name}', prop, prop, ALL, 2, lambda dtype, slow: shaped(dtype, slow, [
+        ((2, 3), [], {}, 'matrix'), ((2, 3, 4), [], {}, 'batch'), ((0, 3), [], {}, 'empty')]))
+entry('Tensor.size', method('size'), method('size'), ('float32',), 0, lambda dtype, slow: shaped(dtype, slow, [
+    ((2, 3), [], {}, 'all'), ((2, 3), [-1], {}, '-1'), ((), [], {}, '0-d')]))
+entry('Tensor.dim', method('dim'), method('dim'), ('float32',), 0, family(unary))
+both('numel', ALL, 0, family(unary))
+for name, gen in (('cat', 0), ('concatenate', 0), ('stack', 1)):
+    def cat_samples(dtype, slow, gen=gen):
+        a = lambda shape, seed: arr(shape, dtype, seed)  # noqa: E731
+        out = [Sample(([a((2, 3), 0), a((2, 3), 1)],), note='two'),
+               Sample(([a((2, 3), 0), a((2, 3), 1)], -1), note='dim -1'),
+               Sample(([a((2, 3), 0)], 1), note='one'),
+               Sample(([a((0, 3), 0), a((0, 3), 1)], 0), note='empty')]
+        if not gen:
+            out.append(Sample(([a((2, 3), 0), a((0, 3), 1), a((1, 3), 2)],), note='sizes differ'))
+        else:
+            out.append(Sample(([a((), 0), a((), 1)],), note='0-d'))
+        return out
+    entry(name, function(name), function(name), ALL, 2, cat_samples)
+
+# selection, indexing, gathering
+entry('where', function('where'), function('where'), ALL, 2, lambda dtype, slow: [
+    Sample((arr((2, 3), 'bool'), arr((2, 3), dtype), arr((2, 3), dtype, 1)), note='same shape'),
+    Sample((arr((2, 1), 'bool'), arr((3,), dtype), arr((2, 3), dtype, 1)), note='broadcast'),
+    Sample((arr((0, 3), 'bool'), arr((0, 3), dtype), arr((3,), dtype, 1)), note='empty'),
+    Sample((np.array([True, False] * 5 + [True])[: len(extremes(dtype))], extremes(dtype), extremes(dtype)[::-1]),
+           note='extremes')])
+for name in ('masked_fill', 'Tensor.masked_fill', 'Tensor.masked_fill_'):
+    call = function('masked_fill') if name == 'masked_fill' else method('masked_fill') if name.endswith('fill') \
+        else (lambda lib, x, m, v: x.clone().masked_fill_(m, v))
+    entry(name, call, call, ALL, 2, lambda dtype, slow: [
+        Sample((arr((2, 3), dtype), arr((2, 3), 'bool'), 1), note='same shape'),
+        Sample((arr((2, 3), dtype), arr((3,), 'bool'), 0), note='broadcast mask'),
+        Sample((arr((0, 3), dtype), arr((3,), 'bool'), 1), note='empty'),
+        Sample((View(arr((3, 2), dtype), 'T'), arr((2, 3), 'bool'), 1), note='transposed')]
+        + ([Sample((arr((2, 3), dtype), arr((2, 3), 'bool'), float('-inf')), note='-inf')] if dtype in FLOATS else []))
+for name in ('gather', 'Tensor.gather'):
+    entry(name, function('gather') if name == 'gather' else method('gather'),
+          lambda torch, x, d, i: torch.gather(x, d, i.long()), ALL, 2, lambda dtype, slow: [
+              Sample((arr((3, 4), dtype), 1, np.array([[0, 0, 3], [1, 2, 1], [3, 3, 3]])), note='duplicates, dim 1'),
+              Sample((arr((3, 4), dtype), -2, np.array([[0, 2, 2, 1]], 'int32')), note='dim -2, int32 ids'),
+              Sample((arr((3, 4), dtype), 0, np.zeros((0, 4), 'int64')), note='empty index')])
+for name in ('scatter', 'Tensor.scatter', 'scatter_add', 'Tensor.scatter_add'):
+    op = name.split('.')[-1]
+    entry(name, function(op) if '.' not in name else method(op),
+          (lambda op: lambda torch, x, d, i, s: getattr(torch, op)(x, d, i.long(), s))(op), ALL, 2,
+          lambda dtype, slow, op=op: [
+              Sample((arr((3, 4), dtype), 1, np.array([[0, 3], [1, 2], [3, 0]]), arr((3, 2), dtype, 1)), note='dim 1'),
+              Sample((arr((3, 4), dtype), -2, np.array([[0, 2, 1, 0]]), arr((1, 4), dtype, 1)), note='dim -2')]
+          + ([Sample((arr((3, 4), dtype), 1, np.array([[0, 0], [1, 1], [2, 2]]), arr((3, 2), dtype, 1)),
+                     note='duplicate indices')] if op == 'scatter_add' else []))
+entry('one_hot', function('one_hot'), lambda torch, i, *n: torch.nn.functional.one_hot(i.long(), *n), INTS, 0,
+      lambda dtype, slow: [Sample((np.array([0, 2, 1, 2], dtype),), note='inferred'),
+                           Sample((np.array([[0], [3]], dtype), 5), note='5 classes'),
+                           Sample((np.array(1, dtype), 2), note='0-d'),
+                           Sample((np.zeros(0, dtype), 3), note='empty')])
+entry('pad', function('pad'), lambda torch, *a, **k: torch.nn.functional.pad(*a, **k), ALL, 2,
+      lambda dtype, slow: shaped(dtype, slow, [
+          ((2, 3), [(1, 2)], {}, 'last axis'), ((2, 3), [(1, 0, 0, 2)], dict(value=1), 'two axes, value'),
+          ((2, 3), [(-1, 1)], {}, 'negative pad'), ((2, 3), [(-2, -1)], {}, 'cut to 0'),
+          ((0, 3), [(1, 1, 1, 1)], {}, 'empty')]))
+entry('einsum', function('einsum'), function('einsum'), FLOATS, 2, lambda dtype, slow: [
+    Sample(('ij,jk->ik', arr((2, 3), dtype), arr((3, 4), dtype, 1)), note='matmul'),
+    Sample(('bij->bji', arr((2, 3, 4), dtype)), note='transpose'),
+    Sample(('ii->i', arr((3, 3), dtype)), note='diagonal'),
+    Sample(('i,i->', arr((3,), dtype), arr((3,), dtype, 1)), note='dot'),
+    Sample(('...j,j->...', arr((2, 3), dtype), arr((3,), dtype, 1)), note='ellipsis'),
+    Sample(('ij->', arr((0, 3), dtype)), note='empty sum')])
+entry('Tensor.__getitem__', method('__getitem__'), method('__getitem__'), ALL, 2, lambda dtype, slow: [
+    Sample((arr((3, 4), dtype), 1), note='int'), Sample((arr((3, 4), dtype), -1), note='negative int'),
+    Sample((arr((3, 4), dtype), (slice(None), slice(1, None, 2))), note='strided slice'),
+    Sample((arr((3, 4), dtype), (None, Ellipsis, 0)), note='None, ...'),
+    Sample((arr((3, 4), dtype), np.array([0, 2, 0])), note='duplicate ids'),
+    Sample((arr((3, 4), dtype), arr((3, 4), 'bool')), note='mask'),
+    Sample((arr((2, 3, 4), dtype), (1, slice(None), np.array([0, 3]))), note='int and ids (PyTorch\'s shape)'),
+    Sample((arr((3, 4), dtype), slice(5, 9)), note='empty slice')])
+
+
+def _setitem(lib, x, index, value):
+    y = x.clone()
+    y[index] = value
+    return y
+
+
+entry('Tensor.__setitem__', _setitem, _setitem, ALL, 2, lambda dtype, slow: [
+    Sample((arr((3, 4), dtype), 1, arr((4,), dtype, 1)), note='a row'),
+    Sample((arr((3, 4), dtype), (slice(None), slice(1, None, 2)), arr((3, 1), dtype, 1)), note='strided, broadcast'),
+    Sample((arr((3, 4), dtype), arr((3, 4), 'bool'), 1), note='mask, number'),
+    Sample((arr((3, 4), dtype), np.array([2, 0]), arr((2, 4), dtype, 1)), note='ids')])
+for name in ('fill_', 'zero_'):
+    call = (lambda name: lambda lib, x, *a: getattr(x.clone(), name)(*a))(name)
+    entry(f'Tensor.{name}', call, call, ALL, 1, with_args(family(unary), *((1,) if name == 'fill_' else ())))
+entry('Tensor.copy_', lambda lib, x, y: x.clone().copy_(y), lambda lib, x, y: x.clone().copy_(y), ALL, 2,
+      lambda dtype, slow: [s for s in binary(dtype, slow, scalar=False, extremes_both=False)
+                           if s.note in ('same shape', 'broadcast (2,3) (3,)', 'transposed')])
+
+# nn
+for name in ('linear',):
+    entry(name, function('linear'), function('linear', 'nn.functional.linear'), FLOATS, 2, lambda dtype, slow: [
+        Sample((arr((2, 3), dtype), arr((4, 3), dtype, 1), arr((4,), dtype, 2)), note='bias'),
+        Sample((arr((2, 5, 3), dtype), arr((4, 3), dtype, 1)), note='batched, no bias'),
+        Sample((arr((0, 3), dtype), arr((4, 3), dtype, 1), arr((4,), dtype, 2)), note='empty')])
+entry('layer_norm', function('layer_norm'),
+      lambda torch, x, g, b, **k: torch.nn.functional.layer_norm(x, x.shape[-1:], g, b, **k), FLOATS, 2,
+      lambda dtype, slow: [
+          Sample((arr((2, 3, 4), dtype), arr((4,), dtype, 1), arr((4,), dtype, 2)), note='3-d'),
+          Sample((arr((2, 4), dtype), np.zeros(4, dtype), arr((4,), dtype, 2)), dict(eps=1e-3), note='zero weights'),
+          Sample((np.ones((2, 4), dtype), arr((4,), dtype, 1), arr((4,), dtype, 2)), note='constant rows'),
+          Sample((View(arr((4, 2), dtype), 'T'), arr((4,), dtype, 1), arr((4,), dtype, 2)), note='transposed')])
+
+
+def class_samples(dtype, slow):
+    """Scores (..., C) with the class axis last (microtensor's layout; the twin moves it to 1, PyTorch's)."""
+    t = np.array([0, 2, 1, 2], 'int64')
+    return [Sample((arr((4, 3), dtype), t), note='(N, C)'),
+            Sample((arr((2, 2, 3), dtype), t.reshape(2, 2)), note='(N, T, C)'),
+            Sample((arr((4, 3), dtype), t), dict(weight=np.array([0.0, 1.0, 2.0], dtype)), note='zero weight'),
+            Sample((arr((4, 3), dtype), np.array([0, -100, 1, 2])), dict(ignore_index=-100), note='ignore_index'),
+            Sample((arr((4, 3), dtype), t), dict(reduction='sum'), note='sum'),
+            Sample((arr((4, 3), dtype), t), dict(reduction='none'), note='none'),
+            Sample((arr((0, 3), dtype), np.zeros(0, 'int64')), dict(reduction='sum'), note='empty')]
+
+
+def class_last(torch_fn):
+    def twin(torch, x, t, **k):
+        if x.ndim > 2:
+            x = x.movedim(-1, 1)
+        return getattr(torch.nn.functional, torch_fn)(x, t.long(), **k)
+    return twin
+
+
+entry('cross_entropy', function('cross_entropy'), class_last('cross_entropy'), FLOATS, 2, lambda dtype, slow:
+      class_samples(dtype, slow) + [Sample((arr((4, 3), dtype), np.array([0, 2, 1, 2])), dict(label_smoothing=0.1),
+                                           note='label smoothing')])
+entry('nll_loss', function('nll_loss'), class_last('nll_loss'), FLOATS, 2, class_samples)
+
+# random ops: distribution and seeding (tests/test_op_registry.py, test_random_*)
+RANDOM += [
+    RandomEntry('rand', lambda mt, shape, dtype: mt.rand(*shape, dtype=dtype), FLOATS, 0.5, (1 / 12) ** 0.5),
+    RandomEntry('randn', lambda mt, shape, dtype: mt.randn(*shape, dtype=dtype), FLOATS, 0.0, 1.0),
+    RandomEntry('randint', lambda mt, shape, dtype: mt.randint(-3, 7, shape, dtype=dtype), ('int64', 'int32'),
+                1.5, (99 / 12) ** 0.5),  # uniform on -3..6: mean 1.5, variance (10^2 - 1) / 12
+    RandomEntry('dropout', lambda mt, shape, dtype: mt.dropout(mt.ones(*shape, dtype=dtype), 0.25), FLOATS,
+                1.0, (1 / 3) ** 0.5),  # kept ones become 1/(1-p): mean 1, variance p / (1 - p)
+]
+for name, mean, std, kw in (('normal_', 1.0, 2.0, dict(mean=1.0, std=2.0)), ('uniform_', 0.0, 2 / 3 ** 0.5, dict(a=-2.0, b=2.0)),
+                            ('xavier_uniform_', 0.0, (2 / 300) ** 0.5, {}), ('xavier_normal_', 0.0, (2 / 300) ** 0.5, {}),
+                            ('glorot_uniform_', 0.0, (2 / 300) ** 0.5, {}), ('glorot_normal_', 0.0, (2 / 300) ** 0.5, {}),
+                            ('kaiming_uniform_', 0.0, (2 / 100) ** 0.5, {}), ('kaiming_normal_', 0.0, (2 / 100) ** 0.5, {}),
+                            ('he_uniform_', 0.0, (2 / 100) ** 0.5, {}), ('he_normal_', 0.0, (2 / 100) ** 0.5, {})):
+    # a (100, 200) weight: fan_in 100, fan_out 200 in microtensor's (n_in, n_out) layout
+    RANDOM.append(RandomEntry(f'nn.init.{name}', (lambda name, kw: lambda mt, shape, dtype: getattr(mt.nn.init, name)(
+        mt.zeros(*shape, dtype=dtype), **kw))(name, kw), FLOATS, mean, std))
+
+RANDOM_SHAPE = (100, 200)  # the init entries' stds above assume it
+
+# names in microtensor's namespace and Tensor's that are not ops, each with why
+NOT_OPS = {
+    # creation: no tensor input to compare an op on
+    'arange': 'creation', 'as_tensor': 'creation', 'eye': 'creation', 'from_numpy': 'creation', 'full': 'creation',
+    'ones': 'creation', 'ones_like': 'creation (a shape copied, no values)', 'tensor': 'creation',
+    'zeros': 'creation', 'zeros_like': 'creation (a shape copied, no values)',
+    # autograd's machinery
+    'grad': 'autograd API', 'no_grad': 'autograd API', 'enable_grad': 'autograd API',
+    'is_grad_enabled': 'autograd API', 'detect_anomaly': 'autograd API', 'gradcheck': 'testing helper',
+    'gradgradcheck': 'testing helper',
+    # settings
+    'manual_seed': 'setting (tested with the random ops)', 'set_default_device': 'setting', 'set_fused': 'setting',
+    'fused': 'setting (a context manager)', 'is_fused': 'setting',
+    # files and inspection
+    'load': 'serialization', 'save': 'serialization', 'trace': 'inspection', 'backward_steps': 'inspection',
+    'draw_graph': 'inspection', 'gradient_flow': 'inspection', 'record_modules': 'inspection',
+    # Tensor: conversion to other things, devices, autograd state
+    'Tensor.numpy': 'conversion', 'Tensor.tolist': 'conversion', 'Tensor.item': 'conversion',
+    'Tensor.cpu': 'device move (the tests run on the CPU)', 'Tensor.cuda': 'device move (needs a GPU)',
+    'Tensor.backward': 'autograd API', 'Tensor.detach': 'autograd API', 'Tensor.register_hook': 'autograd API',
+    'Tensor.requires_grad_': 'autograd API', 'Tensor.retain_grad': 'autograd API', 'Tensor.zero_grad': 'autograd API',
+    'Tensor.__init__': 'construction', 'Tensor.__repr__': 'printing', 'Tensor.__array__': 'numpy conversion',
+    'Tensor.__array_ufunc__': 'numpy dispatch (to the reflected operators, which have entries)',
+    'Tensor.__len__': 'Python protocol', 'Tensor.__iter__': 'Python protocol (indexing, which has an entry)',
+    'Tensor.__bool__': 'conversion', 'Tensor.__float__': 'conversion', 'Tensor.__int__': 'conversion',
+    'Tensor.__hash__': 'identity',
+    'Tensor.shape': 'attribute', 'Tensor.ndim': 'attribute', 'Tensor.dtype': 'attribute',
+    'Tensor.device': 'attribute', 'Tensor.is_leaf': 'autograd state', 'Tensor.grad': 'autograd state',
+}
