@@ -419,6 +419,10 @@ class Tensor:
         """self /= other, in place (a float tensor: integers cannot hold the quotient, as in PyTorch)."""
         return self._arithmetic_in_place(_ew.Div, other, '/=')
 
+    def __ipow__(self, other):
+        """self **= other, in place."""
+        return self._arithmetic_in_place(_ew.Pow, other, '**=')
+
     # their method forms, as PyTorch's (an optimizer's m.mul_(beta).add_(g, alpha=1 - beta)); each returns self
     def add_(self, other, alpha=1):
         """self += alpha * other, in place."""

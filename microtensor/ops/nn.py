@@ -25,6 +25,8 @@ class Softmax(Function):
 
     def forward(self, x, axis):
         self.axis = axis = args.axis(axis, x.shape)
+        if x.size == 0:  # no row to normalise (and no max to subtract): empty, as PyTorch
+            return x.copy()
         xp = backend.array_module(x)
         e = xp.exp(x - x.max(axis=axis, keepdims=True))
         return e / e.sum(axis=axis, keepdims=True)
@@ -40,6 +42,8 @@ class LogSoftmax(Function):
 
     def forward(self, x, axis):
         self.axis = axis = args.axis(axis, x.shape)
+        if x.size == 0:  # no row to normalise: empty, as PyTorch
+            return x.copy()
         xp = backend.array_module(x)
         shifted = x - x.max(axis=axis, keepdims=True)
         return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))

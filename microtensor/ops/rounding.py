@@ -17,10 +17,11 @@ from .elementwise import Div
 
 
 def _check(a, b, op):
-    """The operands' common dtype (they arrive promoted): a number, and no integer zero divisor."""
+    """The operands' common dtype (they arrive promoted): a number, and no integer zero divisor (unless the
+    result is empty: nothing is divided, as in PyTorch)."""
     if a.dtype.kind == 'b':
         raise TypeError(f"{op} of bool tensors is not defined, as in PyTorch; convert them first (x.long())")
-    if a.dtype.kind in 'iu' and bool((b == 0).any()):
+    if a.dtype.kind in 'iu' and a.size and b.size and bool((b == 0).any()):
         raise RuntimeError(f"{op}: integer division by zero (an integer has no inf or nan to give), as in "
                            "PyTorch; divide floats (x.float()) to get inf and nan instead")
 
