@@ -44,8 +44,11 @@ def all(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|a - b| <= atol + rtol * |b|, elementwise (inf equals inf of its sign; nan equals nan only with
-    equal_nan=True), in the common dtype of a and b."""
+    equal_nan=True).  Two tensors must have one dtype, as in PyTorch (a number compares in a's)."""
     a = tensor_arg(a, 'isclose', 'a')
+    if isinstance(b, Tensor) and b.dtype != a.dtype:
+        raise RuntimeError(f"isclose: a is {a.dtype} and b is {b.dtype}; PyTorch compares two tensors of one "
+                           f"dtype: convert one first (b.to(a.dtype))")
     rtol = argcheck.number(rtol, 'isclose', 'rtol', min=0)
     atol = argcheck.number(atol, 'isclose', 'atol', min=0)
     equal_nan = argcheck.boolean(equal_nan, 'isclose', 'equal_nan')
