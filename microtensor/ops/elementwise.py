@@ -88,8 +88,11 @@ class Pow(Function):
         with backend.quiet_float_errors(g.data):  # the inf and nan that _zero_where replaces
             if self.needs_grad(0):  # 2 ** x needs only gb
                 constant = (a.data == 0) & (b.data == 0)
-                one = Tensor._wrap(backend.array_module(a.data).ones((), dtype=a.dtype))
-                ga = g * _zero_where(constant, b * Where.apply(one, a, cond=constant) ** (b - 1))
+                base = a
+                if bool(constant.any()):  # (rare: the common backward stays b * a ** (b - 1), no extra op)
+                    one = Tensor._wrap(backend.array_module(a.data).ones((), dtype=a.dtype))
+                    base = Where.apply(one, a, cond=constant)
+                ga = g * _zero_where(constant, b * base ** (b - 1))
             if self.needs_grad(1):  # log(a) needs a > 0
                 gb = g * _zero_where((a.data == 0) & (b.data >= 0), self.output * a.log())
         return ga, gb
