@@ -102,11 +102,15 @@ class Spec:
 
 
 def _softmax(a, axis=-1):
+    if a.size == 0:  # no row to normalise: empty, as PyTorch (numpy's max of nothing would refuse)
+        return a.copy()
     e = np.exp(a - a.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
 
 
 def _log_softmax(a, axis=-1):
+    if a.size == 0:
+        return a.copy()
     s = a - a.max(axis=axis, keepdims=True)
     return s - np.log(np.exp(s).sum(axis=axis, keepdims=True))
 
