@@ -92,7 +92,7 @@ def token_ids(ids, where, vocab_size, device, ndims=None, name='ids'):
     if ndims is not None and (ids.ndim not in ndims or ids.numel() == 0):
         shapes = ' or '.join({1: '(T,)', 2: '(B, T)'}[n] for n in ndims)
         hint = "; for one sequence use ids.reshape(1, -1)" if ids.ndim == 1 and ids.numel() else ''
-        raise ValueError(f"{where}: {name} must have shape {shapes} with B, T >= 1, got {ids.shape}{hint}")
+        raise mt.ShapeError(f"{where}: {name} must have shape {shapes} with B, T >= 1, got {ids.shape}{hint}")
     if ids.dtype.kind not in 'iu':
         raise TypeError(f"{where}: {name} must be integer token ids, not {ids.dtype} "
                         "(floats are not rounded for you: convert whole numbers with .to(mt.int64))")

@@ -132,8 +132,8 @@ def _check_sampling(where, temperature, top_k, greedy):
 
 def _check_logits(where, logits):
     if not isinstance(logits, mt.Tensor) or logits.ndim != 2 or logits.dtype.kind != 'f' or 0 in logits.shape:
-        raise ValueError(f"{where}: logits must be a floating-point Tensor of shape (B, V), "
-                         f"not {argcheck.describe(logits) if not isinstance(logits, mt.Tensor) else logits}")
+        raise mt.ShapeError(f"{where}: logits must be a floating-point Tensor of shape (B, V), "
+                            f"not {argcheck.describe(logits) if not isinstance(logits, mt.Tensor) else logits}")
     if not (logits.amax(dim=-1) > -math.inf).all():  # one reduction, one host sync: a NaN makes its row's max NaN
         if (logits != logits).any():
             raise ValueError(f"{where}: the logits contain NaN, so there is no distribution to sample from; "

@@ -73,8 +73,8 @@ class _Layer(nn.Module):
 
     def _check_input(self, x):
         if x.ndim != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"{type(self).__name__}(d_model={self.d_model}): expected x of shape "
-                             f"(B, T, {self.d_model}), got {x.shape}")
+            raise mt.ShapeError(f"{type(self).__name__}(d_model={self.d_model}): expected x of shape "
+                                f"(B, T, {self.d_model}), got {x.shape}")
 
     def extra_repr(self):
         extra = ('' if self.alpha == 1 else f", alpha={self.alpha}") + (', gate=True' if self.gated else '')

@@ -17,8 +17,8 @@ from microtensor import argcheck
 
 def _check(where, logits, ids, ids_name, ignore_index, ignore_name):
     if not isinstance(logits, mt.Tensor) or logits.ndim != 3:
-        raise ValueError(f"{where}: logits must be a Tensor of shape (B, T, V), "
-                         f"not {logits.shape if isinstance(logits, mt.Tensor) else argcheck.describe(logits)}")
+        raise mt.ShapeError(f"{where}: logits must be a Tensor of shape (B, T, V), "
+                            f"not {logits.shape if isinstance(logits, mt.Tensor) else argcheck.describe(logits)}")
     if not isinstance(ids, mt.Tensor) or ids.ndim != 2 or ids.dtype.kind not in 'iu':
         raise TypeError(f"{where}: {ids_name} must be an integer Tensor of shape (B, T), "
                         f"not {ids.dtype if isinstance(ids, mt.Tensor) else argcheck.describe(ids)}"
@@ -30,9 +30,9 @@ def next_token_loss(logits, ids, ignore_index=None):
     """Causal LM loss: logits (B, T, V) from model(ids), ids (B, T)."""
     _check('next_token_loss', logits, ids, 'ids', ignore_index, 'ignore_index')
     if logits.shape[:2] != tuple(ids.shape):
-        raise ValueError(f"next_token_loss: logits {logits.shape} and ids {tuple(ids.shape)} must share (B, T)")
+        raise mt.ShapeError(f"next_token_loss: logits {logits.shape} and ids {tuple(ids.shape)} must share (B, T)")
     if ids.shape[1] < 2:
-        raise ValueError(f"next_token_loss: needs sequences of at least 2 tokens, got shape {tuple(ids.shape)}")
+        raise mt.ShapeError(f"next_token_loss: needs sequences of at least 2 tokens, got shape {tuple(ids.shape)}")
     return mt.cross_entropy(logits[:, :-1], ids[:, 1:], ignore_index=ignore_index)
 
 
@@ -40,7 +40,7 @@ def seq2seq_loss(logits, tgt_out, pad_id=None):
     """Encoder-decoder loss: logits (B, T, V) for decoder input shift_right(tgt_out), tgt_out (B, T)."""
     _check('seq2seq_loss', logits, tgt_out, 'tgt_out', pad_id, 'pad_id')
     if logits.shape[:2] != tuple(tgt_out.shape):
-        raise ValueError(f"seq2seq_loss: logits {logits.shape} and tgt_out {tuple(tgt_out.shape)} must share (B, T)")
+        raise mt.ShapeError(f"seq2seq_loss: logits {logits.shape} and tgt_out {tuple(tgt_out.shape)} must share (B, T)")
     return mt.cross_entropy(logits, tgt_out, ignore_index=pad_id)
 
 

@@ -43,7 +43,7 @@ def padding_mask(ids, pad_id):
     if ids.dtype.kind not in 'iu':
         raise TypeError(f"padding_mask: ids must be integer token ids, not {ids.dtype}")
     if ids.ndim != 2:
-        raise ValueError(f"padding_mask: ids must have shape (B, T), got {ids.shape}")
+        raise mt.ShapeError(f"padding_mask: ids must have shape (B, T), got {ids.shape}")
     B, T_k = ids.shape
     return (ids != pad_id).reshape(B, 1, 1, T_k)
 

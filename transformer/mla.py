@@ -77,8 +77,8 @@ class MultiHeadLatentAttention(nn.Module):
         if context is not None:
             raise ValueError("MultiHeadLatentAttention: self-attention only (context must be None)")
         if x.ndim != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"MultiHeadLatentAttention(d_model={self.d_model}): expected x of shape "
-                             f"(B, T, {self.d_model}), got {x.shape}")
+            raise mt.ShapeError(f"MultiHeadLatentAttention(d_model={self.d_model}): expected x of shape "
+                                f"(B, T, {self.d_model}), got {x.shape}")
         B, T, _ = x.shape
         KVCache.check(cache, B, 'MultiHeadLatentAttention')
         offset = 0 if cache is None else cache.length        # position of x's first row

@@ -62,7 +62,7 @@ def mlm_mask(ids, mask_id, vocab_size, p=0.15, mask_share=0.8, random_share=0.1,
 def mlm_loss(logits, labels):
     """Mean cross-entropy over the chosen positions: logits (B, T, vocab), labels (B, T) from mlm_mask."""
     if logits.shape[:-1] != tuple(labels.shape):
-        raise ValueError(f"mlm_loss: logits {logits.shape} and labels {tuple(labels.shape)} must share (B, T)")
+        raise mt.ShapeError(f"mlm_loss: logits {logits.shape} and labels {tuple(labels.shape)} must share (B, T)")
     if not (labels != IGNORE).any():
         raise ValueError("mlm_loss: no position was chosen in this batch (every label is IGNORE); "
                          "use a larger batch or a larger p")

@@ -95,5 +95,5 @@ class BatchNorm1d(nn.Module):
 
 def _check_features(module, x, d):
     if x.ndim < 2 or x.shape[-1] != d:
-        raise ValueError(f"{type(module).__name__}({d}): expected x of shape (..., {d}) with at least a batch "
-                         f"axis, got {x.shape}")
+        raise mt.ShapeError(f"{type(module).__name__}({d}): expected x of shape (..., {d}) with at least a batch "
+                            f"axis, got {x.shape}")

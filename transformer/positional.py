@@ -138,7 +138,7 @@ class RotaryEmbedding(nn.Module):
         """x (..., T, d_k) with each pair of features rotated by its position (offset + t) times theta_i."""
         offset = argcheck.integer(offset, 'RotaryEmbedding', 'offset')  # any integer: rotations go both ways
         if x.ndim < 2 or x.shape[-1] != self.d_k:
-            raise ValueError(f"RotaryEmbedding(d_k={self.d_k}): got x of shape {x.shape}")
+            raise mt.ShapeError(f"RotaryEmbedding(d_k={self.d_k}): got x of shape {x.shape}")
         *lead, T, d_k = x.shape
         angles = sinusoid_angles(T, d_k, self.base, offset, device=x.device)  # (T, d_k/2)
         cos, sin = angles.cos().to(dtype=x.dtype), angles.sin().to(dtype=x.dtype)
@@ -266,5 +266,5 @@ def _check_offset(module, offset):
 
 def _check_features(module, x, d_model):
     if x.ndim < 2 or x.shape[-1] != d_model:
-        raise ValueError(f"{type(module).__name__}(d_model={d_model}): expected x of shape (B, T, {d_model}), "
-                         f"got {x.shape}")
+        raise mt.ShapeError(f"{type(module).__name__}(d_model={d_model}): expected x of shape (B, T, {d_model}), "
+                            f"got {x.shape}")

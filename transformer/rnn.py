@@ -34,8 +34,8 @@ class RNNCell(nn.Module):
 
     def forward(self, x, h=None):
         if x.ndim == 0 or x.shape[-1] != self.d_in:
-            raise ValueError(f"RNNCell({self.d_in}, {self.d_hidden}): input has last dimension "
-                             f"{x.shape[-1] if x.ndim else None}, shape {x.shape}; expected (B, {self.d_in})")
+            raise mt.ShapeError(f"RNNCell({self.d_in}, {self.d_hidden}): input has last dimension "
+                                f"{x.shape[-1] if x.ndim else None}, shape {x.shape}; expected (B, {self.d_in})")
         return self.step(x @ self.W_xh, h)
 
     def step(self, x_proj, h=None):
@@ -61,11 +61,11 @@ class RNN(nn.Module):
 
     def forward(self, x, h0=None):
         if x.ndim != 3 or x.shape[-1] != self.cell.d_in or x.shape[1] == 0:
-            raise ValueError(f"RNN(d_in={self.cell.d_in}): expected x of shape (B, T, {self.cell.d_in}) with "
-                             f"T >= 1, got {x.shape}")
+            raise mt.ShapeError(f"RNN(d_in={self.cell.d_in}): expected x of shape (B, T, {self.cell.d_in}) with "
+                                f"T >= 1, got {x.shape}")
         if h0 is not None and h0.shape != (x.shape[0], self.cell.d_hidden):
-            raise ValueError(f"RNN(d_hidden={self.cell.d_hidden}): h0 must have shape (B, d_hidden) = "
-                             f"{(x.shape[0], self.cell.d_hidden)}, got {h0.shape}")
+            raise mt.ShapeError(f"RNN(d_hidden={self.cell.d_hidden}): h0 must have shape (B, d_hidden) = "
+                                f"{(x.shape[0], self.cell.d_hidden)}, got {h0.shape}")
         x_proj = x @ self.cell.W_xh  # (B, T, d_hidden): the part that does not wait, in one matmul
         h, outputs = h0, []
         for t in range(x.shape[1]):  # the part that does: step t needs h_{t-1}
