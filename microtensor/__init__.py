@@ -20,7 +20,7 @@ from .functional import (abs, add, amax, amin, argmax, argmin, broadcast_to, cat
                          log_softmax, masked_fill, masked_softmax, matmul, max, maximum, mean, min, minimum, mul, neg,
                          numel, permute, pow, relu, reshape, sigmoid, sin, softmax, split, sqrt, squeeze, stack, std,
                          sub, sum, swapaxes, tanh, transpose, unflatten, unsqueeze, var, where)
-from .argcheck import ShapeError
+from .argcheck import DTypeError, ShapeError
 from .functional import (bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift,
                          bitwise_xor, floor_divide, remainder)
 from .ops.einsum import einsum

@@ -31,6 +31,14 @@ class ShapeError(RuntimeError, ValueError):
     `except RuntimeError` (a PyTorch habit) and `except ValueError` (a numpy habit) both catch it."""
 
 
+class DTypeError(TypeError, NotImplementedError):
+    """A tensor of a dtype the op does not take (sqrt of bool, bitwise_and of floats, a float index).
+
+    PyTorch raises RuntimeError (its NotImplementedError: "not implemented for 'Float'") for these;
+    this class is that and a TypeError, so `except RuntimeError`, `except NotImplementedError` and
+    `except TypeError` all catch it."""
+
+
 def fail(error, where, message):
     """Raise error("where: message") (just the message when where is None)."""
     raise error(f"{where}: {message}" if where else message) from None

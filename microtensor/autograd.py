@@ -434,13 +434,14 @@ SHAPE_MISMATCH = ('could not be broadcast', 'could not broadcast', 'non-broadcas
 
 
 def error_kind(error):
-    """ShapeError, IndexError, ValueError or TypeError: the plain class of a backend's error (numpy's
-    AxisError is both an IndexError and a ValueError; some of its TypeErrors cannot be built from a
-    message).  A ValueError about shapes is a ShapeError, as our own shape checks raise."""
+    """ShapeError, DTypeError, IndexError, ValueError or TypeError: the plain class of a backend's error
+    (numpy's AxisError is both an IndexError and a ValueError; some of its TypeErrors cannot be built
+    from a message).  A ValueError about shapes is a ShapeError, as our own shape checks raise."""
     if isinstance(error, ShapeError) or isinstance(error, ValueError) and not isinstance(error, IndexError) \
             and any(words in str(error) for words in SHAPE_MISMATCH):
         return ShapeError
-    return next((kind for kind in (IndexError, ValueError, TypeError) if isinstance(error, kind)), ValueError)
+    kinds = (DTypeError, IndexError, ValueError, TypeError)
+    return next((kind for kind in kinds if isinstance(error, kind)), ValueError)
 
 
 def take_output(fn, tensor):
@@ -450,7 +451,7 @@ def take_output(fn, tensor):
     tensor.creator, tensor.requires_grad = fn, True
 
 
-from .argcheck import ShapeError  # noqa: E402
+from .argcheck import DTypeError, ShapeError  # noqa: E402
 from .tensor import Tensor  # noqa: E402  (tensor.py imports this module first)
 from .contract import (IncomingGradients, check_backward_result, check_forward_result,  # noqa: E402
                        check_hook_result, check_inputs)

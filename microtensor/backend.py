@@ -215,6 +215,12 @@ def quiet_float_errors(array):
     return contextlib.nullcontext()  # cupy does not warn
 
 
+def sign(array):
+    """-1, 0 or 1 in the array's dtype, and 0 at nan, as PyTorch's sign (numpy's is nan there):
+    the derivative of |x| that PyTorch uses, so that a nan entry passes no gradient on."""
+    return ((array > 0).astype(array.dtype) - (array < 0)).astype(array.dtype, copy=False)
+
+
 _math_erf = numpy.frompyfunc(math.erf, 1, 1)
 
 

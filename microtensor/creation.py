@@ -10,6 +10,7 @@ from . import argcheck, backend, promotion
 from .ops import args
 from .convert import check_dtype, new_array, share_counter
 from .tensor import DEFAULT_FLOAT, Tensor
+from .argcheck import DTypeError
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False, name=None):
@@ -64,7 +65,7 @@ def _make(op, fill, shape, dtype, device, requires_grad, name):
     t.name = name
     if requires_grad:
         if not backend.float_dtype(dtype):
-            raise TypeError(f"{op}: only floating-point tensors can require grad, not {dtype}")
+            raise DTypeError(f"{op}: only floating-point tensors can require grad, not {dtype}")
         t.requires_grad_()
     return t
 
@@ -129,7 +130,7 @@ def randn(*shape, dtype=None, device=None, requires_grad=False, name=None):
     """Standard normal samples from the device's generator (seeded by mt.manual_seed)."""
     def fill(device, s, d):
         if not backend.float_dtype(d):
-            raise TypeError(f"randn: samples are floats; dtype {d} is not a float dtype")
+            raise DTypeError(f"randn: samples are floats; dtype {d} is not a float dtype")
         return normal_array(device, s, d)
     return _make('randn', fill, shape, dtype, device, requires_grad, name)
 
@@ -138,7 +139,7 @@ def rand(*shape, dtype=None, device=None, requires_grad=False, name=None):
     """Uniform samples in [0, 1) from the device's generator."""
     def fill(device, s, d):
         if not backend.float_dtype(d):
-            raise TypeError(f"rand: samples are floats; dtype {d} is not a float dtype")
+            raise DTypeError(f"rand: samples are floats; dtype {d} is not a float dtype")
         return uniform_array(device, s, d)
     return _make('rand', fill, shape, dtype, device, requires_grad, name)
 

@@ -35,6 +35,7 @@ import numbers
 from . import backend
 from .convert import as_tensor
 from .tensor import DEFAULT_FLOAT, Tensor
+from .argcheck import DTypeError
 
 PYTHON_INT = backend.dtype('int64')
 BOOL = backend.dtype('bool')
@@ -217,16 +218,22 @@ def is_python_int(value):
     return _python_number_dtype(value) == PYTHON_INT
 
 
+def refuse_bool(op, dtype, hint='convert it first (x.float())'):
+    """What PyTorch refuses of a bool tensor (-mask, abs, relu, a product mask @ mask): a DTypeError."""
+    if dtype == BOOL:
+        raise DTypeError(f"{op} of a bool tensor is not defined, as in PyTorch; {hint}")
+
+
 def check_booleans(op, a, b, subtract):
     """What PyTorch refuses of booleans: a subtraction with a bool operand, and a power of two
     unless the exponent is a Python bool (mask ** True is mask)."""
     bools = [v is True or v is False or (isinstance(v, Tensor) or backend.is_array(v)) and v.dtype == BOOL
              for v in (a, b)]
     if subtract and any(bools):
-        raise TypeError(f"{op}: subtraction with a bool tensor is not defined, as in PyTorch; to invert a mask use "
+        raise DTypeError(f"{op}: subtraction with a bool tensor is not defined, as in PyTorch; to invert a mask use "
                         "~mask, to compare two masks use a ^ b or a != b, to count use mask.astype(mt.int64)")
     if not subtract and all(bools) and not (b is True or b is False):
-        raise TypeError(f"{op}: a power of two booleans is not defined, as in PyTorch; convert one first "
+        raise DTypeError(f"{op}: a power of two booleans is not defined, as in PyTorch; convert one first "
                         "(x.astype(mt.int64))")
 
 

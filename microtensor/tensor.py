@@ -12,7 +12,7 @@ import operator
 import warnings
 
 from . import argcheck, backend
-from .argcheck import ShapeError
+from .argcheck import DTypeError, ShapeError
 
 DEFAULT_FLOAT = backend.dtype('float32')
 REPR_MAX_VALUES = 100  # a bigger tensor's repr is one line: shape, dtype, device, |x|, creator
@@ -182,7 +182,7 @@ class Tensor:
                                f"{type(self.creator).__name__}, and only a leaf's flag can change (as in PyTorch); "
                                "to use its value without a graph, take h.detach()")
         if requires_grad and not backend.float_dtype(self.dtype):
-            raise TypeError(f"requires_grad_: only floating-point tensors can require grad, not {self.dtype} "
+            raise DTypeError(f"requires_grad_: only floating-point tensors can require grad, not {self.dtype} "
                             "(integer tensors hold indices and have no gradient)")
         self.requires_grad = requires_grad
         return self
@@ -360,23 +360,27 @@ class Tensor:
         the write is the op SetItem (ops/shape.py): value's gradient is g[index], the
         gradient of self's old value is g with zeros at index, and self becomes SetItem's
         output, as in PyTorch.  A leaf that requires grad cannot be written in place."""
+        self._write('setitem', index, value)
+
+    def _write(self, op, index, value):
+        """self[index] = value for the op named `op` (setitem, fill_, zero_): see __setitem__."""
         if not _index.is_basic(index):
-            index = _index.normalize(index, self, 'setitem')
+            index = _index.normalize(index, self, op)
         if promotion.is_python_number(value):  # stored in self's dtype: it must fit, as in PyTorch
-            value = promotion.scalar('setitem', promotion.fit('setitem', value, self.dtype), self.dtype, self)
-        value = as_tensor(value, self, 'setitem')
+            value = promotion.scalar(op, promotion.fit(op, value, self.dtype), self.dtype, self)
+        value = as_tensor(value, self, op)
         if value.ndim and not _index.is_basic(index):
             _index.check_mixed_write(index, self, value)
         if type(value.data) is not type(self.data):
-            raise RuntimeError(f"setitem: the value is on '{value.device}' but the tensor is on '{self.device}'; "
+            raise RuntimeError(f"{op}: the value is on '{value.device}' but the tensor is on '{self.device}'; "
                                f"move it with .to('{self.device}') first")
         graph = autograd.is_grad_enabled() and (self.requires_grad or value.requires_grad)
         if not graph or self.is_leaf and self.requires_grad or not backend.float_dtype(self.dtype):
-            check_cast(value.data, self.dtype, 'setitem')
+            check_cast(value.data, self.dtype, op)
             write = self.data.__setitem__
-            return self._modify_in_place('setitem', lambda: backend_call('setitem', write, index, value.data))
+            return self._modify_in_place(op, lambda: backend_call(op, write, index, value.data))
         # SetItem writes into its input's memory: `before` is self's own array
-        self._record_in_place('setitem', self.data, lambda before: _shape.SetItem.apply(before, value, index=index))
+        return self._record_in_place(op, self.data, lambda before: _shape.SetItem.apply(before, value, index=index))
 
     def _arithmetic_in_place(self, fn, other, op):
         """self op= other (+=, -=, *=, /=) as in PyTorch: the result, in the promoted dtype, is written into
@@ -466,13 +470,14 @@ class Tensor:
         return self._replace_in_place('masked_fill_', lambda t: t.masked_fill(mask, value))
 
     def fill_(self, value):
-        """Set every element to value, in place; returns self."""
-        value = promotion.fit('fill_', argcheck.real(value, 'fill_', 'value'), self.dtype)  # it must fit, as in PyTorch
-        return self._modify_in_place('fill_', lambda: backend_call('fill_', self.data.fill, value))
+        """Set every element to value (a number that fits self's dtype), in place; returns self.
+        On a non-leaf that requires grad it is recorded as self[...] = value: the old value's
+        gradient is 0, as in PyTorch."""
+        return self._write('fill_', Ellipsis, argcheck.real(value, 'fill_', 'value'))
 
     def zero_(self):
-        """Set every element to 0, in place; returns self."""
-        return self._modify_in_place('zero_', lambda: self.data.fill(0))
+        """Set every element to 0, in place; returns self (recorded as fill_ is)."""
+        return self._write('zero_', Ellipsis, 0)
 
     def copy_(self, other):
         """Write `other` (broadcast to self's shape, cast to self's dtype) into self's memory.

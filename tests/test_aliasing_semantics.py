@@ -105,8 +105,6 @@ def _failures():
             yield op, 'wrong shape', target, lambda: mt.ones((4, 5))
         if target == 'int64' and op != 'zero_':  # integers cannot hold a float result, nor nan
             yield op, 'float into integer', target, lambda: (0.5 if op in ARITHMETIC else float('nan'))
-        if target == 'graph' and op in ('fill_', 'zero_'):  # not recorded: refused while the graph is
-            yield op, 'graph tensor while recording', target, lambda: 1.0
     for target in TARGETS:
         yield 'setitem at a row it lacks', 'index out of range', target, lambda: mt.ones(3, requires_grad=True)
     for op in list(IN_PLACE_OPS)[:-1]:  # a leaf that requires grad, while recording

@@ -76,11 +76,11 @@ def test_backward_releases_what_the_graph_saved():
     h = x * 3
     y = h.relu()
     relu = y.creator
-    assert hasattr(relu, 'positive') and relu.inputs[0] is h
+    assert hasattr(relu, 'passes') and relu.inputs[0] is h
     h_ref = weakref.ref(h)
     del h
     y.sum().backward()
-    assert relu.inputs is None and not hasattr(relu, 'positive')
+    assert relu.inputs is None and not hasattr(relu, 'passes')
     assert h_ref() is None  # nothing kept the intermediate alive
 
 

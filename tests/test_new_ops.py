@@ -147,7 +147,7 @@ def test_einsum_broadcasts_as_torch(equation, shapes_):
 
 
 @pytest.mark.parametrize('equation, shapes_, message', [
-    ('ii->i', [(2, 2)], "names an axis twice"), ('...i...->i', [(2, 2)], "at most once per operand"),
+    ('ii->i', [(2, 3)], "repeats 'i' over axes of sizes 2 and 3"), ('...i...->i', [(2, 2)], "at most once per operand"),
     ('ij,jk->ik', [(2, 3), (4, 2)], "axis 'j' has size 3 in one operand and 4 in another"),
     ('ij,jk->ik', [(2, 3)], "describes 2 operands but 1 were given"), ('ij->k', [(2, 3)], "the output 'k'"),
     ('ijk->i', [(2, 3)], "'ijk' names 3 axes but its operand has shape")])

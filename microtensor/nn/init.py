@@ -18,6 +18,7 @@ cannot be back-propagated after it.
 import math
 
 from .. import argcheck, backend
+from ..argcheck import DTypeError
 from ..autograd import no_grad
 from ..creation import normal_array, uniform_array
 from ..tensor import Tensor
@@ -52,7 +53,7 @@ def _check_tensor(tensor):
     if not isinstance(tensor, Tensor):
         raise TypeError(f"nn.init: needs a Tensor to fill, not {argcheck.describe(tensor)}")
     if not backend.float_dtype(tensor.dtype):
-        raise TypeError(f"nn.init: needs a floating-point tensor, not {tensor.dtype}")
+        raise DTypeError(f"nn.init: needs a floating-point tensor, not {tensor.dtype}")
 
 
 def _fill(tensor, make, what):

@@ -2,7 +2,7 @@
 import math
 
 from .. import argcheck, backend, convert, creation
-from ..argcheck import ShapeError
+from ..argcheck import DTypeError, ShapeError
 from ..tensor import DEFAULT_FLOAT
 from ..ops.linalg import linear
 from . import init
@@ -24,7 +24,7 @@ class Linear(Module):
         out_features = argcheck.integer(out_features, 'Linear', 'out_features', min=1)
         bias = argcheck.boolean(bias, 'Linear', 'bias')
         if dtype is not None and not backend.float_dtype(convert.check_dtype(dtype, 'Linear')):
-            raise TypeError(f"Linear: dtype must be a floating-point dtype (its weights are trained), not {dtype}")
+            raise DTypeError(f"Linear: dtype must be a floating-point dtype (its weights are trained), not {dtype}")
         if device is not None:
             backend.check_device(device, 'Linear')
         argcheck.memory('Linear', in_features * out_features + out_features, 'parameters',

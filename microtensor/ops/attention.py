@@ -19,6 +19,7 @@ from ..fused import switch as fused_switch
 from ..fused.softmax import FusedMaskedSoftmax
 from .nn import softmax
 from .select import where
+from ..argcheck import DTypeError
 
 
 def masked_softmax(scores, mask=None):
@@ -31,7 +32,7 @@ def masked_softmax(scores, mask=None):
     if mask is not None:
         mask = param_array(mask, scores, 'masked_softmax', 'mask')
         if mask.dtype != bool:
-            raise TypeError(f"masked_softmax: the mask must be boolean (True = may attend), not {mask.dtype}; "
+            raise DTypeError(f"masked_softmax: the mask must be boolean (True = may attend), not {mask.dtype}; "
                             "e.g. mask != 0")
         if not backend.broadcasts_to(mask.shape, scores.shape):
             raise ValueError(f"masked_softmax: a mask of shape {mask.shape} does not broadcast to the scores' "

@@ -9,12 +9,13 @@ None of them has a gradient: integers have none.
 """
 from .. import backend
 from ..autograd import Function
+from ..argcheck import DTypeError
 
 
 def _check(x, op, kinds='biu'):
     if x.dtype.kind not in kinds:
         what = 'integer or bool' if 'b' in kinds else 'integer'
-        raise TypeError(f"{op} is defined on {what} tensors only, not {x.dtype}, as in PyTorch")
+        raise DTypeError(f"{op} is defined on {what} tensors only, not {x.dtype}, as in PyTorch")
 
 
 class And(Function):

@@ -11,12 +11,16 @@ the other operands, with the output's letters moved to that operand's place:
     Y = einsum('ij,jk->ik', A, B)      dL/dA = einsum('ik,jk->ij', G, B),   dL/dB = einsum('ik,ij->jk', G, A)
 
 A letter that only that operand has (summed over in the forward pass) is broadcast back.
-'...' and size-1 axes broadcast, as in PyTorch; a letter twice in one operand (a diagonal) is refused.
+'...' and size-1 axes broadcast, as in PyTorch.  A letter twice in one operand takes a diagonal:
+X_ii is X_ij I_ij summed over j (I the identity), which is how einsum() writes it, so the op
+itself only meets distinct letters, and the gradient lands on the diagonal, zeros elsewhere:
+
+    y = einsum('ii->i', X)             dL/dX = einsum('i,ij->ij', g, I)
 """
 import string
 
-from .. import backend, promotion
-from ..argcheck import ShapeError
+from .. import backend, creation, promotion
+from ..argcheck import DTypeError, ShapeError
 from ..autograd import Function
 from ..convert import tensor_arg
 
@@ -65,7 +69,10 @@ def einsum(equation, *operands):
         if len(spec) != t.ndim:
             raise ShapeError(f"einsum: '{spec}' names {len(spec)} axes but its operand has shape {t.shape} "
                              f"(operand {i}); name one letter per axis, or '...' for the leading ones")
-        for c, n in zip(spec, t.shape):
+        for axis, (c, n) in enumerate(zip(spec, t.shape)):
+            if c in spec[:axis] and t.shape[spec.index(c)] != n:
+                raise ShapeError(f"einsum: '{spec}' repeats '{c}' over axes of sizes {t.shape[spec.index(c)]} and "
+                                 f"{n} (operand {i}); a diagonal needs equal sizes")
             if sizes.setdefault(c, n) != n and 1 not in (n, sizes[c]):
                 raise ShapeError(f"einsum: axis '{c}' has size {sizes[c]} in one operand and {n} in another "
                                  f"(shapes {[t.shape for t in operands]}); sizes must match or be 1")
@@ -73,7 +80,33 @@ def einsum(equation, *operands):
     operands = [t.broadcast_to(tuple(sizes[c] for c in spec)) for spec, t in zip(inputs, operands)]
     if len({t.dtype for t in operands}) > 1:
         operands = promotion.operands('einsum', *operands)
+    summed = set(''.join(inputs)) - set(output)
+    if summed and operands[0].dtype.kind in 'biu':  # PyTorch's: one operand is a sum, more a batched product
+        if len(operands) == 1:
+            operands = [operands[0].to(dtype='int64')]  # as sum(): integers and booleans add up in int64
+        elif operands[0].dtype == bool:
+            raise DTypeError(f"einsum: {equation!r} sums products of bool tensors, which PyTorch does not define "
+                             "either; convert them first (x.long() or x.float())")
+    inputs, operands = _diagonals(inputs, operands, output)
     return Einsum.apply(*operands, inputs=inputs, output=output)
+
+
+def _diagonals(inputs, operands, output):
+    """Each operand whose spec repeats a letter ('ii': a diagonal) with the repeat renamed to a new
+    letter, and for each renaming an identity operand tying the two: X_ii = sum_j X_ij I_ij."""
+    fresh = [c for c in string.ascii_letters if c not in ''.join(inputs) + output]
+    specs, extra, eyes = [], [], []
+    for spec, t in zip(inputs, operands):
+        renamed = ''
+        for axis, c in enumerate(spec):
+            if c in spec[:axis]:
+                new = fresh.pop(0)
+                extra.append(c + new)
+                eyes.append(creation.eye(t.shape[axis], dtype=t.dtype, device=t.device))
+                c = new
+            renamed += c
+        specs.append(renamed)
+    return tuple(specs) + tuple(extra), list(operands) + eyes
 
 
 def _parse(equation, ndims):
@@ -98,10 +131,6 @@ def _parse(equation, ndims):
         raise ValueError(f"einsum: {equation!r}: '...' must be written as three dots, at most once per operand")
     if not all(s.isalpha() or not s for s in inputs + (output,)):
         raise ValueError(f"einsum: {equation!r} must name axes by letters only, as 'ij,jk->ik'")
-    for spec in inputs:
-        if len(set(spec)) != len(spec):
-            raise ValueError(f"einsum: '{spec}' names an axis twice (a diagonal), which this einsum does not "
-                             "support; take the diagonal first")
     letters = ''.join(inputs)
     if not arrow:  # '...' first, then the letters used once, sorted
         output = implicit_start + ''.join(sorted(c for c in set(letters) - set(broadcast) if letters.count(c) == 1))

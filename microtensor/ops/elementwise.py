@@ -9,6 +9,7 @@ from .. import argcheck, backend, promotion
 from ..autograd import Function
 from ..tensor import Tensor, binary
 from .select import Where
+from ..argcheck import DTypeError
 
 
 class Add(Function):
@@ -61,6 +62,7 @@ class Neg(Function):
     """y = -x             dL/dx = -g"""
 
     def forward(self, x):
+        promotion.refuse_bool('neg', x.dtype, 'to invert a mask use ~mask')
         return -x
 
     def backward(self, g):
@@ -192,21 +194,25 @@ class Sigmoid(Function):
 
 
 class Relu(Function):
-    """y = max(x, 0)      dL/dx = g * [x > 0]        (relu(-inf) = 0; x * [x > 0] would give nan)"""
+    """y = max(x, 0)      dL/dx = g * [not x <= 0]
+
+    relu(-inf) = 0 (x * [x > 0] would give nan); at nan, y is nan and g passes, as in PyTorch."""
 
     def forward(self, x):
-        self.positive = (x > 0).astype(x.dtype)
+        promotion.refuse_bool('relu', x.dtype)
+        self.passes = (~(x <= 0)).astype(x.dtype)
         return backend.array_module(x).maximum(x, 0)
 
     def backward(self, g):
-        return (g * Tensor._wrap(self.positive),)
+        return (g * Tensor._wrap(self.passes),)
 
 
 class Abs(Function):
-    """y = |x|            dL/dx = g * sign(x)     (0 at x = 0)"""
+    """y = |x|            dL/dx = g * sign(x)     (0 at x = 0, and at nan, as in PyTorch)"""
 
     def forward(self, x):
-        self.sign = backend.array_module(x).sign(x)
+        promotion.refuse_bool('abs', x.dtype)
+        self.sign = backend.sign(x)
         return abs(x)
 
     def backward(self, g):
@@ -226,22 +232,26 @@ class Erf(Function):
 
 class Maximum(Function):
     """y = maximum(a, b)  the gradient goes to the larger input; ties split it evenly:
-    dL/da = g * s,  dL/db = g * (1 - s),  s = [a > b] + 0.5 [a == b]"""
+    dL/da = g * (1 - [a < b] - 0.5 [a == b]),  dL/db = g * (1 - [b < a] - 0.5 [a == b])
+    (y is nan where either is: no comparison holds there, and both get g, as in PyTorch)"""
 
     def forward(self, a, b):
-        self.share_a = ((a > b) + 0.5 * (a == b)).astype(a.dtype)
+        self.shares(a < b, b < a, a == b, a.dtype)
         return backend.array_module(a).maximum(a, b)
 
+    def shares(self, a_loses, b_loses, tie, dtype):
+        self.share_a = (1 - a_loses - 0.5 * tie).astype(dtype)
+        self.share_b = (1 - b_loses - 0.5 * tie).astype(dtype)
+
     def backward(self, g):
-        share_a = Tensor._wrap(self.share_a)
-        return g * share_a, g * (1 - share_a)
+        return g * Tensor._wrap(self.share_a), g * Tensor._wrap(self.share_b)
 
 
 class Minimum(Maximum):
-    """y = minimum(a, b)  as Maximum, with s = [a < b] + 0.5 [a == b]"""
+    """y = minimum(a, b)  as Maximum, the smaller input winning: a loses where a > b"""
 
     def forward(self, a, b):
-        self.share_a = ((a < b) + 0.5 * (a == b)).astype(a.dtype)
+        self.shares(a > b, b > a, a == b, a.dtype)
         return backend.array_module(a).minimum(a, b)
 
 
@@ -299,7 +309,7 @@ def _scaled(a, b, alpha, op):
     dtype = promotion.result_type(a, b)
     if (not hasattr(type(alpha), '__index__') and dtype.kind != 'f'  # (ints, numpy's too, have __index__)
             or isinstance(alpha, bool) and dtype.kind != 'b'):
-        raise TypeError(f"{op}: alpha={alpha!r} does not fit operands of dtype {dtype}, as in PyTorch "
+        raise DTypeError(f"{op}: alpha={alpha!r} does not fit operands of dtype {dtype}, as in PyTorch "
                         "(a non-integer alpha needs floats, a bool alpha bools)")
     if alpha == 1:
         return b

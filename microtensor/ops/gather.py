@@ -14,7 +14,7 @@ Each is numpy indexing with an index array on the chosen axis and the positions 
 gather is GetItem, scatter is SetItem on a copy of x, scatter_add adds a ScatterAdd.
 """
 from .. import argcheck, backend, promotion
-from ..argcheck import ShapeError
+from ..argcheck import DTypeError, ShapeError
 from ..convert import param_array, tensor_arg
 from ..tensor import Tensor
 from . import args
@@ -26,7 +26,7 @@ def _positions(index, dim, x, op):
     a checked, private index array on dim and aranges (shaped to broadcast) on the other axes."""
     index = param_array(index, x, op, 'index')
     if index.dtype.kind not in 'iu':
-        raise TypeError(f"{op}: the index must hold integers, not {index.dtype}")
+        raise DTypeError(f"{op}: the index must hold integers, not {index.dtype}")
     if index.ndim != x.ndim:
         raise ShapeError(f"{op}: the index has shape {index.shape} but needs as many axes as x {x.shape}, "
                          "as in PyTorch; add or remove axes of size 1 (index[:, None], index.squeeze(0))")
@@ -62,7 +62,7 @@ def _source(src, index_shape, x, op):
             raise ShapeError(f"{op}: src of shape {src.shape} must be at least as large as the index "
                              f"{index_shape} on every axis, with as many axes")
         if src.dtype != x.dtype:
-            raise TypeError(f"{op}: src is {src.dtype} but x is {x.dtype}; convert one (as in PyTorch)")
+            raise DTypeError(f"{op}: src is {src.dtype} but x is {x.dtype}; convert one (as in PyTorch)")
         return src[tuple(slice(0, m) for m in index_shape)]
     value = promotion.fit(op, argcheck.real(src, op, 'src'), x.dtype)
     return Tensor._wrap(backend.module_for(x.device).asarray(value, dtype=x.dtype))
@@ -101,7 +101,7 @@ def one_hot(ids, num_classes=-1):
     num_classes=-1 takes max(ids) + 1.  No gradient (the ids are integers)."""
     ids = tensor_arg(ids, 'one_hot', 'ids')
     if ids.dtype.kind not in 'iu':
-        raise TypeError(f"one_hot: ids must be integers, not {ids.dtype}")
+        raise DTypeError(f"one_hot: ids must be integers, not {ids.dtype}")
     num_classes = argcheck.integer(num_classes, 'one_hot', 'num_classes', min=-1)
     xp = backend.array_module(ids.data)
     if num_classes == -1:

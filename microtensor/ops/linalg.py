@@ -46,6 +46,7 @@ def matmul(a, b):
         if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
             raise TypeError(f"matmul: needs a Tensor as a or b, got {type(a).__name__} and {type(b).__name__}")
         a, b = promotion.operands('matmul', a, b)  # PyTorch's rule, as for a * b (int64 @ float32 -> float32)
+    promotion.refuse_bool('matmul', a.dtype)  # numpy's product of booleans is an or of ands
     a_ndim, b_ndim = a.data.ndim, b.data.ndim
     if a_ndim == 0 or b_ndim == 0:
         raise ShapeError(f"MatMul: scalars cannot be matrix-multiplied (shapes {a.shape} and {b.shape}); use *")
@@ -73,6 +74,7 @@ def linear(x, weight, bias=None):
     if bias is not None and bias.shape != weight.shape[1:]:
         raise ShapeError(f"linear: bias has shape {bias.shape}, expected {weight.shape[1:]} (n_out,)")
     if fused_switch.enabled:
+        promotion.refuse_bool('linear', promotion.result_type(x, weight))
         operands = [x, weight] if bias is None else [x, weight, bias]
         if any(t.dtype != x.dtype for t in operands):  # mixed dtypes: promoted as x @ weight + bias would be
             operands = promotion.operands('linear', *operands)

@@ -6,7 +6,7 @@ the end of each section pick the fused layer's op (microtensor/fused/) when it i
 import math
 
 from .. import argcheck, backend, promotion
-from ..argcheck import ShapeError
+from ..argcheck import DTypeError, ShapeError
 from ..autograd import Function
 from ..convert import as_tensor, param_array, tensor_arg
 from ..fused import switch as fused_switch
@@ -127,7 +127,7 @@ def _class_targets(op, scores, targets, weight, ignore_index):
                          + ("; these are PyTorch's (N, C, ...) shapes: here the class axis is last, so pass "
                             f"{what}.permute{(0, *range(2, scores.ndim), 1)}" if torch_layout else ""))
     if targets.dtype.kind not in 'iu':
-        raise TypeError(f"{op}: targets must be integer class ids, not {targets.dtype}")
+        raise DTypeError(f"{op}: targets must be integer class ids, not {targets.dtype}")
     if ignore_index is not None:
         ignore_index = argcheck.integer(ignore_index, op, 'ignore_index')
     xp, n_classes = backend.array_module(targets), scores.shape[-1]
@@ -160,7 +160,7 @@ def _scores(op, x, what):
         raise ShapeError(f"{op}: {what} must have a class axis (shape (..., C)), not shape (); for one position "
                          "of C classes pass shape (C,)")
     if not backend.float_dtype(x.dtype):
-        raise TypeError(f"{op}: {what} must be floating-point, not {x.dtype}")
+        raise DTypeError(f"{op}: {what} must be floating-point, not {x.dtype}")
     return x
 
 
@@ -274,7 +274,7 @@ def layer_norm(x, gamma, beta, eps=1e-5):
         raise ShapeError("layer_norm: x must have a last axis to normalise over, not shape (); pass shape (D,) "
                          "or (..., D)")
     if not backend.float_dtype(x.dtype):
-        raise TypeError(f"layer_norm: needs a floating-point x, not {x.dtype} (use x.float())")
+        raise DTypeError(f"layer_norm: needs a floating-point x, not {x.dtype} (use x.float())")
     if gamma.shape != x.shape[-1:] or beta.shape != x.shape[-1:]:
         raise ShapeError(f"layer_norm: gamma {gamma.shape} and beta {beta.shape} must have shape {x.shape[-1:]} "
                          f"(the last axis of x, shape {x.shape})")
@@ -295,7 +295,7 @@ def dropout(x, p=0.5, training=True):
     if not training or p == 0:
         return x
     if not backend.float_dtype(x.dtype):
-        raise TypeError(f"dropout: needs a floating-point tensor, not {x.dtype}")
+        raise DTypeError(f"dropout: needs a floating-point tensor, not {x.dtype}")
     keep = uniform_array(x.device, x.shape, x.dtype) >= p
     scale = 0.0 if p == 1 else 1.0 / (1 - p)
     return x * Tensor._wrap(keep * x.dtype.type(scale))

@@ -8,7 +8,7 @@ import math
 from collections import namedtuple
 
 from .. import argcheck, backend, promotion
-from ..argcheck import ShapeError
+from ..argcheck import DTypeError, ShapeError
 from ..autograd import Function
 from ..tensor import Tensor
 from . import args
@@ -271,6 +271,8 @@ def arg_extreme(x, op, dim, keepdim, caller=None):
     tensor (dim None); the first one among ties, and the first nan, as PyTorch.  No gradient.
     `caller` names the public op in errors (max(dim) picks with argmax)."""
     caller = caller or op
+    if x.dtype == bool and caller == op:  # (max(dim) of a bool tensor picks with it, as PyTorch's does)
+        raise DTypeError(f"{op} of a bool tensor is not defined, as in PyTorch; convert it first (x.long())")
     if x.ndim == 0:
         if dim is not None:
             args.axes(dim, x.shape, caller)  # only 0 or -1
@@ -297,14 +299,18 @@ def sum_to(x, shape):
 class SumTo(Function):
     """y = x summed down to `shape` (undoes broadcasting)      dL/dx = g broadcast to x's shape
 
-    The backward loop calls this when an op's gradient has the broadcast shape.
+    The backward loop calls this when an op's gradient has the broadcast shape.  As PyTorch's
+    sum_to_size: with nothing to add, x as it is (its dtype kept); integers and booleans add up
+    in int64, as in Sum.
     """
 
     def forward(self, x, shape):
         lead = x.ndim - len(shape)
         axes = tuple(range(lead)) + tuple(
             lead + i for i, n in enumerate(shape) if n == 1 and x.shape[lead + i] != 1)
-        return x.sum(axis=axes, keepdims=True).reshape(shape)
+        if not axes:
+            return x.reshape(shape)
+        return x.sum(axis=axes, keepdims=True, dtype=None if x.dtype.kind == 'f' else 'int64').reshape(shape)
 
     def backward(self, g):
         return (g.broadcast_to(self.inputs[0].shape),)
@@ -315,13 +321,16 @@ class Norm(Function):
 
         dL/dx = g * x / y                           p = 2 (g * x / |x|)
         dL/dx = g * sign(x)                         p = 1
-        dL/dx = g * sign(x) [|x| = y] / #ties       p = +-inf (ties share g, as in max)
+        dL/dx = g * sign(x) [|x| = y] / #ties       p = +-inf (ties share g, as in max; none at y = nan)
         dL/dx = g * sign(x) |x|^(p-1) / y^(p-1)     other p
         dL/dx = 0                                   p = 0 (a count), and where y = 0 (as PyTorch)
     """
 
     def forward(self, x, p, axes, keepdims):
         self.p, self.axes = p, axes
+        if p in (math.inf, -math.inf) and any(x.shape[a] == 0 for a in axes):
+            raise RuntimeError(f"the {p} norm over an empty axis is undefined (max and min have no identity), "
+                               "as in PyTorch; take it over non-empty dims only")
         xp = backend.array_module(x)
         size = abs(x)
         with backend.quiet_float_errors(x):  # 0 ** negative p is inf, as in numpy
@@ -344,14 +353,15 @@ class Norm(Function):
         p, shape = self.p, kept_shape(x.shape, self.axes)
         g, y = g.reshape(shape), self.output.reshape(shape)
         xp = backend.array_module(x.data)
-        sign = Tensor._wrap(xp.sign(x.data))
+        sign = Tensor._wrap(backend.sign(x.data))  # 0 at nan: a nan entry gets no gradient, as in PyTorch
         if p == 0:
             return (Tensor._wrap(xp.zeros_like(x.data)),)
         if p == 1:
             return (g * sign,)
         if p in (math.inf, -math.inf):
-            winners = abs(x.data) == y.data
-            return (g * sign * Tensor._wrap((winners / winners.sum(axis=self.axes, keepdims=True)).astype(x.dtype)),)
+            winners = abs(x.data) == y.data  # none where y is nan
+            ties = xp.maximum(winners.sum(axis=self.axes, keepdims=True), 1)
+            return (g * sign * Tensor._wrap((winners / ties).astype(x.dtype)),)
         zero_norm = y.data == 0  # every x_i is 0 there (or, for p < 0, one is): the gradient is 0
         safe_y = where(zero_norm, 1.0, y)
         if p == 2:
@@ -369,7 +379,7 @@ def vector_norm(x, p='fro', dim=None, keepdim=False):
     whatever their shape ('fro' is 2; inf, -inf, 0 as in Norm).  numpy's x.norm(1) of a matrix
     would be its largest column sum: that is norm(x, ord=1), numpy.linalg.norm's meaning."""
     if not backend.float_dtype(x.dtype):
-        raise TypeError(f"norm: needs a floating-point tensor, not {x.dtype} (use x.float().norm())")
+        raise DTypeError(f"norm: needs a floating-point tensor, not {x.dtype} (use x.float().norm())")
     if promotion.accumulation_dtype(x.dtype) != x.dtype:  # float16: in float32, as PyTorch
         return promotion.widened(vector_norm, x, p, dim, keepdim)
     if isinstance(p, str) and p != 'fro':
@@ -392,7 +402,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     The gradient is 0 where the norm is 0, as in PyTorch (not NaN).
     """
     if not backend.float_dtype(x.dtype):
-        raise TypeError(f"norm: needs a floating-point tensor, not {x.dtype} (use x.float().norm())")
+        raise DTypeError(f"norm: needs a floating-point tensor, not {x.dtype} (use x.float().norm())")
     if promotion.accumulation_dtype(x.dtype) != x.dtype:  # float16: in float32, as PyTorch
         return promotion.widened(norm, x, ord, axis, keepdims)
     if axis is None:

@@ -14,13 +14,14 @@ from .. import backend
 from ..autograd import Function, no_grad
 from ..tensor import Tensor, binary
 from .elementwise import Div
+from ..argcheck import DTypeError
 
 
 def _check(a, b, op):
     """The operands' common dtype (they arrive promoted): a number, and no integer zero divisor (unless the
     result is empty: nothing is divided, as in PyTorch)."""
     if a.dtype.kind == 'b':
-        raise TypeError(f"{op} of bool tensors is not defined, as in PyTorch; convert them first (x.long())")
+        raise DTypeError(f"{op} of bool tensors is not defined, as in PyTorch; convert them first (x.long())")
     if a.dtype.kind in 'iu' and a.size and b.size and bool((b == 0).any()):
         raise RuntimeError(f"{op}: integer division by zero (an integer has no inf or nan to give), as in "
                            "PyTorch; divide floats (x.float()) to get inf and nan instead")

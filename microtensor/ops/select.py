@@ -1,6 +1,6 @@
 """Selection: where and masked_fill.  The condition is data, not an input: it has no gradient."""
 from .. import backend
-from ..argcheck import ShapeError
+from ..argcheck import DTypeError, ShapeError
 from ..autograd import Function
 from .. import promotion
 from ..convert import as_tensor, check_cast, param_array
@@ -36,7 +36,7 @@ def where(cond, a, b, op='where'):
                         f"{type(a).__name__} and {type(b).__name__} (wrap one with mt.tensor)")
     cond = param_array(cond, like, op, 'condition')
     if cond.dtype != bool:
-        raise TypeError(f"{op}: the condition must be boolean, not {cond.dtype} (compare first, e.g. x > 0)")
+        raise DTypeError(f"{op}: the condition must be boolean, not {cond.dtype} (compare first, e.g. x > 0)")
     if op == 'masked_fill' and promotion.is_python_number(a):  # stored in x's dtype (b is x): it must fit
         a = promotion.scalar(op, promotion.fit(op, a, b.dtype), b.dtype, b)
     elif op == 'masked_fill':  # the result keeps x's dtype, as in PyTorch
