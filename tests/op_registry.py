@@ -10,6 +10,9 @@ An Entry gives
     dtypes    the dtypes its samples are made in
     order     0: no gradient; 1: the first gradient is compared; 2: the second as well
     samples   (dtype, slow) -> [Sample]: slow=True gives the larger set that `-m slow` runs
+    refuses   why microtensor refuses a call PyTorch computes (a name it lacks, an argument form it does
+              not take): the registry then expects a clear error on every sample, never a wrong value,
+              and fails once microtensor computes it (then the entry gets a twin to agree with)
     beyond    dtypes PyTorch refuses that microtensor takes, as README's table of deliberate
               differences says (the mean of integers, the softmax of token ids): the twin gets
               those inputs as float64, and its results are compared as float32, the dtype
@@ -62,6 +65,7 @@ class Entry:
     order: int
     samples: object
     beyond: tuple = ()
+    refuses: str = ''
 
     def __repr__(self):
         return self.name
@@ -174,7 +178,10 @@ def unary(dtype, slow, positive=False):
     return out
 
 
-def binary(dtype, slow, scalar=True, right_positive=False, extremes_both=True):
+def binary(dtype, slow, scalar=True, right_positive=False, extremes_both=True, signs=False):
+    """a op b: same shapes, broadcasting, 0-d, empty, a view, promotion, Python numbers, extremes x extremes;
+    right_positive: divisors >= 1 (and an empty result's divisors of 0); signs: every sign of a and b
+    (how %, // and the rounding modes round)."""
     a = lambda shape, seed=0: arr(shape, dtype, seed)  # noqa: E731
     b = lambda shape, seed=1: arr(shape, dtype, seed, 1 if right_positive and dtype in NUMBERS else None)  # noqa: E731
     out = [Sample((a((2, 3)), b((2, 3))), note='same shape'),
@@ -195,6 +202,9 @@ def binary(dtype, slow, scalar=True, right_positive=False, extremes_both=True):
         out.append(Sample((e[:, None], e[None, :]), note='extremes x extremes'))
     if right_positive and dtype in NUMBERS:  # the divisors of 0 of an empty result are never divided by
         out.append(Sample((a((0, 3)), np.zeros(3, dtype)), note='empty, divisor 0'))
+    if signs and dtype in NUMBERS and dtype != 'uint8':
+        out.append(Sample((np.array([-4, 7, 5, 4, -7, 8, -9, 6], dtype), np.array([2, -3, 8, -2, 3, 5, -5, 3], dtype)),
+                          note='signs'))
     if slow:
         out += [Sample((a((4, 5, 6), s), b((5, 1), s)), note=f'broadcast 4x5x6 #{s}') for s in range(3)]
     return out
@@ -311,6 +321,7 @@ for name in ('clip', 'clamp'):
     entry(f'Tensor.{name}', method(name), method(name), ALL, 2, with_args(family(unary), 0, 2))
     entry(f'Tensor.{name}(max)', method(name), method(name), ALL, 2, with_args(family(unary), max=1))
 entry('clip', function('clip'), function('clip'), ALL, 2, with_args(family(unary), 0, 2))
+entry('Tensor.clamp(min > max)', method('clamp'), method('clamp'), ALL, 2, with_args(family(unary), 3, 1))
 entry('Tensor.clamp_', lambda lib, x, *a: x.clone().clamp_(*a), lambda lib, x, *a: x.clone().clamp_(*a),
       NUMBERS, 2, with_args(family(unary), 0, 2))
 entry('Tensor.clone', method('clone'), method('clone'), ALL, 2, family(unary))
@@ -337,8 +348,8 @@ for name, torch_name, dtypes, order, opts in (
         ('add', None, ALL, 2, {}), ('sub', None, NUMBERS, 2, {}), ('mul', None, ALL, 2, {}),
         ('div', None, ALL, 2, {}), ('pow', None, NUMBERS, 2, dict(right_positive=True)),
         ('maximum', None, ALL, 2, dict(scalar=False)), ('minimum', None, ALL, 2, dict(scalar=False)),
-        ('remainder', None, NUMBERS, 1, dict(right_positive=True)),
-        ('floor_divide', None, NUMBERS, 0, dict(right_positive=True)),
+        ('remainder', None, NUMBERS, 1, dict(right_positive=True, signs=True)),
+        ('floor_divide', None, NUMBERS, 0, dict(right_positive=True, signs=True)),
         ('bitwise_and', None, INTS + ('bool',), 0, {}), ('bitwise_or', None, INTS + ('bool',), 0, {}),
         ('bitwise_xor', None, INTS + ('bool',), 0, {}),
         ('bitwise_left_shift', None, INTS, 0, dict(extremes_both=False)),
@@ -366,7 +377,8 @@ for name in ('__matmul__', '__rmatmul__'):  # (x.__rmatmul__(y) is y @ x: the sa
 for name, dtypes, order, opts in (  # the operators' names, without the underscores
         ('add', ALL, 2, {}), ('sub', NUMBERS, 2, {}), ('mul', ALL, 2, {}),
         ('truediv', ALL, 2, {}), ('pow', NUMBERS, 2, dict(right_positive=True)),
-        ('mod', NUMBERS, 1, dict(right_positive=True)), ('floordiv', NUMBERS, 0, dict(right_positive=True)),
+        ('mod', NUMBERS, 1, dict(right_positive=True, signs=True)),
+        ('floordiv', NUMBERS, 0, dict(right_positive=True, signs=True)),
         ('and', INTS + ('bool',), 0, {}), ('or', INTS + ('bool',), 0, {}), ('xor', INTS + ('bool',), 0, {}),
         ('lshift', INTS, 0, dict(extremes_both=False)), ('rshift', INTS, 0, dict(extremes_both=False))):
     entry(f'Tensor.__{name}__', method(f'__{name}__'), method(f'__{name}__'), dtypes, order, family(binary, **opts))
@@ -393,14 +405,39 @@ for name in ('add', 'sub'):
           with_args(lambda dtype, slow: binary(dtype, slow)[:2], alpha=-0.5))
 for mode in ('floor', 'trunc'):
     entry(f'div({mode})', function('div'), function('div'), NUMBERS, 1,
-          with_args(family(binary, right_positive=True), rounding_mode=mode))
+          with_args(family(binary, right_positive=True, signs=True), rounding_mode=mode))
     entry(f'Tensor.div({mode})', method('div'), method('div'), NUMBERS, 1,
-          with_args(family(binary, right_positive=True), rounding_mode=mode))
+          with_args(family(binary, right_positive=True, signs=True), rounding_mode=mode))
+
+
+def powers(dtype, slow):
+    """x ** p for the powers whose derivatives need care at 0 (p = 0, 1.1, 0.5, -2, 3) and b ** x for
+    the bases that do (0, a negative base, 2, 0.5), over x in [-2, 3] with 0 in it."""
+    x = np.array([-2, -1, 0, 1, 2, 3]).astype(dtype)
+    return ([Sample((x, p), note=f'x ** {p}') for p in (0, 1.1, 0.5, -2, 3)]
+            + [Sample((base, x), note=f'{base} ** x') for base in (0, -2.0, 2, 0.5)])
+
+
+entry('pow(number)', function('pow'), function('pow'), ALL, 2, powers)
 # comparisons: bool results, no gradient
 for name in ('eq', 'ne', 'lt', 'le', 'gt', 'ge'):
     entry(f'Tensor.__{name}__', method(f'__{name}__'), method(f'__{name}__'), ALL, 0, family(binary))
+
+
+def close_samples(dtype, slow):
+    """binary's, and the edges of a tolerance: just inside and outside it, inf against inf, nan, 0 against 1e-9,
+    under each of four options."""
+    out = binary(dtype, slow, scalar=False)
+    if dtype in FLOATS:
+        a = np.array([1.0, 1.0 + 1e-6, 1.1, np.inf, -np.inf, np.nan, 0.0], dtype)
+        b = np.array([1.0, 1.0, 1.0, np.inf, np.inf, np.nan, 1e-9], dtype)
+        out += [Sample((a, b), options, note=f'edges {options}')
+                for options in ({}, dict(equal_nan=True), dict(rtol=0.2), dict(atol=0.0, rtol=0.0))]
+    return out
+
+
 for name in ('isclose', 'allclose'):
-    both(name, ALL, 0, family(binary, scalar=False))
+    both(name, ALL, 0, close_samples)
     entry(f'{name}(equal_nan)', function(name), function(name), ALL, 0,
           with_args(family(binary, scalar=False), rtol=0.1, atol=0.5, equal_nan=True))
 
@@ -408,8 +445,12 @@ for name in ('isclose', 'allclose'):
 for name, dtypes, opts in (('sum', ALL, {}), ('mean', FLOATS, {}), ('amax', ALL, dict(empty=False)),
                            ('amin', ALL, dict(empty=False)), ('logsumexp', ALL, dict(need_dim=True)),
                            ('any', ALL, {}), ('all', ALL, {})):
-    both(name, dtypes, 2 if name not in ('any', 'all') else 0, family(reduction, **opts),
-         beyond=INTS + ('bool',) if name == 'mean' else ())
+    samples = family(reduction, **opts)
+    if name == 'logsumexp':  # rows far from 0 and rows of -inf: the max is taken out first
+        samples = (lambda gen: lambda dtype, slow: gen(dtype, slow) + ([Sample((np.array(
+            [[1e3, 1e3 - 1, -1e3], [-1e3, -1e3, -1e3 + 2], [-np.inf, 0, 1], [-np.inf] * 3], dtype), dim), note=f'far, dim {dim}')
+            for dim in (1, 0, (0, 1))] if dtype in ('float32', 'float64') else []))(samples)
+    both(name, dtypes, 2 if name not in ('any', 'all') else 0, samples, beyond=INTS + ('bool',) if name == 'mean' else ())
 for name in ('var', 'std'):
     both(name, FLOATS, 2, family(reduction), beyond=INTS + ('bool',))
     m = method(name)
@@ -420,18 +461,36 @@ for name in ('max', 'min'):  # max(x) is a value; max(x, dim) the tuple (values,
     entry(f'Tensor.{name}(other)', method(name), method(name), ALL, 2, family(binary, scalar=False))
 for name in ('argmax', 'argmin'):
     both(name, NUMBERS, 0, family(reduction, multi=False, empty=False))
+def norm_samples(dtype, slow):
+    """reduction's, and a row of zeros (the norm is 0 there: its gradient is 0, not nan)."""
+    return reduction(dtype, slow) + [Sample((np.array([[0, 0, 0], [3, -4, 0]]).astype(dtype),), dict(dim=1), note='zeros')]
+
+
 for p in (2, 1, float('inf'), 0, 3):
     m = method('norm')
-    entry(f'Tensor.norm(p={p})', m, m, FLOATS, 2, with_args(family(reduction), p=p))
-entry('Tensor.norm', method('norm'), method('norm'), FLOATS, 2, family(reduction))
+    entry(f'Tensor.norm(p={p})', m, m, FLOATS, 2, with_args(norm_samples, p=p))
+entry('Tensor.norm', method('norm'), method('norm'), FLOATS, 2, norm_samples)
 entry('Tensor.sum_to', method('sum_to'), method('sum_to_size'), ALL, 2, lambda dtype, slow: shaped(dtype, slow, [
     ((2, 3, 4), [(3, 1)], {}, '(2,3,4) to (3,1)'), ((2, 3), [(1, 3)], {}, 'to (1,3)'), ((2, 3), [(2, 3)], {}, 'same')]))
 
 # along one dim
-for name, dtypes in (('cumsum', ALL), ('cumprod', ALL)):
-    both(name, dtypes, 2, family(along_dim))
+def scan_samples(dtype, slow):
+    """along_dim's, and exact zeros (cumprod's gradient skips x_i rather than divide by it)."""
+    zeros = np.array([[0, 2, 3, 1], [2, 0, 0, 3], [1, 2, 3, 0]], dtype)
+    return along_dim(dtype, slow) + [Sample((zeros, 1), note='zeros, dim 1'), Sample((zeros, 0), note='zeros, dim 0')]
+
+
+for name in ('cumsum', 'cumprod'):
+    both(name, ALL, 2, scan_samples)
+def softmax_samples(dtype, slow):
+    """along_dim's, a row with -inf and rows far from 0 (the max is taken out first)."""
+    if dtype not in ('float32', 'float64'):
+        return along_dim(dtype, slow)
+    return along_dim(dtype, slow) + [Sample((np.array([[-np.inf, 0], [1000, 0], [-1000, 3]], dtype), -1), note='-inf, far')]
+
+
 for name, torch_name in (('softmax', 'nn.functional.softmax'), ('log_softmax', 'nn.functional.log_softmax')):
-    both(name, FLOATS, 2, family(along_dim), torch_name, beyond=INTS + ('bool',))
+    both(name, FLOATS, 2, softmax_samples, torch_name, beyond=INTS + ('bool',))
 entry('masked_softmax', function('masked_softmax'),
       # PyTorch has no masked softmax: masked keys get -inf; a row with no key allowed is 0 here
       lambda torch, s, m: torch.where(m.any(-1, keepdim=True), torch.softmax(s.masked_fill(~m, -float('inf')), -1), 0),
@@ -533,7 +592,8 @@ for name in ('scatter', 'Tensor.scatter', 'scatter_add', 'Tensor.scatter_add'):
               Sample((arr((3, 4), dtype), 1, np.array([[0, 3], [1, 2], [3, 0]]), arr((3, 2), dtype, 1)), note='dim 1'),
               Sample((arr((3, 4), dtype), -2, np.array([[0, 2, 1, 0]]), arr((1, 4), dtype, 1)), note='dim -2')]
           + ([Sample((arr((3, 4), dtype), 1, np.array([[0, 0], [1, 1], [2, 2]]), arr((3, 2), dtype, 1)),
-                     note='duplicate indices')] if op == 'scatter_add' else []))
+                     note='duplicate indices')] if op == 'scatter_add' else
+             [Sample((arr((3, 4), dtype), 1, np.array([[2], [0], [1]]), 5), note='a number')]))
 entry('one_hot', function('one_hot'),  # ids of every integer dtype, as for x[ids]; PyTorch's one_hot takes int64 only
       lambda torch, i, *n: torch.nn.functional.one_hot(i.long() if i.dtype in (torch.int32, torch.uint8) else i, *n), INTS, 0,
       lambda dtype, slow: [Sample((np.array([0, 2, 1, 2], dtype),), note='inferred'),
@@ -545,6 +605,14 @@ entry('pad', function('pad'), lambda torch, *a, **k: torch.nn.functional.pad(*a,
           ((2, 3), [(1, 2)], {}, 'last axis'), ((2, 3), [(1, 0, 0, 2)], dict(value=1), 'two axes, value'),
           ((2, 3), [(-1, 1)], {}, 'negative pad'), ((2, 3), [(-2, -1)], {}, 'cut to 0'),
           ((0, 3), [(1, 1, 1, 1)], {}, 'empty')]))
+EINSUMS = [('bij,bjk->bik', [(2, 2, 3), (2, 3, 1)]), ('ij->', [(2, 3)]), ('ij->i', [(2, 3)]),
+           ('i,j->ij', [(2,), (3,)]), ('bhqd,bhkd->bhqk', [(1, 2, 3, 2), (1, 2, 4, 2)]),
+           ('ij,jk,kl->il', [(2, 2), (2, 3), (3, 2)]), ('ij,ij->ij', [(2, 3), (2, 3)]), ('ijk', [(2, 1, 3)]),
+           ('ba,ac', [(2, 3), (3, 2)]),
+           # broadcasting: '...' and size-1 axes
+           ('...ij,...jk->...ik', [(2, 1, 3, 4), (5, 4, 2)]), ('...ij,jk', [(2, 3, 4), (4, 2)]),
+           ('i...->...', [(2, 3, 4)]), ('bij,bjk->bik', [(1, 2, 3), (4, 3, 2)]), ('...,...', [(3,), (2, 1)]),
+           ('bhqd,bhkd->bhqk', [(2, 1, 3, 2), (1, 2, 4, 2)])]
 entry('einsum', function('einsum'), function('einsum'), ALL, 2, lambda dtype, slow: [
     Sample(('ij,jk->ik', arr((2, 3), dtype), arr((3, 4), dtype, 1)), note='matmul'),
     Sample(('bij->bji', arr((2, 3, 4), dtype)), note='transpose'),
@@ -552,6 +620,7 @@ entry('einsum', function('einsum'), function('einsum'), ALL, 2, lambda dtype, sl
     Sample(('iji->j', arr((2, 3, 2), dtype)), note='diagonal summed'),
     Sample(('i,i->', arr((3,), dtype), arr((3,), dtype, 1)), note='dot'),
     Sample(('...j,j->...', arr((2, 3), dtype), arr((3,), dtype, 1)), note='ellipsis'),
+    *[Sample((eq,) + tuple(arr(shape, dtype, i) for i, shape in enumerate(shapes)), note=eq) for eq, shapes in EINSUMS],
     Sample(('ij->', arr((0, 3), dtype)), note='empty sum')])
 entry('Tensor.__getitem__', method('__getitem__'), method('__getitem__'), ALL, 2, lambda dtype, slow: [
     Sample((arr((3, 4), dtype), 1), note='int'), Sample((arr((3, 4), dtype), -1), note='negative int'),
@@ -617,13 +686,28 @@ def class_last(torch_fn):
     def twin(torch, x, t, **k):
         if x.ndim > 2:
             x = x.movedim(-1, 1)
-        return getattr(torch.nn.functional, torch_fn)(x, t.long(), **k)
+            t = t.movedim(-1, 1) if t.is_floating_point() else t  # probabilities: the class axis too
+        return getattr(torch.nn.functional, torch_fn)(x, t if t.is_floating_point() else t.long(), **k)
     return twin
 
 
-entry('cross_entropy', function('cross_entropy'), class_last('cross_entropy'), FLOATS, 2, lambda dtype, slow:
-      class_samples(dtype, slow) + [Sample((arr((4, 3), dtype), np.array([0, 2, 1, 2])), dict(label_smoothing=0.1),
-                                           note='label smoothing')])
+def cross_entropy_samples(dtype, slow):
+    """class_samples, label smoothing with every option, and probabilities as targets."""
+    t, w = np.array([0, 2, -100, 2]), np.array([0.5, 1.0, 2.0], dtype)
+    p = np.abs(arr((4, 3), dtype, 3)) + 0.1
+    p = (p / p.sum(-1, keepdims=True)).astype(dtype)
+    return class_samples(dtype, slow) + [
+        Sample((arr((4, 3), dtype), np.array([0, 2, 1, 2])), dict(label_smoothing=0.1), note='label smoothing'),
+        Sample((arr((4, 3), dtype), np.array([0, 2, 1, 2])), dict(label_smoothing=1.0), note='label smoothing 1'),
+        *[Sample((arr((4, 3), dtype), t), dict(weight=w, ignore_index=-100, label_smoothing=0.1, reduction=r),
+                 note=f'weight, ignore_index, smoothing, {r}') for r in ('mean', 'sum', 'none')],
+        *[Sample((arr((4, 3), dtype), p), dict(weight=w, label_smoothing=0.2, reduction=r),
+                 note=f'probabilities, weight, smoothing, {r}') for r in ('mean', 'none')],
+        Sample((arr((2, 2, 3), dtype), p.reshape(2, 2, 3)), note='probabilities (N, T, C)'),
+        Sample((arr((3,), dtype), np.array(2)), note='one position (C,)')]
+
+
+entry('cross_entropy', function('cross_entropy'), class_last('cross_entropy'), FLOATS, 2, cross_entropy_samples)
 entry('nll_loss', function('nll_loss'), class_last('nll_loss'), FLOATS, 2, class_samples)
 
 # random ops: distribution and seeding (tests/test_op_registry.py, test_random_*)
@@ -646,6 +730,26 @@ for name, mean, std, kw in (('normal_', 1.0, 2.0, dict(mean=1.0, std=2.0)), ('un
 
 RANDOM_SHAPE = (100, 200)  # the init entries' stds above assume it
 
+
+# ------------------------------------------------------------------ calls PyTorch answers and microtensor refuses
+def refused(name, call, why, *shapes):
+    """An entry whose call PyTorch computes and microtensor refuses (float64 arrays of `shapes`)."""
+    ENTRIES.append(Entry(name, call, call, ('float64',), 0,
+                         lambda dtype, slow: [Sample(tuple(arr(s, dtype, i) for i, s in enumerate(shapes)))], refuses=why))
+
+
+refused('Tensor.clamp(tensor bounds)', lambda lib, x, lo: x.clamp(min=lo), 'bounds are numbers', (3, 4), (4,))
+refused('Tensor.prod', lambda lib, x: (x.prod(), x.prod(1)), 'no prod yet', (3, 4))
+refused('layer_norm(normalized_shape)', lambda lib, x, w, b: (
+    lib if lib.__name__ == 'microtensor' else lib.nn.functional).layer_norm(x, (4,), w, b),
+    "microtensor's layer_norm(x, gamma, beta) normalises the last axis: no normalized_shape", (2, 3, 4), (4,), (4,))
+refused('Tensor.repeat', lambda lib, x: (x.repeat(2, 3), x.repeat(2, 1, 1), x.repeat((1, 2))), 'no repeat yet', (3, 4))
+refused('Tensor.repeat(1-d)', lambda lib, x: x.repeat(3), 'no repeat yet', (2,))
+refused('Tensor.exp_', lambda lib, x: (x * 1).exp_(), 'no exp_ yet', (3, 4))
+refused('Tensor.unsqueeze_', lambda lib, x: (x * 1).unsqueeze_(0), 'no unsqueeze_ yet', (3, 4))
+refused('linspace', lambda lib: (lib.linspace(0, 1, 5), lib.linspace(5, -5, 3), lib.linspace(2, 3, 1)),
+        'no linspace yet')
+refused('trace(matrix)', lambda lib, x: lib.trace(x), "mt.trace records a graph: it is not PyTorch's trace", (3, 3))
 
 # ------------------------------------------------------------------ deliberate differences
 # Where README's table of deliberate differences says microtensor answers otherwise, the twin

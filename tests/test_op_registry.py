@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import microtensor as mt
-from op_registry import ALL, ENTRIES, FUSED, NOT_OPS, RANDOM, RANDOM_SHAPE, View, as_float64, is_empty
+from op_registry import (ALL, ENTRIES, FLOATS, FUSED, NOT_OPS, RANDOM, RANDOM_SHAPE, Entry, View, as_float64,
+                         family, is_empty, unary)
 
 torch = pytest.importorskip('torch', reason='the op registry compares every op with PyTorch, its reference')
 
@@ -273,6 +274,14 @@ def _check(entry, sample, dtype, counts):
     else:
         theirs, _, t_err = _run(torch, entry.twin, sample)
     ours, _, m_err = _run(mt, entry.call, sample)
+    if entry.refuses:  # PyTorch computes it; microtensor must say no, never answer wrongly
+        if t_err is not None:
+            return [f"PyTorch refuses too ({type(t_err).__name__}: {t_err}): the entry needs a sample PyTorch takes"]
+        counts[dtype] += 1
+        if m_err is None or isinstance(m_err, AssertionError):
+            return [f"microtensor computes it now ({entry.refuses}): give the entry a twin to agree with"
+                    if m_err is None else f"microtensor raised AssertionError: {m_err}"[:300]]
+        return []
     counts[dtype] += t_err is None
     if t_err is not None:
         if m_err is None:
@@ -365,7 +374,14 @@ def test_agrees_with_torch_on_more_samples(entry):
 def test_refuses_the_dtypes_pytorch_refuses(entry):
     """A dtype an entry leaves out is one PyTorch refuses: microtensor refuses it too, with an error a
     PyTorch user's `except` catches (relu of bool: a RuntimeError), on each of its samples."""
+    failures = _dtype_refusals(entry)
+    assert not failures, '\n'.join(failures)
+
+
+def _dtype_refusals(entry):
     failures = []
+    if entry.refuses:  # (refused whatever the dtype)
+        return failures
     with np.errstate(all='ignore'):
         for dtype in sorted(set(ALL) - set(entry.dtypes) - set(entry.beyond)):
             for sample in entry.samples(dtype, False)[:3]:
@@ -380,7 +396,7 @@ def test_refuses_the_dtypes_pytorch_refuses(entry):
                 elif not isinstance(m_err, _builtin_class(t_err)):
                     failures.append(f"{where}: refused with {type(m_err).__name__}, PyTorch with "
                                     f"{_builtin_class(t_err).__name__}: {m_err}"[:300])
-    assert not failures, '\n'.join(failures)
+    return failures
 
 
 def test_every_entry_has_samples():
@@ -444,3 +460,55 @@ def test_random_op_reproduced_by_manual_seed(entry):
     again = entry.draw(mt, (4, 5), dtype).numpy()
     np.testing.assert_array_equal(first, again)
     assert not np.array_equal(first, second), "two draws after one seed were equal"
+
+
+# ------------------------------------------------------------------ the judge, tested with planted mistakes
+def _planted(call, twin=lambda lib, x: x * 2, dtypes=('float64',), order=2):
+    return Entry('planted', call, twin, dtypes, order, family(unary))
+
+
+def _first_kinds(failures):
+    return {_key(f).rpartition(': ')[2] for f in failures}
+
+
+def test_the_judge_passes_the_twin_itself():
+    assert _failures(_planted(lambda lib, x: x * 2, dtypes=FLOATS), slow=False) == []
+
+
+@pytest.mark.parametrize('call, kind', [
+    (lambda lib, x: x * 2.001, 'value'),
+    (lambda lib, x: (x * 2).to(dtype=mt.float32), 'value'),  # (the dtype is part of the value's check)
+    (lambda lib, x: (x * 2).reshape(-1), 'value'),
+    (lambda lib, x: x.detach() * 2 + (x - x.detach()) * 3, 'gradient'),  # the value right, the slope 3
+    (lambda lib, x: 1 / 0 if x.ndim == 2 else x * 2, 'microtensor raised'),
+], ids=['value', 'dtype', 'shape', 'gradient', 'internal error'])
+def test_the_judge_finds_a_planted_mistake(call, kind):
+    assert kind in _first_kinds(_failures(_planted(call), slow=False))
+
+
+def test_the_judge_finds_a_wrong_second_gradient():
+    """x**3 whose first gradient, 3x^2, is right but cut from the graph: the second gradient is 0, not 6x."""
+    cut = lambda lib, x: x.detach() ** 3 + (x - x.detach()) * (3 * x.detach() ** 2)  # noqa: E731
+    failures = _failures(_planted(cut, twin=lambda lib, x: x ** 3), slow=False)
+    assert 'second gradient' in _first_kinds(failures)
+
+
+def test_the_judge_finds_a_refusal_of_the_wrong_class():
+    def call(lib, x):
+        raise ValueError("planted: PyTorch raises a RuntimeError here")
+    entry = _planted(call, twin=lambda lib, x: torch.relu(x.bool()), dtypes=('bool',), order=0)
+    assert 'refused with' in _first_kinds(_failures(entry, slow=False))
+
+
+def test_the_judge_finds_a_dtype_computed_where_pytorch_refuses():
+    entry = _planted(lambda lib, x: x.float() * 2, twin=lambda lib, x: torch.relu(x) * 2, dtypes=FLOATS)
+    assert any('PyTorch refuses' in f and '[bool,' in f for f in _dtype_refusals(entry))
+
+
+def test_low_precision_answers_as_exact_as_pytorchs_pass_and_less_exact_fail():
+    """float16 x * 3 rounds once; a planted answer computed in float64 and rounded once is as exact and
+    passes, one that is 1% off fails (the float16 tolerance is 0.4%)."""
+    exact = lambda lib, x: (x.to(dtype=mt.float64) * 3).to(dtype=mt.float16)  # noqa: E731
+    assert _failures(_planted(exact, twin=lambda lib, x: x * 3, dtypes=('float16',)), slow=False) == []
+    off = lambda lib, x: x * 3.03  # noqa: E731
+    assert 'value' in _first_kinds(_failures(_planted(off, twin=lambda lib, x: x * 3, dtypes=('float16',)), slow=False))

@@ -3,13 +3,14 @@
 Each case builds one computation twice, in microtensor and in torch, on the same float64
 data (or integers, or booleans), and compares what a PyTorch user would read off: the
 values, the dtype, the shape, and the gradient of every input (backward of a random
-weighted sum of the output).  The cases cover the calls the two libraries share (a test
-below lists them from dir(), so a new shared name must be added here) in the argument
-forms PyTorch users write: positional and negative dims, keepdim, dim tuples, 0-d,
-size-1 and empty tensors, broadcasting, numbers on either side, integer and boolean
-tensors, every indexing form, the in-place forms.  A call that means something else in
-microtensor on purpose is in README's table of deliberate differences, and refuses where a
-PyTorch user could be misled; those refusals are checked at the end.
+weighted sum of the output).  The cases are the argument forms PyTorch users write
+(positional and negative dims, keepdim, dim tuples and lists, F.* and torch.* spellings,
+methods and functions, every indexing form, the in-place forms) and the habits around the
+ops: hooks, retain_grad, .data, no_grad, conversions, creation, optimizers.  Each op's own
+values, dtypes, gradients and refusals on edge samples are the op registry's
+(tests/op_registry.py), as are the calls PyTorch answers and microtensor refuses.  A call
+that means something else in microtensor on purpose is in README's table of deliberate
+differences.
 """
 import math
 
@@ -142,13 +143,7 @@ CASES = [
     ('rsub number', lambda L, x: 2 - x, (X,)),
     ('rtruediv number', lambda L, x: 2 / x, (X,)),
     ('rpow number', lambda L, x: 2.0 ** x, (X,)),
-    ('negative base rpow', lambda L, x: (-2.0) ** x, ([-2., -1., 0., 1., 2., 3.],)),
-    ('zero base rpow', lambda L, x: 0 ** x, ([-2., -1., 0., 1., 2., 3.],)),
     ('pow number', lambda L, x: x ** 3, (X,)),
-    ('pow half', lambda L, x: x.abs() ** 0.5, (X,)),
-    ('pow negative', lambda L, x: x ** -2, (X,)),
-    ('pow zero', lambda L, x: x ** 0, (X,)),
-    ('pow zeros', lambda L, x: x ** 1.1, ([0.0, 1.0],)),
     ('pow tensor', lambda L, x, y: x.abs() ** y, (X, Y)),
     ('pow method', lambda L, x: x.pow(2), (X,)),
     ('0-d times matrix', lambda L, x, y: x * y, (rand(), X)),
@@ -160,15 +155,10 @@ CASES = [
     ('div floor', lambda L, x, y: x.div(y, rounding_mode='floor'), (X * 5, Y)),
     ('div trunc', lambda L, x, y: x.div(y, rounding_mode='trunc'), (X * 5, Y)),
     ('neg', lambda L, x: -x, (X,)),
-    ('abs at 0', lambda L, x: x.abs(), ([-1., 0., 1.],)),
-    ('relu at 0', lambda L, x: x.relu(), ([-1., 0., 1.],)),
     ('F.relu', lambda L, x: L.F.relu(x), (X,)),
-    ('sqrt at 0', lambda L, x: x.sqrt(), ([0., 1., 4.],)),
     ('exp', lambda L, x: x.exp(), (X,)),
     ('log', lambda L, x: x.abs().log(), (X,)),
-    ('log of inf, -inf, nan', lambda L, x: x.log(), ([math.inf, -math.inf, math.nan],)),
     ('sin cos tanh', lambda L, x: x.sin() + x.cos() * x.tanh(), (X,)),
-    ('sigmoid extreme', lambda L, x: x.sigmoid(), ([-400., -30., 0., 30., 400.],)),
     ('L.sigmoid', lambda L, x: L.sigmoid(x), (X,)),
     ('L.exp L.log', lambda L, x: L.log(L.exp(x)), (X,)),
     ('L.abs L.sqrt', lambda L, x: L.sqrt(L.abs(x)), (X,)),
@@ -178,8 +168,6 @@ CASES = [
     ('F.gelu default', lambda L, x: L.F.gelu(x), (X,)),
     ('F.gelu tanh', lambda L, x: L.F.gelu(x, approximate='tanh'), (X,)),
     ('F.gelu none', lambda L, x: L.F.gelu(x, approximate='none'), (X,)),
-    ('maximum ties', lambda L, x, y: L.maximum(x, y), ([1., 2., 3.], [1., 0., 3.])),
-    ('minimum ties', lambda L, x, y: L.minimum(x, y), ([1., 2., 3.], [1., 0., 3.])),
     ('maximum broadcast', lambda L, x, y: L.maximum(x, y), (X, rand(4))),
     ('L.add L.sub L.mul L.div', lambda L, x, y: L.div(L.mul(L.add(x, y), L.sub(x, y)), y), (X, Y)),
     ('L.add number', lambda L, x: L.add(x, 3), (X,)),
@@ -188,11 +176,7 @@ CASES = [
     ('remainder', lambda L, x: x % 1.5, (X * 3,)),
     ('rmod', lambda L, x: 100.5 % x.detach(), (X,)),
     ('floordiv', lambda L, x: x // 0.7, (X * 3,)),
-    ('int remainder', lambda L, x, y: x % y, ([-4, 7, 5, 4, -7, 8, -9], [2, -3, 8, -2, 3, 5, -5])),
-    ('int floordiv', lambda L, x, y: x // y, ([-4, 7, 5, 4, -7, 8, -9], [2, -3, 8, -2, 3, 5, -5])),
     ('int truediv', lambda L, x, y: x / y, ([5, 6, 7], [1, 2, 3])),
-    ('int div trunc', lambda L, x, y: x.div(y, rounding_mode='trunc'), ([-4, 7, 5, -7], [2, -3, 8, 3])),
-    ('int div floor', lambda L, x, y: x.div(y, rounding_mode='floor'), ([-4, 7, 5, -7], [2, -3, 8, 3])),
     ('int tensor plus float tensor', lambda L, x, y: x + y, (ints(3, 4), X)),
     ('bool plus bool', lambda L, x, y: x & y, (bools(5), bools(5))),
     ('bool or, xor, not', lambda L, x, y: (x | y) ^ ~x, (bools(5), bools(5))),
@@ -205,14 +189,7 @@ CASES = [
     ('L.floor_divide L.remainder', lambda L, x, y: (L.floor_divide(x, y), L.remainder(x, y)),
      ([-4, 7, 5, -7], [2, -3, 8, 3])),
     ('floor_divide remainder methods', lambda L, x: (x.floor_divide(0.7), x.detach().remainder(-1.5)), (X * 3,)),
-    ('int max', lambda L, x: x.max(), (ints(3, 4),)),
-    ('int argmax', lambda L, x: x.argmax(1), (ints(3, 4),)),
-    ('int sum dim', lambda L, x: x.sum(0), (ints(3, 4),)),
-    ('int cumsum', lambda L, x: x.cumsum(1), (ints(3, 4),)),
-    ('int neg abs', lambda L, x: (-x).abs(), (ints(3, 4),)),
     ('bool any all', lambda L, x: (x.any(), x.all(), x.any(1), x.all(0, keepdim=True)), (bools(3, 4),)),
-    ('bool sum', lambda L, x: x.sum(), (bools(3, 4),)),
-    ('bool sum dim', lambda L, x: x.sum(1), (bools(3, 4),)),
     ('comparison sum', lambda L, x: (x > 0).sum(), (X,)),
     ('comparison mean', lambda L, x: (x > 0).float().mean(), (X,)),
     ('comparisons', lambda L, x, y: (x < y, x <= y, x > y, x >= y, x == y, x != y), (X, Y)),
@@ -229,10 +206,8 @@ CASES = [
     ('clamp', lambda L, x: x.clamp(-0.5, 0.5), (X,)),
     ('clamp min only', lambda L, x: x.clamp(min=0), (X,)),
     ('clamp max only', lambda L, x: x.clamp(max=0), (X,)),
-    ('clamp at the bounds', lambda L, x: x.clamp(-1.0, 1.0), ([-2., -1., 0., 1., 2.],)),
     ('clip', lambda L, x: x.clip(-0.5, 0.5), (X,)),
     ('L.clip', lambda L, x: L.clip(x, -0.5, 0.5), (X,)),
-    ('clamp min > max', lambda L, x: x.clamp(1.0, -1.0), (X,)),
     # reductions
     ('sum', lambda L, x: x.sum(), (Z,)),
     ('sum dim', lambda L, x: x.sum(1), (Z,)),
@@ -244,8 +219,6 @@ CASES = [
     ('sum dim= keepdim tuple', lambda L, x: x.sum(dim=(-1, 0), keepdim=True), (Z,)),
     ('sum axis=', lambda L, x: x.sum(axis=1), (Z,)),
     ('sum 0-d dim 0', lambda L, x: (x.sum(0), x.sum(-1), x.mean(0)), (rand(),)),
-    ('sum empty', lambda L, x: (x.sum(), x.sum(0), x.sum(1)), (rand(0, 3),)),
-    ('mean empty is nan', lambda L, x: x.mean(), (rand(0, 3),)),
     ('L.sum', lambda L, x: L.sum(x, 1), (Z,)),
     ('L.sum dim=', lambda L, x: L.sum(x, dim=(0, 1)), (Z,)),
     ('L.mean keepdim', lambda L, x: L.mean(x, -1, keepdim=True), (Z,)),
@@ -256,14 +229,11 @@ CASES = [
     ('var correction', lambda L, x: (x.var(correction=0), x.var(1, correction=2)), (Z,)),
     ('std', lambda L, x: (x.std(), x.std(0), x.std(-1, keepdim=True), x.std(correction=0)), (Z,)),
     ('L.var L.std', lambda L, x: (L.var(x), L.std(x, 1)), (Z,)),
-    ('var of one element is nan', lambda L, x: x.var(), (rand(1),)),
     ('max', lambda L, x: x.max(), (X,)),
-    ('max ties', lambda L, x: x.max(), ([1., 3., 3., 0.],)),
     ('max dim', lambda L, x: x.max(1), (X,)),
     ('max dim values', lambda L, x: x.max(1)[0], (X,)),
     ('max dim .values .indices', lambda L, x: (x.max(dim=0).values, x.max(dim=0).indices), (X,)),
     ('max dim keepdim', lambda L, x: x.max(-1, keepdim=True), (X,)),
-    ('max dim ties', lambda L, x: x.max(1), ([[1., 3., 3.], [2., 2., 0.]],)),
     ('min dim', lambda L, x: x.min(0), (X,)),
     ('min', lambda L, x: x.min(), (X,)),
     ('max of two tensors', lambda L, x, y: L.max(x, y), (X, Y)),
@@ -272,16 +242,13 @@ CASES = [
     ('L.max dim', lambda L, x: L.max(x, 1), (X,)),
     ('L.max', lambda L, x: L.max(x), (X,)),
     ('amax amin', lambda L, x: (x.amax(1), x.amin((0, 1)), x.amax(), x.amin(-1, keepdim=True)), (Z,)),
-    ('amax ties', lambda L, x: x.amax(1), ([[1., 3., 3.], [2., 2., 0.]],)),
     ('argmax', lambda L, x: (x.argmax(), x.argmax(1), x.argmax(0, keepdim=True), x.argmax(dim=-1)), (X,)),
     ('argmin', lambda L, x: (x.argmin(), x.argmin(1), x.argmin(0, True)), (X,)),
-    ('argmax ties', lambda L, x: (x.argmax(), x.argmin()), ([2., 2., 1., 1.],)),
     ('L.argmax', lambda L, x: L.argmax(x, dim=1), (X,)),
     ('norm', lambda L, x: x.norm(), (X,)),
     ('norm p', lambda L, x: (x.norm(1), x.norm(2), x.norm(3), x.norm(float('inf'))), (X,)),
     ('norm dim', lambda L, x: (x.norm(dim=1), x.norm(2, -1, keepdim=True), x.norm(p=1, dim=0)), (X,)),
     ('norm 3-d', lambda L, x: (x.norm(), x.norm(dim=(1, 2))), (Z,)),
-    ('norm zeros', lambda L, x: x.norm(), (np.zeros(3),)),
     ('logsumexp', lambda L, x: (x.logsumexp(1), x.logsumexp(0, True), L.logsumexp(x, -1)), (X,)),
     ('cumsum', lambda L, x: (x.cumsum(0), x.cumsum(-1), L.cumsum(x, dim=1)), (X,)),
     ('cumprod', lambda L, x: (x.cumprod(1), L.cumprod(x, 0)), (X,)),
@@ -295,18 +262,9 @@ CASES = [
     ('F.softmax positional', lambda L, x: L.F.softmax(x, 0), (Z,)),
     ('F.log_softmax', lambda L, x: L.F.log_softmax(x, dim=-1), (Z,)),
     ('log_softmax positional', lambda L, x: x.log_softmax(1), (Z,)),
-    ('softmax 0-d', lambda L, x: x.softmax(0), (rand(),)),
-    ('softmax of -inf row', lambda L, x: x.softmax(-1), ([[-math.inf, 0.0], [1.0, 2.0]],)),
-    ('softmax huge', lambda L, x: x.softmax(-1), ([[1000.0, 0.0], [-1000.0, 3.0]],)),
     ('cross_entropy 2-d', lambda L, x: L.F.cross_entropy(x, L.tensor([1, 0, 3])), (X,)),
     ('cross_entropy sum', lambda L, x: L.F.cross_entropy(x, L.tensor([1, 0, 3]), reduction='sum'), (X,)),
     ('cross_entropy none', lambda L, x: L.F.cross_entropy(x, L.tensor([1, 0, 3]), reduction='none'), (X,)),
-    ('cross_entropy ignore', lambda L, x: L.F.cross_entropy(x, L.tensor([1, -100, 3]), ignore_index=-100), (X,)),
-    ('cross_entropy smoothing', lambda L, x: L.F.cross_entropy(x, L.tensor([1, 0, 3]), label_smoothing=0.1), (X,)),
-    ('cross_entropy weight', lambda L, x: L.F.cross_entropy(x, L.tensor([1, 0, 3]),
-                                                            weight=L.tensor([1., 2., 0.5, 1.], dtype=L.float64)), (X,)),
-    ('cross_entropy probabilities', lambda L, x, p: L.F.cross_entropy(x, p.softmax(-1)), (X, Y)),
-    ('cross_entropy 1-d', lambda L, x: L.F.cross_entropy(x, L.tensor(2)), (rand(4),)),
     ('nll_loss', lambda L, x: L.F.nll_loss(x.log_softmax(-1), L.tensor([1, 0, 3])), (X,)),
     ('nll_loss sum', lambda L, x: L.F.nll_loss(x, L.tensor([1, 0, 3]), reduction='sum'), (X,)),
     ('F.dropout p=0', lambda L, x: L.F.dropout(x, 0.0), (X,)),
@@ -317,17 +275,10 @@ CASES = [
     ('F.pad last dim', lambda L, x: L.F.pad(x, (1, 2)), (X,)),
     ('F.pad two dims', lambda L, x: L.F.pad(x, (1, 2, 0, 1)), (Z,)),
     ('F.pad value', lambda L, x: L.F.pad(x, (1, 1), value=5.0), (X,)),
-    ('F.pad negative', lambda L, x: L.F.pad(x, (-1, 2)), (X,)),
     # matmul
     ('matmul 2-d', lambda L, x, y: x @ y, (X, rand(4, 5))),
-    ('matmul 1-d @ 2-d', lambda L, x, y: x @ y, (rand(4), rand(4, 5))),
-    ('matmul 2-d @ 1-d', lambda L, x, y: x @ y, (X, rand(4))),
-    ('matmul 1-d @ 1-d', lambda L, x, y: x @ y, (rand(4), rand(4))),
     ('matmul batched @ 1-d', lambda L, x, y: x @ y, (Z, rand(4))),
     ('matmul 1-d @ batched', lambda L, x, y: x @ y, (rand(3), Z)),
-    ('matmul broadcast batch', lambda L, x, y: x @ y, (rand(2, 1, 3, 4), rand(5, 4, 2))),
-    ('matmul empty', lambda L, x, y: x @ y, (rand(0, 4), rand(4, 3))),
-    ('matmul inner empty', lambda L, x, y: x @ y, (rand(3, 0), rand(0, 2))),
     ('L.matmul', lambda L, x, y: L.matmul(x, y), (X, rand(4, 2))),
     ('matmul method', lambda L, x, y: x.matmul(y), (X, rand(4, 2))),
     ('rmatmul array', lambda L, x: x.T @ x, (X,)),
@@ -479,30 +430,6 @@ CASES = [
 ]
 
 
-# Calls torch answers and microtensor refuses (a missing name, or an argument form it does not take):
-# loud, never a wrong value.  (A new op moves its line up to CASES.)
-LOUD = [
-    ('clamp tensor bounds', lambda L, x, lo: x.clamp(min=lo), (X, rand(4))),
-    ('prod', lambda L, x: x.prod(), (X,)),
-    ('prod dim', lambda L, x: x.prod(1), (X,)),
-    ('F.layer_norm', lambda L, x, w, b: L.F.layer_norm(x, (4,), w, b), (Z, rand(4), rand(4))),
-    ('repeat', lambda L, x: (x.repeat(2, 3), x.repeat(2, 1, 1), x.repeat((1, 2))), (X,)),
-    ('repeat 1-d', lambda L, x: x.repeat(3), (rand(2),)),
-    ('relu_ exp_', lambda L, x: (x * 1).exp_(), (X,)),
-    ('unsqueeze_', lambda L, x: (x * 1).unsqueeze_(0), (X,)),
-    ('linspace', lambda L: (L.linspace(0, 1, 5), L.linspace(5, -5, 3), L.linspace(2, 3, 1)), ()),
-    ('torch.trace is mt.trace, the graph recorder', lambda L, x: L.trace(x), (rand(3, 3),)),
-]
-
-
-@pytest.mark.parametrize('name, fn, arrays', LOUD, ids=[c[0] for c in LOUD])
-def test_refused_or_missing_never_wrong(name, fn, arrays):
-    fn(TORCH, *[TORCH.t(a) for a in arrays])  # torch answers
-    with pytest.raises(Exception) as refusal:
-        fn(MT, *[MT.t(a) for a in arrays])
-    assert not isinstance(refusal.value, AssertionError)
-
-
 def _grad_modes(L, x):
     with L.no_grad():
         inside = (x * 2).requires_grad, L.is_grad_enabled()
@@ -569,20 +496,6 @@ def _unpack(x):
 @pytest.mark.parametrize('name, fn, arrays', CASES, ids=[c[0] for c in CASES])
 def test_same_as_torch(name, fn, arrays):
     check(fn, *arrays)
-
-
-def test_shared_names_are_probed():
-    """Every Tensor method and mt. function that torch has by the same name is called above."""
-    import inspect
-    source = inspect.getsource(inspect.getmodule(test_shared_names_are_probed))
-    shared_methods = {n for n in set(dir(mt.Tensor)) & set(dir(torch.Tensor)) if not n.startswith('_')}
-    shared_functions = {n for n in set(dir(mt)) & (set(dir(torch)) | set(dir(F)))
-                        if not n.startswith('_') and callable(getattr(mt, n))
-                        and not isinstance(getattr(mt, n), type) and not inspect.ismodule(getattr(mt, n))}
-    # not one answer to compare: a GPU, files, a random stream, where new tensors are made
-    elsewhere = {'cuda', 'save', 'load', 'manual_seed', 'set_default_device'}
-    missing = sorted(n for n in (shared_methods | shared_functions) - elsewhere if f'.{n}' not in source)
-    assert not missing, f"shared names no case calls: {missing}"
 
 
 OPTIMIZERS = [('SGD', {}), ('SGD', dict(lr=0.1, momentum=0.9)), ('SGD', dict(lr=0.1, momentum=0.9, nesterov=True)),

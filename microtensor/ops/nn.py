@@ -142,12 +142,14 @@ def _class_targets(op, scores, targets, weight, ignore_index):
     return safe, w, counted
 
 
-def _class_weights(op, weight, scores):
-    """weight: None, or a constant per class, shape (C,), on the scores' device."""
+def _class_weights(op, weight, scores, constant=True):
+    """weight: None, or one per class, shape (C,), on the scores' device, as an array.  With class-id
+    targets it is a constant: PyTorch has no gradient for it there either (with probabilities it has)."""
     if weight is None:
         return None
-    if isinstance(weight, Tensor) and weight.requires_grad:
-        raise ValueError(f"{op}: weight is a constant here (it gets no gradient); pass weight.detach()")
+    if constant and isinstance(weight, Tensor) and weight.requires_grad:
+        raise RuntimeError(f"{op}: weight has no gradient with class-id targets (PyTorch's backward refuses it "
+                           "too); pass weight.detach()")
     weight = param_array(weight, scores, op, 'weight')
     if weight.shape != scores.shape[-1:]:
         raise ShapeError(f"{op}: weight must have one entry per class, shape {scores.shape[-1:]}, not {weight.shape}")
@@ -200,12 +202,15 @@ def cross_entropy(logits, targets, weight=None, ignore_index=None, reduction='me
         return promotion.widened(cross_entropy, logits, targets, weight, ignore_index, reduction, label_smoothing)
     reduction = argcheck.choice(reduction, 'cross_entropy', 'reduction', REDUCTIONS)
     smoothing = argcheck.number(label_smoothing, 'cross_entropy', 'label_smoothing', min=0, max=1)
-    weight = _class_weights('cross_entropy', weight, logits)
     given = param_array(targets, logits, 'cross_entropy', 'targets')  # on the logits' device, a Tensor's too
+    probabilities = given.dtype.kind == 'f' and given.shape == logits.shape  # per class, as in PyTorch
     n_classes = logits.shape[-1]
     logp = log_softmax(logits, axis=-1)
-    w = None if weight is None else Tensor._wrap(weight)
-    if given.dtype.kind == 'f' and given.shape == logits.shape:  # probabilities per class, as in PyTorch
+    weights = _class_weights('cross_entropy', weight, logits, constant=not probabilities)
+    w = None if weights is None else Tensor._wrap(weights)
+    if probabilities:
+        if weights is not None:  # a Tensor's gradient flows (a weight being learned)
+            w = as_tensor(weight, logits, 'cross_entropy').to(dtype=logits.dtype)
         if ignore_index is not None:
             raise ValueError("cross_entropy: ignore_index applies to class-id targets, not to probabilities")
         p = as_tensor(targets, logits, 'cross_entropy').to(dtype=logits.dtype)  # a Tensor's gradient flows
@@ -213,7 +218,7 @@ def cross_entropy(logits, targets, weight=None, ignore_index=None, reduction='me
             p = p * (1 - smoothing) + smoothing / n_classes
         losses = -(logp * (p if w is None else p * w)).sum(axis=-1)
         return losses if reduction == 'none' else losses.sum() if reduction == 'sum' else losses.mean()
-    ids, weights, counted = _class_targets('cross_entropy', logits, given, weight, ignore_index)
+    ids, weights, counted = _class_targets('cross_entropy', logits, given, weights, ignore_index)
     loss = NLLLoss.apply(logp, targets=ids, weights=weights, counted=counted, reduction=reduction)
     if not smoothing:
         return loss
