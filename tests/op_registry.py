@@ -190,6 +190,7 @@ def binary(dtype, slow, scalar=True, right_positive=False, extremes_both=True, s
            Sample((a(()), b((2, 3))), note='0-d with 2x3'),
            Sample((a((0, 3)), b((3,))), note='empty'),
            Sample((View(a((3, 2)), 'T'), b((2, 3))), note='transposed')]
+    out.append(Sample((a((2, 3)), b((4,))), note="shapes that do not fit"))  # (a RuntimeError in PyTorch)
     # promotion: with a float32 tensor, and with a 0-d float64 tensor (which does not widen a tensor)
     out += [Sample((a((2, 3)), arr((3,), 'float32', 2)), note='with float32'),
             Sample((a((2, 3)), arr((), 'float64', 2)), note='with 0-d float64')]
@@ -225,6 +226,7 @@ def reduction(dtype, slow, multi=True, need_dim=False, empty=True, keep=True):
             Sample((extremes(dtype)[None, :],), kw(1, False), note='extremes'),
             Sample((np.array([[1, 3, 3], [2, 2, 0]], dtype),), kw(1, False), note='ties')]
     out += at_scales(dtype, lambda x, note: Sample((x,), kw(-1, False), note=note))
+    out.append(Sample((a((2, 3)),), kw(2, False), note='dim out of range'))  # (an IndexError in PyTorch)
     if empty:
         out += [Sample((a((0, 3)),), kw(1, False), note='empty, dim 1'), Sample((a((2, 0)),), kw(1, True), note='empty')]
     if slow:
@@ -241,6 +243,7 @@ def along_dim(dtype, slow, empty=True):
             Sample((extremes(dtype)[None, :], 1), note='extremes'),
             Sample((finite(dtype)[None, :], 1), note='finite extremes')]
     out += at_scales(dtype, lambda x, note: Sample((x, -1), note=note))
+    out.append(Sample((a((2, 3)), 2), note='dim out of range'))
     if empty:
         out.append(Sample((a((2, 0)), -1), note='empty'))
     if slow:
@@ -250,7 +253,8 @@ def along_dim(dtype, slow, empty=True):
 
 def shaped(dtype, slow, calls):
     """A shape op: calls lists (shape of x, extra args, kwargs, note); the first call is made again on
-    a transposed view of the same shape (strides a fresh tensor does not have)."""
+    a transposed view of the same shape (strides a fresh tensor does not have).  A call noted 'misfit'
+    asks for what the shape cannot give: PyTorch's error class is expected."""
     out = [Sample((arr(shape, dtype),) + tuple(extra), dict(kw), note=note) for shape, extra, kw, note in calls]
     shape, extra, kw, note = calls[0]
     if len(shape) >= 2:
@@ -366,7 +370,8 @@ def matmul_samples(dtype, slow):
         Sample((arr((0, 3), dtype), arr((3, 2), dtype, 1)), note='empty rows'),
         Sample((arr((2, 0), dtype), arr((0, 2), dtype, 1)), note='empty inner'),
         Sample((View(arr((3, 2), dtype), 'T'), arr((3, 2), dtype, 1)), note='transposed'),
-        Sample((finite(dtype)[None, :], np.ones((len(finite(dtype)), 1), dtype)), note='extremes (overflow)')]
+        Sample((finite(dtype)[None, :], np.ones((len(finite(dtype)), 1), dtype)), note='extremes (overflow)'),
+        Sample((arr((2, 3), dtype), arr((4, 2), dtype, 1)), note='inner sizes differ')]
 
 
 both('matmul', NUMBERS, 2, matmul_samples)
@@ -399,7 +404,8 @@ for name in ('add_', 'sub_', 'mul_', 'div_'):
     entry(f'Tensor.{name}', call, call, {'div_': FLOATS, 'sub_': NUMBERS}.get(name, ALL), 2,
           lambda dtype, slow: [s for s in binary(dtype, slow) if s.note not in ('0-d with 2x3', 'broadcast (2,1) (1,3)')])
 for name in ('add', 'sub'):
-    entry(f'{name}(alpha)', function(name), function(name), ALL if name == 'add' else NUMBERS, 2, with_args(family(binary, extremes_both=False), alpha=2))
+    entry(f'{name}(alpha)', function(name), function(name), ALL if name == 'add' else NUMBERS, 2,
+          with_args(family(binary, extremes_both=False), alpha=2))
     call = (lambda name: lambda lib, x, y, **k: getattr(x.clone(), name + '_')(y, **k))(name)
     entry(f'Tensor.{name}_(alpha)', call, call, FLOATS, 2,
           with_args(lambda dtype, slow: binary(dtype, slow)[:2], alpha=-0.5))
@@ -442,15 +448,23 @@ for name in ('isclose', 'allclose'):
           with_args(family(binary, scalar=False), rtol=0.1, atol=0.5, equal_nan=True))
 
 # reductions
+def logsumexp_samples(dtype, slow):
+    """reduction's (a dim given), and rows far from 0 and of -inf: the max is taken out first."""
+    out = reduction(dtype, slow, need_dim=True)
+    if dtype in ('float32', 'float64'):
+        far = np.array([[1e3, 1e3 - 1, -1e3], [-1e3, -1e3, -1e3 + 2], [-np.inf, 0, 1], [-np.inf] * 3], dtype)
+        out += [Sample((far, dim), note=f'far, dim {dim}') for dim in (1, 0, (0, 1))]
+    return out
+
+
 for name, dtypes, opts in (('sum', ALL, {}), ('mean', FLOATS, {}), ('amax', ALL, dict(empty=False)),
                            ('amin', ALL, dict(empty=False)), ('logsumexp', ALL, dict(need_dim=True)),
                            ('any', ALL, {}), ('all', ALL, {})):
     samples = family(reduction, **opts)
-    if name == 'logsumexp':  # rows far from 0 and rows of -inf: the max is taken out first
-        samples = (lambda gen: lambda dtype, slow: gen(dtype, slow) + ([Sample((np.array(
-            [[1e3, 1e3 - 1, -1e3], [-1e3, -1e3, -1e3 + 2], [-np.inf, 0, 1], [-np.inf] * 3], dtype), dim), note=f'far, dim {dim}')
-            for dim in (1, 0, (0, 1))] if dtype in ('float32', 'float64') else []))(samples)
-    both(name, dtypes, 2 if name not in ('any', 'all') else 0, samples, beyond=INTS + ('bool',) if name == 'mean' else ())
+    if name == 'logsumexp':
+        samples = logsumexp_samples
+    both(name, dtypes, 2 if name not in ('any', 'all') else 0, samples,
+         beyond=INTS + ('bool',) if name == 'mean' else ())
 for name in ('var', 'std'):
     both(name, FLOATS, 2, family(reduction), beyond=INTS + ('bool',))
     m = method(name)
@@ -463,7 +477,8 @@ for name in ('argmax', 'argmin'):
     both(name, NUMBERS, 0, family(reduction, multi=False, empty=False))
 def norm_samples(dtype, slow):
     """reduction's, and a row of zeros (the norm is 0 there: its gradient is 0, not nan)."""
-    return reduction(dtype, slow) + [Sample((np.array([[0, 0, 0], [3, -4, 0]]).astype(dtype),), dict(dim=1), note='zeros')]
+    zeros = np.array([[0, 0, 0], [3, -4, 0]]).astype(dtype)
+    return reduction(dtype, slow) + [Sample((zeros,), dict(dim=1), note='zeros')]
 
 
 for p in (2, 1, float('inf'), 0, 3):
@@ -486,7 +501,8 @@ def softmax_samples(dtype, slow):
     """along_dim's, a row with -inf and rows far from 0 (the max is taken out first)."""
     if dtype not in ('float32', 'float64'):
         return along_dim(dtype, slow)
-    return along_dim(dtype, slow) + [Sample((np.array([[-np.inf, 0], [1000, 0], [-1000, 3]], dtype), -1), note='-inf, far')]
+    far = np.array([[-np.inf, 0], [1000, 0], [-1000, 3]], dtype)
+    return along_dim(dtype, slow) + [Sample((far, -1), note='-inf, far')]
 
 
 for name, torch_name in (('softmax', 'nn.functional.softmax'), ('log_softmax', 'nn.functional.log_softmax')):
@@ -505,22 +521,29 @@ entry('masked_softmax', function('masked_softmax'),
 # shapes
 SHAPE_CALLS = {
     'reshape': [((2, 3, 4), [(4, -1)], {}, '-1'), ((2, 3), [(6,)], {}, 'flat'), ((), [(1, 1)], {}, '0-d'),
-                ((0, 3), [(3, 0)], {}, 'empty'), ((1,), [()], {}, 'to 0-d')],
-    'permute': [((2, 3, 4), [(2, 0, 1)], {}, 'cycle'), ((2, 3, 4), [(-1, 0, 1)], {}, 'negative'), ((), [()], {}, '0-d')],
-    'transpose': [((2, 3, 4), [0, 2], {}, '0,2'), ((2, 3), [-1, -2], {}, 'negative'), ((0, 3), [0, 1], {}, 'empty')],
-    'swapaxes': [((2, 3, 4), [0, 2], {}, '0,2'), ((2, 3), [-1, 0], {}, 'negative')],
-    'unsqueeze': [((2, 3), [0], {}, '0'), ((2, 3), [-1], {}, '-1'), ((), [0], {}, '0-d'), ((0,), [1], {}, 'empty')],
+                ((0, 3), [(3, 0)], {}, 'empty'), ((1,), [()], {}, 'to 0-d'), ((2, 3), [(4,)], {}, 'misfit')],
+    'permute': [((2, 3, 4), [(2, 0, 1)], {}, 'cycle'), ((2, 3, 4), [(-1, 0, 1)], {}, 'negative'), ((), [()], {}, '0-d'),
+                ((2, 3), [(0,)], {}, 'misfit')],
+    'transpose': [((2, 3, 4), [0, 2], {}, '0,2'), ((2, 3), [-1, -2], {}, 'negative'), ((0, 3), [0, 1], {}, 'empty'),
+                  ((2, 3), [0, 2], {}, 'misfit')],
+    'swapaxes': [((2, 3, 4), [0, 2], {}, '0,2'), ((2, 3), [-1, 0], {}, 'negative'), ((2, 3), [0, 2], {}, 'misfit')],
+    'unsqueeze': [((2, 3), [0], {}, '0'), ((2, 3), [-1], {}, '-1'), ((), [0], {}, '0-d'), ((0,), [1], {}, 'empty'),
+                  ((2, 3), [3], {}, 'misfit')],
     'squeeze': [((1, 3, 1), [], {}, 'all'), ((1, 3, 1), [-1], {}, '-1'), ((2, 3), [0], {}, 'size 2 stays'),
                 ((1, 3, 1), [(0, 2)], {}, 'a tuple'), ((), [], {}, '0-d')],
     'flatten': [((2, 3, 4), [], {}, 'all'), ((2, 3, 4), [1], {}, 'from 1'), ((2, 3, 4), [0, -2], {}, '0 to -2'),
-                ((), [], {}, '0-d')],
-    'unflatten': [((2, 12), [1, (3, 4)], {}, '(3,4)'), ((2, 12), [-1, (-1, 2)], {}, '-1'), ((0, 4), [1, (2, 2)], {}, 'empty')],
-    'broadcast_to': [((3, 1), [(2, 3, 4)], {}, 'new dims'), ((), [(2, 2)], {}, '0-d'), ((1, 0), [(3, 0)], {}, 'empty')],
+                ((), [], {}, '0-d'), ((2, 3), [2], {}, 'misfit')],
+    'unflatten': [((2, 12), [1, (3, 4)], {}, '(3,4)'), ((2, 12), [-1, (-1, 2)], {}, '-1'), ((0, 4), [1, (2, 2)], {}, 'empty'),
+                  ((2, 12), [1, (5, 2)], {}, 'misfit')],
+    'broadcast_to': [((3, 1), [(2, 3, 4)], {}, 'new dims'), ((), [(2, 2)], {}, '0-d'), ((1, 0), [(3, 0)], {}, 'empty'),
+                     ((3, 2), [(3, 3)], {}, 'misfit')],
     'chunk': [((5, 2), [2], {}, 'uneven'), ((2, 6), [3, 1], {}, 'dim 1'), ((2, 6), [4, -1], {}, 'fewer pieces')],
     'split': [((5, 2), [2], {}, 'size 2'), ((2, 6), [[1, 5], 1], {}, 'sections'), ((2, 6), [4, -1], {}, 'negative dim'),
-              ((0, 2), [1], {}, 'empty')],
-    'roll': [((2, 3), [1], {}, 'flat'), ((2, 3), [-1, 1], {}, 'dim 1'), ((2, 3, 4), [(1, 5), (0, -1)], {}, 'two dims')],
-    'flip': [((2, 3), [(0,)], {}, '0'), ((2, 3, 4), [(0, -1)], {}, 'two, negative'), ((0, 3), [(1,)], {}, 'empty')],
+              ((0, 2), [1], {}, 'empty'), ((2, 6), [[1, 2], 1], {}, 'misfit')],
+    'roll': [((2, 3), [1], {}, 'flat'), ((2, 3), [-1, 1], {}, 'dim 1'), ((2, 3, 4), [(1, 5), (0, -1)], {}, 'two dims'),
+             ((2, 3), [(1, 2), (0,)], {}, 'misfit')],
+    'flip': [((2, 3), [(0,)], {}, '0'), ((2, 3, 4), [(0, -1)], {}, 'two, negative'), ((0, 3), [(1,)], {}, 'empty'),
+             ((2, 3), [(2,)], {}, 'misfit')],
     'tril': [((3, 4), [], {}, 'main'), ((3, 4), [1], {}, '+1'), ((2, 3, 4), [-1], {}, 'batched -1'),
              ((3, 4), [-5], {}, 'all zero')],
 }
@@ -559,6 +582,7 @@ for name, gen in (('cat', 0), ('concatenate', 0), ('stack', 1)):
             out.append(Sample(([a((2, 3), 0), a((0, 3), 1), a((1, 3), 2)],), note='sizes differ'))
         else:
             out.append(Sample(([a((), 0), a((), 1)],), note='0-d'))
+        out.append(Sample(([a((2, 3), 0), a((2, 4), 1)], 0), note='shapes that do not fit'))
         return out
     entry(name, function(name), function(name), ALL, 2, cat_samples)
 
@@ -583,7 +607,8 @@ for name in ('gather', 'Tensor.gather'):
           lambda torch, x, d, i: torch.gather(x, d, i.long()), ALL, 2, lambda dtype, slow: [
               Sample((arr((3, 4), dtype), 1, np.array([[0, 0, 3], [1, 2, 1], [3, 3, 3]])), note='duplicates, dim 1'),
               Sample((arr((3, 4), dtype), -2, np.array([[0, 2, 2, 1]], 'int32')), note='dim -2, int32 ids'),
-              Sample((arr((3, 4), dtype), 0, np.zeros((0, 4), 'int64')), note='empty index')])
+              Sample((arr((3, 4), dtype), 0, np.zeros((0, 4), 'int64')), note='empty index'),
+              Sample((arr((3, 4), dtype), 1, np.array([0, 1])), note='index of fewer dims')])
 for name in ('scatter', 'Tensor.scatter', 'scatter_add', 'Tensor.scatter_add'):
     op = name.split('.')[-1]
     entry(name, function(op) if '.' not in name else method(op),
@@ -595,7 +620,8 @@ for name in ('scatter', 'Tensor.scatter', 'scatter_add', 'Tensor.scatter_add'):
                      note='duplicate indices')] if op == 'scatter_add' else
              [Sample((arr((3, 4), dtype), 1, np.array([[2], [0], [1]]), 5), note='a number')]))
 entry('one_hot', function('one_hot'),  # ids of every integer dtype, as for x[ids]; PyTorch's one_hot takes int64 only
-      lambda torch, i, *n: torch.nn.functional.one_hot(i.long() if i.dtype in (torch.int32, torch.uint8) else i, *n), INTS, 0,
+      lambda torch, i, *n: torch.nn.functional.one_hot(i.long() if i.dtype in (torch.int32, torch.uint8) else i, *n),
+      INTS, 0,
       lambda dtype, slow: [Sample((np.array([0, 2, 1, 2], dtype),), note='inferred'),
                            Sample((np.array([[0], [3]], dtype), 5), note='5 classes'),
                            Sample((np.array(1, dtype), 2), note='0-d'),
@@ -604,7 +630,7 @@ entry('pad', function('pad'), lambda torch, *a, **k: torch.nn.functional.pad(*a,
       lambda dtype, slow: shaped(dtype, slow, [
           ((2, 3), [(1, 2)], {}, 'last axis'), ((2, 3), [(1, 0, 0, 2)], dict(value=1), 'two axes, value'),
           ((2, 3), [(-1, 1)], {}, 'negative pad'), ((2, 3), [(-2, -1)], {}, 'cut to 0'),
-          ((0, 3), [(1, 1, 1, 1)], {}, 'empty')]))
+          ((0, 3), [(1, 1, 1, 1)], {}, 'empty'), ((2, 3), [(1, 1) * 3], {}, 'misfit')]))
 EINSUMS = [('bij,bjk->bik', [(2, 2, 3), (2, 3, 1)]), ('ij->', [(2, 3)]), ('ij->i', [(2, 3)]),
            ('i,j->ij', [(2,), (3,)]), ('bhqd,bhkd->bhqk', [(1, 2, 3, 2), (1, 2, 4, 2)]),
            ('ij,jk,kl->il', [(2, 2), (2, 3), (3, 2)]), ('ij,ij->ij', [(2, 3), (2, 3)]), ('ijk', [(2, 1, 3)]),
@@ -621,7 +647,8 @@ entry('einsum', function('einsum'), function('einsum'), ALL, 2, lambda dtype, sl
     Sample(('i,i->', arr((3,), dtype), arr((3,), dtype, 1)), note='dot'),
     Sample(('...j,j->...', arr((2, 3), dtype), arr((3,), dtype, 1)), note='ellipsis'),
     *[Sample((eq,) + tuple(arr(shape, dtype, i) for i, shape in enumerate(shapes)), note=eq) for eq, shapes in EINSUMS],
-    Sample(('ij->', arr((0, 3), dtype)), note='empty sum')])
+    Sample(('ij->', arr((0, 3), dtype)), note='empty sum'),
+    Sample(('ij,jk->ik', arr((2, 3), dtype), arr((4, 2), dtype, 1)), note='sizes that do not fit')])
 entry('Tensor.__getitem__', method('__getitem__'), method('__getitem__'), ALL, 2, lambda dtype, slow: [
     Sample((arr((3, 4), dtype), 1), note='int'), Sample((arr((3, 4), dtype), -1), note='negative int'),
     Sample((arr((3, 4), dtype), (slice(None), slice(1, None, 2))), note='strided slice'),
@@ -655,14 +682,16 @@ for name in ('linear',):
     entry(name, function('linear'), function('linear', 'nn.functional.linear'), NUMBERS, 2, lambda dtype, slow: [
         Sample((arr((2, 3), dtype), arr((4, 3), dtype, 1), arr((4,), dtype, 2)), note='bias'),
         Sample((arr((2, 5, 3), dtype), arr((4, 3), dtype, 1)), note='batched, no bias'),
-        Sample((arr((0, 3), dtype), arr((4, 3), dtype, 1), arr((4,), dtype, 2)), note='empty')])
+        Sample((arr((0, 3), dtype), arr((4, 3), dtype, 1), arr((4,), dtype, 2)), note='empty'),
+        Sample((arr((2, 3), dtype), arr((4, 5), dtype, 1)), note='shapes that do not fit')])
 entry('layer_norm', function('layer_norm'),
       lambda torch, x, g, b, **k: torch.nn.functional.layer_norm(x, x.shape[-1:], g, b, **k), FLOATS, 2,
       lambda dtype, slow: [
           Sample((arr((2, 3, 4), dtype), arr((4,), dtype, 1), arr((4,), dtype, 2)), note='3-d'),
           Sample((arr((2, 4), dtype), np.zeros(4, dtype), arr((4,), dtype, 2)), dict(eps=1e-3), note='zero weights'),
           Sample((np.ones((2, 4), dtype), arr((4,), dtype, 1), arr((4,), dtype, 2)), note='constant rows'),
-          Sample((View(arr((4, 2), dtype), 'T'), arr((4,), dtype, 1), arr((4,), dtype, 2)), note='transposed')]
+          Sample((View(arr((4, 2), dtype), 'T'), arr((4,), dtype, 1), arr((4,), dtype, 2)), note='transposed'),
+          Sample((arr((2, 4), dtype), arr((5,), dtype, 1), arr((5,), dtype, 2)), note='gamma that does not fit')]
       + at_scales(dtype, lambda x, note: Sample((x, np.full(7, 1.5, dtype), np.full(7, 0.25, dtype)), note=note))
       # float16 x with float32 parameters: PyTorch's one mix of dtypes (the result is float16)
       + at_scales(dtype, lambda x, note: Sample((x, np.full(7, 1.5, 'float32'), np.full(7, 0.25, 'float32')),
@@ -678,7 +707,8 @@ def class_samples(dtype, slow):
             Sample((arr((4, 3), dtype), np.array([0, -100, 1, 2])), dict(ignore_index=-100), note='ignore_index'),
             Sample((arr((4, 3), dtype), t), dict(reduction='sum'), note='sum'),
             Sample((arr((4, 3), dtype), t), dict(reduction='none'), note='none'),
-            Sample((arr((0, 3), dtype), np.zeros(0, 'int64')), dict(reduction='sum'), note='empty')] + \
+            Sample((arr((0, 3), dtype), np.zeros(0, 'int64')), dict(reduction='sum'), note='empty'),
+            Sample((arr((4, 3), dtype), t[:3]), note='targets that do not fit')] + \
         at_scales(dtype, lambda x, note: Sample((x, np.array([[1, 0, 4, 2, 3], [0, 0, 1, 4, 2]])), note=note))
 
 

@@ -4,6 +4,7 @@ Each result is a tensor of bools outside the graph (allclose: a Python bool, as 
 The dimension may be given as PyTorch's dim/keepdim or numpy's axis/keepdims.
 """
 from .. import argcheck, backend, promotion
+from ..argcheck import ShapeError
 from ..convert import tensor_arg
 from ..tensor import Tensor
 from . import args
@@ -59,7 +60,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
         xp = backend.array_module(a.data)
         return Tensor._wrap(xp.isclose(a.data, b.data, rtol=rtol, atol=atol, equal_nan=equal_nan))
     except ValueError as error:
-        raise ValueError(f"isclose: shapes {a.shape} and {b.shape} do not broadcast ({error})") from None
+        raise ShapeError(f"isclose: shapes {a.shape} and {b.shape} do not broadcast ({error})") from None
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):

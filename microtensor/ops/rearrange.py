@@ -118,9 +118,9 @@ def pad(x, pad, mode='constant', value=0):
     if mode != 'constant':
         raise ValueError(f"pad: mode={mode!r} is not supported; only 'constant' (fill with value=) is")
     if x.ndim == 0:
-        raise ValueError("pad: a 0-d tensor has no axis to pad")
+        raise ShapeError("pad: a 0-d tensor has no axis to pad")
     if not isinstance(pad, (tuple, list)) or len(pad) % 2 or len(pad) > 2 * x.ndim:
-        raise ValueError(f"pad: pad must be a tuple of (before, after) pairs, at most one per axis "
+        raise ShapeError(f"pad: pad must be a tuple of (before, after) pairs, at most one per axis "
                          f"({2 * x.ndim} numbers for shape {x.shape}), last axis first, not {pad!r}")
     widths = [argcheck.integer(w, 'pad', 'each width in pad') for w in pad]
     pairs = [(widths[i], widths[i + 1]) for i in range(0, len(widths), 2)][::-1]  # first axis first
