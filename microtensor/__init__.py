@@ -10,7 +10,7 @@ ops/ (every op's forward and backward: the textbook), fused/ (the same ops, fast
 mt.set_fused(True) or `with mt.fused():`), backend.py (numpy/cupy).
 """
 from . import backend, cuda, malloc_tuning  # noqa: F401  (malloc_tuning: applied at import)
-from .autograd import Function, detect_anomaly, enable_grad, grad, is_grad_enabled, no_grad
+from .autograd import Function, detect_anomaly, enable_grad, grad, inference_mode, is_grad_enabled, no_grad
 from .backend import manual_seed, set_default_device
 from .fused import fused, is_fused, set_fused  # mt.fused() is the switch (the package: import microtensor.fused.<module>)
 from .creation import (arange, as_tensor, eye, from_numpy, full, ones, ones_like, rand, randint, randn,
@@ -18,8 +18,8 @@ from .creation import (arange, as_tensor, eye, from_numpy, full, ones, ones_like
 from .functional import (abs, add, amax, amin, argmax, argmin, broadcast_to, cat, chunk, clip, clone, concatenate, cos,
                          cross_entropy, div, dropout, erf, exp, expand_dims, flatten, gelu, layer_norm, linear, log,
                          log_softmax, masked_fill, masked_softmax, matmul, max, maximum, mean, min, minimum, mul, neg,
-                         numel, permute, pow, relu, reshape, sigmoid, sin, softmax, split, sqrt, squeeze, stack, std,
-                         sub, sum, swapaxes, tanh, transpose, unflatten, unsqueeze, var, where)
+                         numel, outer, permute, pow, relu, reshape, rsqrt, sigmoid, sin, softmax, split, sqrt, squeeze,
+                         stack, std, sub, sum, swapaxes, tanh, transpose, unbind, unflatten, unsqueeze, var, where)
 from .argcheck import DTypeError, ShapeError
 from .functional import (bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift,
                          bitwise_xor, floor_divide, remainder)
@@ -47,3 +47,7 @@ int16 = backend.dtype('int16')
 int32 = backend.dtype('int32')
 int64 = backend.dtype('int64')
 bool_ = backend.dtype('bool')
+# PyTorch's names of the same dtypes (torch.long, torch.float, ...): a model file's dtype=torch.long works as it is
+bool = bool_  # noqa: A001  (shadows the builtin only as mt.bool, as torch.bool does)
+half, float, double = float16, float32, float64  # noqa: A001
+short, int, long = int16, int32, int64  # noqa: A001

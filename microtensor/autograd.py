@@ -22,7 +22,7 @@ import sys
 import threading
 import weakref
 
-from . import backend
+from . import argcheck, backend
 
 _anomaly_mode = False
 
@@ -49,7 +49,8 @@ class _GradModeSwitch:
 
     def __enter__(self):
         self._previous.append(_grad_mode.enabled)
-        _grad_mode.enabled = self.enabled
+        if self.enabled is not None:  # (None: inference_mode(False), which changes nothing)
+            _grad_mode.enabled = self.enabled
 
     def __exit__(self, *exc_info):
         _grad_mode.enabled = self._previous.pop()
@@ -103,6 +104,15 @@ def enable_grad(function=None):
     a context manager or a decorator, as no_grad."""
     switch = _GradModeSwitch(True)
     return switch if function is None else switch(function)
+
+
+def inference_mode(mode=True):
+    """PyTorch's inference_mode: here the same as no_grad (no graph is recorded; microtensor has no
+    inference tensors to mark).  inference_mode(False) leaves the grad mode as it is.  A context
+    manager or a decorator, with or without parentheses, as in PyTorch."""
+    if callable(mode):  # @mt.inference_mode
+        return no_grad(mode)
+    return _GradModeSwitch(False if argcheck.boolean(mode, 'inference_mode', 'mode') else None)
 
 
 def is_grad_enabled():

@@ -144,15 +144,23 @@ def rand(*shape, dtype=None, device=None, requires_grad=False, name=None):
     return _make('rand', fill, shape, dtype, device, requires_grad, name)
 
 
-def randint(low, high, shape, device=None, dtype='int64'):
-    """Integers in [low, high) from the device's generator."""
+def randint(low, high=None, size=None, *, device=None, dtype='int64'):
+    """Integers in [low, high) from the device's generator: randint(low, high, size), or randint(high,
+    size) with low 0, as PyTorch's torch.randint(high, size) (the size a tuple)."""
+    if size is None and isinstance(high, (tuple, list)):  # randint(high, size)
+        low, high, size = 0, low, high
+    elif high is None and size is not None:  # randint(high, size=size)
+        low, high = 0, low
+    if high is None or size is None:
+        raise TypeError("randint: needs a high and a size: randint(high, size) or randint(low, high, size), "
+                        "the size a tuple such as (4, 8)")
     low, high = argcheck.integer(low, 'randint', 'low'), argcheck.integer(high, 'randint', 'high')
     if low >= high:
         raise ValueError(f"randint: needs low < high, got low={low}, high={high}")
 
     def fill(device, s, d):
         return backend.generator(device).integers(low, high, s).astype(d)
-    return _make('randint', fill, (shape,), dtype, device, False, None)
+    return _make('randint', fill, (size,), dtype, device, False, None)
 
 
 def arange(start, stop=None, step=1, dtype=None, device=None):

@@ -14,3 +14,11 @@ def memory_pool_bytes(device):
     if backend.check_device(device) != 'cuda':
         return None
     return backend.cupy.get_default_memory_pool().total_bytes()
+
+
+def manual_seed(seed):
+    """PyTorch's torch.cuda.manual_seed: microtensor has one seed for every device (mt.manual_seed), set here."""
+    backend.manual_seed(seed)
+
+
+manual_seed_all = manual_seed  # (one GPU at a time here: all of them is that one)

@@ -274,6 +274,23 @@ class Tensor:
         """int(t) of a one-element tensor (truncated toward 0, as int(2.7) is 2)."""
         return int(self._number('int()'))
 
+    def __index__(self):
+        """A one-element integer tensor as a Python int where Python wants an index (data[i:i + 8],
+        range(n)), as in PyTorch (a bool is 0 or 1, as there); a float tensor is refused."""
+        if self.dtype.kind not in 'biu' or self.data.size != 1:
+            raise TypeError(f"only integer tensors of a single element can be an index (as in PyTorch), not a "
+                            f"{self.dtype} tensor of shape {self.shape}")
+        return int(self.data.item())
+
+    def __format__(self, spec):
+        """f"{loss:.4f}": a 0-d tensor formats as its number, as in PyTorch; no spec gives str(t)."""
+        if not spec:
+            return str(self)
+        if self.ndim != 0:
+            raise TypeError(f"format: the spec {spec!r} needs a 0-d tensor (as in PyTorch), not one of shape "
+                            f"{self.shape}; format t.item() of a one-element tensor, or t.tolist()")
+        return format(self.data.item(), spec)
+
     def _number(self, caller):
         if self.data.size != 1:
             raise ShapeError(f"{caller}: only a one-element tensor can become a Python number, not one "
@@ -616,6 +633,20 @@ class Tensor:
         """The square root, elementwise."""
         return _ew.Sqrt.apply(floating(self))
 
+    def rsqrt(self):
+        """1 / sqrt(x), elementwise."""
+        return _ew.Rsqrt.apply(floating(self))
+
+    def outer(self, other):
+        """The outer product of two 1-D tensors: out[i, j] = self[i] * other[j]."""
+        return _linalg.outer(self, tensor_arg(other, 'outer', 'other'))
+
+    def type_as(self, other):
+        """self in other's dtype (PyTorch's x.type_as(y), x.to(y.dtype))."""
+        if not isinstance(other, Tensor):
+            raise TypeError(f"type_as: other must be a Tensor, not {type(other).__name__}; for a dtype use to(dtype)")
+        return self.to(dtype=other.dtype)
+
     def tanh(self):
         """The hyperbolic tangent, elementwise."""
         return _ew.Tanh.apply(floating(self))
@@ -813,6 +844,10 @@ class Tensor:
     def split(self, split_size_or_sections, dim=0):
         """Chunks of split_size_or_sections along dim (an int), or pieces of the listed sizes; a tuple."""
         return _shape.split(self, split_size_or_sections, dim)
+
+    def unbind(self, dim=0):
+        """The slices along dim, as a tuple (that dim removed from each): x.unbind(0) is (x[0], x[1], ...)."""
+        return _shape.unbind(self, dim)
 
     def chunk(self, chunks, dim=0):
         """`chunks` pieces along dim, each of ceil(size / chunks) (the last smaller; maybe fewer pieces)."""
@@ -1081,7 +1116,7 @@ class _HookHandle:
 # The ops import Tensor from this module, so they are imported after it is defined.
 from . import autograd  # noqa: E402
 from .convert import (ONE_HOLDER, as_tensor, backend_call, check_cast, check_dtype,  # noqa: E402
-                      counter_holders, holds_tensor, new_array, param_array, share_counter)
+                      counter_holders, holds_tensor, new_array, param_array, share_counter, tensor_arg)
 from . import promotion  # noqa: E402
 from .promotion import floating  # noqa: E402
 from .ops import args as _args  # noqa: E402

@@ -311,7 +311,7 @@ def with_args(gen, *extra, **kw):
 
 
 # unary elementwise: all dtypes (integers and bools compute in float32, as PyTorch's)
-for name in ('exp', 'log', 'sqrt', 'tanh', 'sin', 'cos', 'sigmoid', 'abs', 'neg', 'relu', 'erf'):
+for name in ('exp', 'log', 'sqrt', 'rsqrt', 'tanh', 'sin', 'cos', 'sigmoid', 'abs', 'neg', 'relu', 'erf'):
     both(name, NUMBERS if name in ('abs', 'neg', 'relu') else ALL, 2, family(unary), tensor=name not in ('neg', 'erf'))
 F_GELU = function('gelu', 'nn.functional.gelu')  # PyTorch's Tensor has no gelu method
 entry('gelu', F_GELU, F_GELU, FLOATS, 2, family(unary), beyond=INTS + ('bool',))
@@ -434,6 +434,13 @@ def powers(dtype, slow):
 
 
 entry('pow(number)', function('pow'), function('pow'), ALL, 2, powers)
+both('outer', ALL, 2, lambda dtype, slow: [
+    Sample((arr((3,), dtype), arr((4,), dtype, 1)), note='3 x 4'), Sample((arr((0,), dtype), arr((2,), dtype, 1)), note='empty'),
+    Sample((extremes(dtype), extremes(dtype)[:3]), note='extremes'),
+    Sample((arr((3,), dtype), arr((2,), 'float32', 1)), note='with float32'),
+    Sample((arr((2, 3), dtype), arr((2,), dtype, 1)), note='misfit')])
+entry('Tensor.type_as', method('type_as'), method('type_as'), ALL, 2, lambda dtype, slow: [
+    Sample((arr((2, 3), dtype), arr((2,), other)), note=f'as {other}') for other in ('float32', 'int64', 'bool')])
 # comparisons: bool results, no gradient
 for name in ('eq', 'ne', 'lt', 'le', 'gt', 'ge'):
     entry(f'Tensor.__{name}__', method(f'__{name}__'), method(f'__{name}__'), ALL, 0, family(binary))
@@ -553,6 +560,8 @@ SHAPE_CALLS = {
              ((2, 3), [(1, 2), (0,)], {}, 'misfit')],
     'flip': [((2, 3), [(0,)], {}, '0'), ((2, 3, 4), [(0, -1)], {}, 'two, negative'), ((0, 3), [(1,)], {}, 'empty'),
              ((2, 3), [(2,)], {}, 'misfit')],
+    'unbind': [((2, 3), [], {}, 'dim 0'), ((2, 3, 4), [-1], {}, 'dim -1'), ((0, 3), [1], {}, 'empty'),
+               ((2, 3), [2], {}, 'misfit')],
     'tril': [((3, 4), [], {}, 'main'), ((3, 4), [1], {}, '+1'), ((2, 3, 4), [-1], {}, 'batched -1'),
              ((3, 4), [-5], {}, 'all zero')],
 }
@@ -817,7 +826,8 @@ NOT_OPS = {
     'zeros': 'creation', 'zeros_like': 'creation (a shape copied, no values)',
     # autograd's machinery
     'grad': 'autograd API', 'no_grad': 'autograd API', 'enable_grad': 'autograd API',
-    'is_grad_enabled': 'autograd API', 'detect_anomaly': 'autograd API', 'gradcheck': 'testing helper',
+    'is_grad_enabled': 'autograd API', 'detect_anomaly': 'autograd API', 'inference_mode': 'autograd API',
+    'gradcheck': 'testing helper',
     'gradgradcheck': 'testing helper',
     # settings
     'manual_seed': 'setting (tested with the random ops)', 'set_default_device': 'setting', 'set_fused': 'setting',
@@ -834,6 +844,7 @@ NOT_OPS = {
     'Tensor.__array_ufunc__': 'numpy dispatch (to the reflected operators, which have entries)',
     'Tensor.__len__': 'Python protocol', 'Tensor.__iter__': 'Python protocol (indexing, which has an entry)',
     'Tensor.__bool__': 'conversion', 'Tensor.__float__': 'conversion', 'Tensor.__int__': 'conversion',
+    'Tensor.__index__': 'conversion', 'Tensor.__format__': 'printing',
     'Tensor.__hash__': 'identity',
     'Tensor.shape': 'attribute', 'Tensor.ndim': 'attribute', 'Tensor.dtype': 'attribute',
     'Tensor.device': 'attribute', 'Tensor.is_leaf': 'autograd state', 'Tensor.grad': 'autograd state',

@@ -206,6 +206,35 @@ def test_flip_and_roll_refuse_clearly():
         mt.zeros(2).roll((1, 2), 0)
 
 
+# ---------------------------------------------------------------------------- outer, unbind
+@devices
+@given(data=st.data())
+def test_outer_gradient(device, data):
+    a = data.draw(tensors((data.draw(st.integers(1, 4)),), device=device))
+    b = data.draw(tensors((data.draw(st.integers(1, 4)),), device=device))
+    np.testing.assert_allclose(mt.outer(a, b).numpy(), np.outer(a.numpy(), b.numpy()), rtol=1e-12)
+    assert mt.gradcheck(mt.outer, [a, b])
+
+
+def test_outer_refuses_what_is_not_two_vectors():
+    with pytest.raises(mt.ShapeError, match=r"outer: needs two 1-D tensors, not shapes \(2, 2\) and \(3,\)"):
+        mt.outer(mt.ones(2, 2), mt.ones(3))
+    with pytest.raises(TypeError, match="outer: other must be a Tensor, not list"):
+        mt.ones(2).outer([1.0, 2.0])
+
+
+@devices
+@given(data=st.data())
+def test_unbind_gradient(device, data):
+    x = data.draw(tensors(data.draw(nonscalar_shapes), device=device))
+    dim = dim_of(data.draw, x.ndim)
+    pieces = x.unbind(dim)
+    assert len(pieces) == x.shape[dim] and all(p.shape == x.shape[:dim % x.ndim] + x.shape[dim % x.ndim + 1:]
+                                               for p in pieces)
+    weights = [float(i + 1) for i in range(len(pieces))]  # each piece's gradient lands in its own slice
+    assert mt.gradcheck(lambda t: sum((p * w).sum() for p, w in zip(mt.unbind(t, dim), weights)), [x])
+
+
 # ---------------------------------------------------------------------------- any, all, isclose, eye
 @pytest.mark.parametrize('name', ['any', 'all'])
 @given(data=st.data(), keepdim=st.booleans(), dtype=st.sampled_from(['bool', 'uint8', 'int32', 'float64']))

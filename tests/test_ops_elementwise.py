@@ -87,6 +87,7 @@ UNARY = {  # name: (microtensor, numpy, values)
     'exp': (mt.exp, np.exp, 'any'),
     'log': (mt.log, np.log, 'positive'),
     'sqrt': (mt.sqrt, np.sqrt, 'positive'),
+    'rsqrt': (mt.rsqrt, lambda x: 1 / np.sqrt(x), 'positive'),
     'tanh': (mt.tanh, np.tanh, 'any'),
     'sin': (mt.sin, np.sin, 'any'),
     'cos': (mt.cos, np.cos, 'any'),

@@ -393,6 +393,11 @@ CASES = [
     ('randn shapes', lambda L: (L.randn(2, 3).shape, L.randn((2, 3)).shape, L.rand([4]).shape,
                                 L.randn(2, 3).dtype == L.float32), ()),
     ('randint', lambda L: (L.randint(0, 5, (3,)).shape, L.randint(0, 5, (3,)).dtype == L.int64), ()),
+    ('randint(high, size)', lambda L: (L.randint(5, (2, 3)).shape, L.randint(5, size=(4,)).dtype == L.long), ()),
+    ('dtype names', lambda L, x: (x.to(L.long).dtype, x.to(L.float).dtype, x.to(L.half).dtype, x.to(L.double).dtype,
+                                  (x > 0).to(L.int).dtype, L.bool), (X,)),
+    ('f-string of a loss', lambda L, x: f"{(x * x).mean():.4f}", (X,)),
+    ('0-d tensor as an index', lambda L: list(range(10))[L.tensor(2):L.tensor(5)], ()),
     # conversions and reads
     ('item', lambda L, x: (x.sum().item(), x[0, 0].item(), x.argmax().item()), (X,)),
     ('item of an int', lambda L, x: x.sum().item(), (ints(3),)),

@@ -1,7 +1,7 @@
-"""nn.Sequential and nn.ModuleList: modules that hold other modules.
+"""nn.Sequential, nn.ModuleList and nn.ModuleDict: modules that hold other modules.
 
-Children are registered under the names '0', '1', ..., so their parameters get
-dotted names like '0.weight' and '2.bias' in state_dict().
+A list's children are registered under the names '0', '1', ..., a dict's under its keys, so
+their parameters get dotted names like '0.weight' and 'wte.weight' in state_dict().
 """
 from .. import argcheck
 from ..tensor import Tensor
@@ -67,3 +67,68 @@ class Sequential(ModuleList):
         for module in self:
             x = module(x)
         return x
+
+
+class ModuleDict(Module):
+    """Modules by name, whose parameters belong to the parent (as nanoGPT's `transformer` of wte, wpe, h, ln_f):
+
+        self.transformer = nn.ModuleDict(dict(wte=nn.Embedding(V, d), h=nn.ModuleList([...])))
+        x = self.transformer.wte(ids)          # or self.transformer['wte'](ids)
+    """
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def update(self, modules):
+        where = type(self).__name__
+        if hasattr(modules, 'items'):
+            pairs = list(modules.items())
+        elif isinstance(modules, (Module, Tensor, str)) or not hasattr(modules, '__iter__'):
+            raise TypeError(f"{where}: modules must be a dict of name: Module (or (name, Module) pairs), "
+                            f"not {argcheck.describe(modules)}")
+        else:
+            pairs = list(modules)
+        for i, pair in enumerate(pairs):  # all checked before any is added
+            if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
+                raise TypeError(f"{where}: modules[{i}] is {argcheck.describe(pair)}, not a (name, Module) pair")
+            if not isinstance(pair[1], Module):
+                raise TypeError(f"{where}: modules[{pair[0]!r}] is {argcheck.describe(pair[1])}, not a Module")
+        for name, module in pairs:
+            self[name] = module
+
+    def __setitem__(self, name, module):
+        if not isinstance(module, Module):
+            raise TypeError(f"{type(self).__name__}: can only hold Modules, not {argcheck.describe(module)}")
+        setattr(self, name, module)
+
+    def __getitem__(self, name):
+        if name not in self._modules:
+            raise KeyError(f"{type(self).__name__} has no module {name!r}; it has {list(self._modules)}")
+        return self._modules[name]
+
+    def __delitem__(self, name):
+        self[name]  # (the KeyError above, for a name it lacks)
+        delattr(self, name)
+
+    def __contains__(self, name):
+        return name in self._modules
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def keys(self):
+        return self._modules.keys()
+
+    def values(self):
+        return self._modules.values()
+
+    def items(self):
+        return self._modules.items()
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ModuleDict has no forward(): call the module you need, e.g. d['name'](x)")

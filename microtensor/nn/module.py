@@ -16,6 +16,7 @@ from collections import namedtuple
 from .. import argcheck, backend, contract, convert
 from ..tensor import Tensor
 from .parameter import Parameter
+from .utils import clear_grads
 
 LoadResult = namedtuple('LoadResult', ['missing_keys', 'unexpected_keys'])
 
@@ -24,6 +25,7 @@ class Module:
     def __init__(self):
         object.__setattr__(self, '_parameters', {})
         object.__setattr__(self, '_buffers', {})
+        object.__setattr__(self, '_non_persistent', set())  # buffer names state_dict leaves out
         object.__setattr__(self, '_modules', {})
         object.__setattr__(self, '_forward_hooks', [])
         object.__setattr__(self, 'training', True)
@@ -46,14 +48,20 @@ class Module:
     def __delattr__(self, name):
         for table in (self._parameters, self._buffers, self._modules):
             table.pop(name, None)
+        self._non_persistent.discard(name)
         object.__delattr__(self, name)
 
-    def register_buffer(self, name, tensor):
-        """Non-trainable state (e.g. running statistics): moved by to(), saved in state_dict."""
+    def register_buffer(self, name, tensor, persistent=True):
+        """Non-trainable state (e.g. running statistics): moved by to(), saved in state_dict unless
+        persistent=False (a causal mask the model rebuilds, as nanoGPT's `bias`)."""
         self._check_buffer(name, tensor)
         self._parameters.pop(name, None)
         self._modules.pop(name, None)
         self._buffers[name] = tensor
+        if argcheck.boolean(persistent, f"{type(self).__name__}.register_buffer", 'persistent'):
+            self._non_persistent.discard(name)
+        else:
+            self._non_persistent.add(name)
         object.__setattr__(self, name, tensor)
 
     def _check_buffer(self, name, value):
@@ -138,10 +146,12 @@ class Module:
         """Every buffer (non-trainable state) of this module and its sub-modules."""
         return [b for _, b in self.named_buffers()]
 
-    def _named_tensors(self, table):
+    def _named_tensors(self, table, persistent_only=False):
         seen, out = set(), []
         for prefix, module in self.named_modules():
             for name, t in getattr(module, table).items():
+                if persistent_only and name in module._non_persistent:
+                    continue
                 if t is not None and id(t) not in seen:
                     seen.add(id(t))
                     out.append((f"{prefix}.{name}" if prefix else name, t))
@@ -152,10 +162,17 @@ class Module:
         return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable_only)
 
     # ------------------------------------------------------------------ training state
-    def zero_grad(self):
-        """Set every parameter's .grad to None."""
-        for p in self.parameters():
-            p.grad = None
+    def zero_grad(self, set_to_none=True):
+        """Set every parameter's .grad to None (or, with set_to_none=False, fill it with zeros)."""
+        clear_grads(self.parameters(), set_to_none, f"{type(self).__name__}.zero_grad")
+
+    def apply(self, fn):
+        """fn(module) on every sub-module, then on this one (children first, as PyTorch's apply, which
+        nanoGPT's self.apply(self._init_weights) uses); returns self."""
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
 
     def train(self, mode=True):
         """Set the `training` flag that dropout and batch norm read, on every sub-module."""
@@ -217,12 +234,16 @@ class Module:
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self):
-        """{dotted name: tensor} of parameters, then buffers.
+        """{dotted name: tensor} of parameters, then buffers (the persistent ones).
 
         The tensors are detached and share memory with the model (as in PyTorch);
         mt.save(model.state_dict(), path) writes them to disk.
         """
-        return {name: t.detach() for name, t in self.named_parameters() + self.named_buffers()}
+        return {name: t.detach() for name, t in self._state_tensors()}
+
+    def _state_tensors(self):
+        """(dotted name, tensor): the parameters, then the persistent buffers (what a checkpoint holds)."""
+        return self.named_parameters() + self._named_tensors('_buffers', persistent_only=True)
 
     def load_state_dict(self, state, strict=True):
         """Copy the values in `state` (tensors or arrays) into this module's parameters and buffers.
@@ -240,7 +261,7 @@ class Module:
             raise TypeError(f"{where}: expected a dict of {{name: tensor}} (from state_dict()), "
                             f"not {argcheck.describe(state)}")
         strict = argcheck.boolean(strict, where, 'strict')
-        own = dict(self.named_parameters() + self.named_buffers())
+        own = dict(self._state_tensors())
         missing = [k for k in own if k not in state]
         unexpected = [k for k in state if k not in own]
         problems = []

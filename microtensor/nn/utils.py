@@ -5,6 +5,15 @@ from .. import argcheck, backend
 from ..tensor import Tensor
 
 
+def clear_grads(parameters, set_to_none, where):
+    """zero_grad's work (an optimizer's and a module's): each .grad None, or, with set_to_none=False, a
+    new tensor of zeros (a new one, as clip_grad_norm_ makes: a gradient array is never written in place)."""
+    set_to_none = argcheck.boolean(set_to_none, where, 'set_to_none')
+    for p in parameters:
+        p.grad = None if set_to_none or p.grad is None else Tensor._wrap(backend.array_module(p.grad.data).zeros_like(
+            p.grad.data))
+
+
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
     """Scale all gradients together so that their global norm is at most `max_norm`.
 

@@ -139,6 +139,18 @@ class Sqrt(Function):
         return (g / (2 * self.output),)
 
 
+class Rsqrt(Function):
+    """y = 1 / sqrt(x)    dL/dx = -g * y^3 / 2       (the layer norms' 1/sigma; inf at 0, as PyTorch's)"""
+
+    def forward(self, x):
+        with backend.quiet_float_errors(x):
+            return 1 / backend.array_module(x).sqrt(x)
+
+    def backward(self, g):
+        y = self.output
+        return (-0.5 * g * y * y * y,)
+
+
 class Tanh(Function):
     """y = tanh(x)        dL/dx = g * (1 - y^2)"""
 

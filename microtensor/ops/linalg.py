@@ -63,6 +63,15 @@ def matmul(a, b):
     return MatMul.apply(a, b)
 
 
+def outer(a, b):
+    """out[i, j] = a[i] * b[j]: a (n,), b (m,) -> (n, m), PyTorch's torch.outer (a column times a row,
+    broadcast: its gradient is the Mul's, summed back)."""
+    if a.ndim != 1 or b.ndim != 1:
+        raise ShapeError(f"outer: needs two 1-D tensors, not shapes {a.shape} and {b.shape} "
+                         "(for batches use einsum('bi,bj->bij', a, b))")
+    return a.reshape(-1, 1) * b.reshape(1, -1)
+
+
 def linear(x, weight, bias=None):
     """y = x @ weight + bias: x (..., n_in), weight (n_in, n_out), bias (n_out,) or None -> y (..., n_out).
 

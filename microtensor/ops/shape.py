@@ -350,6 +350,14 @@ def split(x, split_size_or_sections, dim=0, *, axis=0):
     return tuple(pieces)
 
 
+def unbind(x, dim=0):
+    """PyTorch's unbind: the slices of x along dim, each without that dim, as a tuple (x[0], x[1], ...
+    for dim 0); each is an indexing op, so each piece's gradient lands in its slice."""
+    dim = args.axis(dim, tensor_arg(x, 'unbind').shape, 'unbind')
+    lead = (slice(None),) * dim
+    return tuple(x[lead + (i,)] for i in range(x.shape[dim]))
+
+
 def chunk(x, chunks, dim=0):
     """PyTorch's chunk: x cut along dim into `chunks` pieces of ceil(size / chunks) each, the last
     smaller; fewer pieces when the size runs out first (torch's rule), as split(x, that size)."""

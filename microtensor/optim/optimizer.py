@@ -21,6 +21,7 @@ State arrays are created on the parameter's device at the first step, and follow
 the parameter if model.to(device) moves it later.
 """
 from .. import argcheck, backend
+from ..nn.utils import clear_grads
 from ..tensor import Tensor
 
 
@@ -144,11 +145,10 @@ class Optimizer:
                 state[name] = backend.to_device(value, p.device)
         return state
 
-    def zero_grad(self):
-        """Set every parameter's .grad to None, before the next backward()."""
-        for group in self.param_groups:
-            for p in group['params']:
-                p.grad = None
+    def zero_grad(self, set_to_none=True):
+        """Set every parameter's .grad to None, before the next backward() (or, with set_to_none=False,
+        fill it with zeros, as PyTorch does)."""
+        clear_grads(self._parameters(), set_to_none, f"{type(self).__name__}.zero_grad")
 
     # ------------------------------------------------------------------ checkpoints
     def _parameters(self):

@@ -1,0 +1,91 @@
+"""The names a PyTorch model file reaches for beyond the ops: dtype names (torch.long), f-string
+formatting of a loss, a 0-d integer tensor as an index, inference_mode, nn.ModuleDict and
+torch.cuda.manual_seed_all, each meaning what it means in PyTorch."""
+import numpy as np
+import pytest
+
+import microtensor as mt
+from microtensor import nn
+
+
+@pytest.mark.parametrize('name, dtype', [('long', 'int64'), ('int', 'int32'), ('short', 'int16'), ('float', 'float32'),
+                                         ('double', 'float64'), ('half', 'float16'), ('bool', 'bool')])
+def test_pytorchs_dtype_names(name, dtype):
+    assert getattr(mt, name) == np.dtype(dtype)
+    assert mt.zeros(2, dtype=getattr(mt, name)).dtype == dtype
+    torch = pytest.importorskip('torch', reason='PyTorch names the same dtype')
+    assert str(getattr(torch, name)) == f'torch.{dtype}'
+
+
+def test_a_0d_tensor_formats_as_its_number():
+    loss = mt.tensor(1.234567)
+    assert f"{loss:.4f}" == '1.2346' and f"step 3: loss {loss:8.2f}" == 'step 3: loss     1.23'
+    assert f"{mt.tensor(7):03d}" == '007' and f"{loss}" == str(loss)
+    with pytest.raises(TypeError, match=r"format: the spec '.2f' needs a 0-d tensor .*shape \(2,\)"):
+        f"{mt.ones(2):.2f}"
+
+
+def test_a_one_element_integer_tensor_is_an_index():
+    i = mt.tensor(2)
+    data = list(range(10))
+    assert data[i:i + 3] == [2, 3, 4] and data[mt.tensor([4])] == 4 and len(range(mt.tensor(3, dtype='uint8'))) == 3
+    assert data[mt.tensor(True)] == 1  # as in PyTorch
+    for bad in (mt.tensor(1.0), mt.tensor([1, 2])):
+        with pytest.raises(TypeError, match="only integer tensors of a single element can be an index"):
+            data[bad]
+
+
+def test_inference_mode_records_no_graph_as_no_grad_does():
+    x = mt.ones(2, requires_grad=True)
+    with mt.inference_mode():
+        assert not (x * 2).requires_grad
+    with mt.inference_mode(False):  # changes nothing
+        assert (x * 2).requires_grad
+
+    @mt.inference_mode
+    def bare():
+        return mt.is_grad_enabled()
+
+    @mt.inference_mode()
+    def called():
+        return mt.is_grad_enabled()
+    assert bare() is False and called() is False and mt.is_grad_enabled()
+    with mt.no_grad(), mt.inference_mode(False):
+        assert not mt.is_grad_enabled()  # (False leaves the mode as it was: off here)
+    with pytest.raises(TypeError, match="inference_mode: mode must be True or False"):
+        mt.inference_mode('yes')
+
+
+def test_module_dict_registers_its_modules_by_name():
+    blocks = nn.ModuleList([nn.Linear(3, 3) for _ in range(2)])
+    d = nn.ModuleDict(dict(wte=nn.Linear(2, 3), h=blocks))
+    assert d.wte is d['wte'] and d.h is blocks and 'h' in d and len(d) == 2 and list(d) == ['wte', 'h']
+    assert [n for n, _ in d.named_parameters()] == ['wte.weight', 'wte.bias', 'h.0.weight', 'h.0.bias',
+                                                   'h.1.weight', 'h.1.bias']
+    d.update([('ln_f', nn.Linear(3, 3))])
+    d['head'] = nn.Linear(3, 1)
+    del d['ln_f']
+    assert list(d.keys()) == ['wte', 'h', 'head'] and [k for k, _ in d.items()] == list(d)
+    model = nn.Module()
+    model.transformer = d
+    assert 'transformer.h.1.bias' in model.state_dict() and 'transformer.ln_f.weight' not in model.state_dict()
+
+
+def test_module_dict_refuses_what_is_not_a_module_by_name():
+    with pytest.raises(TypeError, match=r"ModuleDict: modules\['w'\] is .*, not a Module"):
+        nn.ModuleDict(dict(w=mt.ones(2)))
+    with pytest.raises(TypeError, match=r"ModuleDict: modules\[0\] is .*, not a \(name, Module\) pair"):
+        nn.ModuleDict([nn.Linear(2, 2)])
+    with pytest.raises(TypeError, match="ModuleDict: modules must be a dict of name: Module"):
+        nn.ModuleDict(nn.Linear(2, 2))
+    with pytest.raises(KeyError, match=r"ModuleDict has no module 'x'; it has \['a'\]"):
+        nn.ModuleDict(dict(a=nn.Linear(2, 2)))['x']
+    with pytest.raises(NotImplementedError, match="ModuleDict has no forward"):
+        nn.ModuleDict()(mt.ones(2))
+
+
+def test_cuda_manual_seed_all_seeds_what_manual_seed_seeds():
+    mt.cuda.manual_seed_all(5)
+    first = mt.randn(4).numpy()
+    mt.manual_seed(5)
+    np.testing.assert_array_equal(first, mt.randn(4).numpy())
