@@ -13,7 +13,7 @@ from . import backend, cuda, malloc_tuning  # noqa: F401  (malloc_tuning: applie
 from .autograd import Function, detect_anomaly, enable_grad, grad, inference_mode, is_grad_enabled, no_grad
 from .backend import manual_seed, set_default_device
 from .fused import fused, is_fused, set_fused  # mt.fused() is the switch (the package: import microtensor.fused.<module>)
-from .creation import (arange, as_tensor, eye, from_numpy, full, ones, ones_like, rand, randint, randn,
+from .creation import (arange, as_tensor, eye, from_numpy, full, multinomial, ones, ones_like, rand, randint, randn,
                        tensor, zeros, zeros_like)
 from .functional import (abs, add, amax, amin, argmax, argmin, broadcast_to, cat, chunk, clip, clone, concatenate, cos,
                          cross_entropy, div, dropout, erf, exp, expand_dims, flatten, gelu, layer_norm, linear, log,
@@ -24,7 +24,7 @@ from .argcheck import DTypeError, ShapeError
 from .functional import (bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift,
                          bitwise_xor, floor_divide, remainder)
 from .ops.einsum import einsum
-from .ops.gather import gather, one_hot, scatter, scatter_add
+from .ops.gather import gather, one_hot, scatter, scatter_add, topk
 from .ops.logic import all, allclose, any, isclose
 from .ops.nn import nll_loss
 from .ops.rearrange import flip, pad, roll, tril, triu

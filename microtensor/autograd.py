@@ -199,6 +199,17 @@ class Function:
     def needs_grad(self, i):
         return self.inputs[i].requires_grad
 
+    @property
+    def next_functions(self):
+        """PyTorch's name for where the gradient goes next, one (node, 0) per input: the op that made the
+        input, an AccumulateGrad for a leaf that requires grad, None for a constant (tools such as
+        torchviz walk grad_fn.next_functions).  Empty once backward has freed the graph."""
+        return tuple((_node_of(t), 0) for t in self.inputs or ())
+
+    def name(self):
+        """The op's name (PyTorch's grad_fn.name() says 'MulBackward0'; here it is 'Mul')."""
+        return type(self).__name__
+
     def release(self):
         """Drop the inputs and everything saved: the graph behind this op is freed."""
         self.__dict__.clear()
@@ -206,6 +217,36 @@ class Function:
 
     def __repr__(self):  # <Softmax decoder.layers.0.self_attn>: `p self` in a backward says where it was made
         return f"<{type(self).__name__}{_made_in(self)}{getattr(self, 'repr_extra', '')}>"
+
+
+class AccumulateGrad:
+    """A leaf's end of the graph, as PyTorch names it in grad_fn.next_functions: `variable` is the leaf
+    whose .grad the backward fills.  One node per leaf, so a walk over the graph meets it once."""
+    next_functions = ()
+
+    def __init__(self, variable):
+        self.variable = variable
+
+    def name(self):
+        return 'AccumulateGrad'
+
+    def __repr__(self):
+        return f"<AccumulateGrad of a leaf of shape {self.variable.shape}>"
+
+
+_leaf_nodes = weakref.WeakValueDictionary()  # id(leaf) -> its AccumulateGrad, while someone holds the node
+
+
+def _node_of(t):
+    """The node a gradient reaches from an op's input t: the op that made t, a leaf's AccumulateGrad, or None."""
+    if t.creator is not None:
+        return t.creator
+    if not t.requires_grad:
+        return None
+    node = _leaf_nodes.get(id(t))
+    if node is None or node.variable is not t:
+        node = _leaf_nodes[id(t)] = AccumulateGrad(t)
+    return node
 
 
 def _share_version(out, inputs):

@@ -8,9 +8,9 @@ Sizes, dtypes and values are checked first: a bad one is an error naming the fun
 """
 from . import argcheck, backend, promotion
 from .ops import args
-from .convert import check_dtype, new_array, share_counter
+from .convert import check_dtype, new_array, share_counter, tensor_arg
 from .tensor import DEFAULT_FLOAT, Tensor
-from .argcheck import DTypeError
+from .argcheck import DTypeError, ShapeError
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False, name=None):
@@ -161,6 +161,41 @@ def randint(low, high=None, size=None, *, device=None, dtype='int64'):
     def fill(device, s, d):
         return backend.generator(device).integers(low, high, s).astype(d)
     return _make('randint', fill, (size,), dtype, device, False, None)
+
+
+def multinomial(input, num_samples, replacement=False):
+    """PyTorch's multinomial: num_samples class ids per row of `input`, weights (C,) or (rows, C) that
+    need not sum to 1, from the device's generator (seeded by mt.manual_seed).  An int64 tensor of
+    shape (num_samples,) or (rows, num_samples).
+
+    With replacement each draw inverts the row's cumulative sum at a uniform u.  Without, the ids are
+    the num_samples largest of log(w) + Gumbel noise (-log(-log u)): the same law as drawing one at a
+    time and removing it (the Gumbel-top-k trick), so a weight of 0 is never drawn."""
+    w = tensor_arg(input, 'multinomial', 'input')
+    if not backend.float_dtype(w.dtype):
+        raise DTypeError(f"multinomial: the weights must be floating-point, not {w.dtype}")
+    if w.ndim not in (1, 2):
+        raise ShapeError(f"multinomial: the weights must be (C,) or (rows, C), not shape {w.shape}")
+    n = argcheck.integer(num_samples, 'multinomial', 'num_samples', min=1)
+    replacement = argcheck.boolean(replacement, 'multinomial', 'replacement')
+    xp = backend.array_module(w.data)
+    rows = w.data.reshape(-1, w.shape[-1]).astype('float64')
+    if rows.shape[-1] == 0 or not bool(xp.isfinite(rows).all()) or bool((rows < 0).any()) \
+            or bool((rows.sum(-1) <= 0).any()):
+        raise RuntimeError("multinomial: each row of weights must be finite, >= 0, with a positive sum")
+    if not replacement and bool(((rows > 0).sum(-1) < n).any()):
+        raise RuntimeError(f"multinomial: {n} draws without replacement need at least {n} classes of weight > 0 "
+                           "in every row; pass replacement=True or draw fewer")
+    u = backend.generator(w.device).random((rows.shape[0], n if replacement else rows.shape[-1]))
+    if replacement:
+        cdf = xp.cumsum(rows, axis=-1) / rows.sum(-1, keepdims=True)
+        ids = xp.minimum((cdf[:, None, :] <= u[:, :, None]).sum(-1), rows.shape[-1] - 1)  # (rounding at the top)
+    else:
+        with backend.quiet_float_errors(rows):
+            keys = xp.log(rows) - xp.log(-xp.log(u))
+        ids = xp.argsort(-keys, axis=-1, kind='stable')[:, :n]
+    ids = ids.astype('int64')
+    return Tensor._wrap(ids if w.ndim == 2 else ids[0])
 
 
 def arange(start, stop=None, step=1, dtype=None, device=None):

@@ -122,6 +122,12 @@ class Tensor:
         return backend.device_of(self.data)
 
     @property
+    def grad_fn(self):
+        """PyTorch's name for the op that made this tensor (microtensor's `creator`), None for a leaf;
+        its .next_functions lead on through the graph."""
+        return self.creator
+
+    @property
     def is_leaf(self):
         """True for a tensor no op made (a parameter, an input): backward() fills its .grad."""
         return self.creator is None
@@ -845,6 +851,14 @@ class Tensor:
         """Chunks of split_size_or_sections along dim (an int), or pieces of the listed sizes; a tuple."""
         return _shape.split(self, split_size_or_sections, dim)
 
+    def multinomial(self, num_samples, replacement=False):
+        """num_samples class ids drawn per row of these weights (see mt.multinomial)."""
+        return creation.multinomial(self, num_samples, replacement)
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):
+        """The k largest (or smallest) entries along dim and their indices: (values, indices)."""
+        return _gather.topk(self, k, dim, largest, sorted)
+
     def unbind(self, dim=0):
         """The slices along dim, as a tuple (that dim removed from each): x.unbind(0) is (x[0], x[1], ...)."""
         return _shape.unbind(self, dim)
@@ -1117,7 +1131,7 @@ class _HookHandle:
 from . import autograd  # noqa: E402
 from .convert import (ONE_HOLDER, as_tensor, backend_call, check_cast, check_dtype,  # noqa: E402
                       counter_holders, holds_tensor, new_array, param_array, share_counter, tensor_arg)
-from . import promotion  # noqa: E402
+from . import creation, promotion  # noqa: E402
 from .promotion import floating  # noqa: E402
 from .ops import args as _args  # noqa: E402
 from .ops import elementwise as _ew, reduce as _reduce, linalg as _linalg  # noqa: E402

@@ -627,6 +627,21 @@ for name in ('gather', 'Tensor.gather'):
               Sample((arr((3, 4), dtype), -2, np.array([[0, 2, 2, 1]], 'int32')), note='dim -2, int32 ids'),
               Sample((arr((3, 4), dtype), 0, np.zeros((0, 4), 'int64')), note='empty index'),
               Sample((arr((3, 4), dtype), 1, np.array([0, 1])), note='index of fewer dims')])
+
+
+def topk_samples(dtype, slow):
+    """Distinct values (the order of ties is PyTorch's own), both directions, each dim, k = 0, 0-d, nan, misfit."""
+    x = np.array([[3, 1, 4, 0, 2], [7, 5, 6, 9, 8]]).astype(dtype)
+    out = [Sample((x, 2), note='k=2'), Sample((x, 3), dict(largest=False), note='smallest 3'),
+           Sample((x, 1), dict(dim=0), note='dim 0'), Sample((x, 0), note='k=0'),
+           Sample((View(np.ascontiguousarray(x.T), 'T'), 2), dict(sorted=False), note='transposed, sorted=False'),
+           Sample((np.array(5).astype(dtype), 1), note='0-d'), Sample((x, 6), note='misfit')]
+    if dtype in FLOATS:
+        out.append(Sample((np.array([[1, 5, np.nan, 3], [4, -1, 2, -np.inf]], dtype), 2), note='nan, -inf'))
+    return out
+
+
+both('topk', NUMBERS, 2, topk_samples)
 for name in ('scatter', 'Tensor.scatter', 'scatter_add', 'Tensor.scatter_add'):
     op = name.split('.')[-1]
     entry(name, function(op) if '.' not in name else method(op),
@@ -766,6 +781,12 @@ RANDOM += [
                 1.5, (99 / 12) ** 0.5),  # uniform on -3..6: mean 1.5, variance (10^2 - 1) / 12
     RandomEntry('dropout', lambda mt, shape, dtype: mt.dropout(mt.ones(*shape, dtype=dtype), 0.25), FLOATS,
                 1.0, (1 / 3) ** 0.5),  # kept ones become 1/(1-p): mean 1, variance p / (1 - p)
+    # class ids of 4 equal weights, with replacement: uniform on 0..3 (mean 1.5, variance (4^2 - 1) / 12)
+    RandomEntry('multinomial', lambda mt, shape, dtype: mt.multinomial(mt.ones(shape[0], 4), shape[1], True),
+                ('int64',), 1.5, (15 / 12) ** 0.5),
+    # without replacement, weights 1, 2, 3, 4: the first draw is class i with probability (i + 1) / 10
+    RandomEntry('Tensor.multinomial', lambda mt, shape, dtype: mt.tensor([[1.0, 2, 3, 4]]).expand(
+        shape[0] * shape[1], 4).multinomial(2)[:, 0].reshape(shape), ('int64',), 2.0, 1.0),
 ]
 for name, mean, std, kw in (('normal_', 1.0, 2.0, dict(mean=1.0, std=2.0)), ('uniform_', 0.0, 2 / 3 ** 0.5, dict(a=-2.0, b=2.0)),
                             ('xavier_uniform_', 0.0, (2 / 300) ** 0.5, {}), ('xavier_normal_', 0.0, (2 / 300) ** 0.5, {}),
@@ -848,4 +869,5 @@ NOT_OPS = {
     'Tensor.__hash__': 'identity',
     'Tensor.shape': 'attribute', 'Tensor.ndim': 'attribute', 'Tensor.dtype': 'attribute',
     'Tensor.device': 'attribute', 'Tensor.is_leaf': 'autograd state', 'Tensor.grad': 'autograd state',
+    'Tensor.grad_fn': 'autograd state',
 }

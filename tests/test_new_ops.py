@@ -9,7 +9,7 @@ from hypothesis import assume, given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import microtensor as mt
-from strategies import devices, nonscalar_shapes, tensors
+from strategies import devices, distinct_tensors, nonscalar_shapes, tensors
 
 
 def dim_of(draw, ndim):
@@ -233,6 +233,27 @@ def test_unbind_gradient(device, data):
                                                for p in pieces)
     weights = [float(i + 1) for i in range(len(pieces))]  # each piece's gradient lands in its own slice
     assert mt.gradcheck(lambda t: sum((p * w).sum() for p, w in zip(mt.unbind(t, dim), weights)), [x])
+
+
+@devices
+@given(data=st.data(), largest=st.booleans())
+def test_topk_gradient(device, data, largest):
+    x = data.draw(distinct_tensors(data.draw(nonscalar_shapes), device=device))  # no ties: one order
+    dim = dim_of(data.draw, x.ndim)
+    k = data.draw(st.integers(0, x.shape[dim]))
+    values, indices = x.topk(k, dim, largest=largest)
+    expected = np.sort(x.numpy(), axis=dim)
+    expected = np.take(np.flip(expected, axis=dim) if largest else expected, np.arange(k), axis=dim)
+    np.testing.assert_array_equal(values.numpy(), expected)
+    np.testing.assert_array_equal(np.take_along_axis(x.numpy(), indices.numpy(), axis=dim), expected)
+    assert mt.gradcheck(lambda t: mt.topk(t, k, dim, largest).values, [x])
+
+
+def test_topk_refuses_clearly():
+    with pytest.raises(mt.ShapeError, match=r"topk: k=4 is more than the 3 entries along dim 1 of shape \(2, 3\)"):
+        mt.zeros(2, 3).topk(4)
+    with pytest.raises(mt.DTypeError, match="topk of a bool tensor is not defined"):
+        mt.tensor([True, False]).topk(1)
 
 
 # ---------------------------------------------------------------------------- any, all, isclose, eye

@@ -89,3 +89,48 @@ def test_cuda_manual_seed_all_seeds_what_manual_seed_seeds():
     first = mt.randn(4).numpy()
     mt.manual_seed(5)
     np.testing.assert_array_equal(first, mt.randn(4).numpy())
+
+
+def test_multinomial_draws_by_weight_and_refuses_what_is_no_distribution():
+    mt.manual_seed(0)
+    first = mt.multinomial(mt.tensor([[0.0, 1.0, 3.0]]).expand(4000, 3), 2)
+    assert first.shape == (4000, 2) and first.dtype == 'int64'
+    ids = first.numpy()
+    assert (ids != 0).all() and (ids[:, 0] != ids[:, 1]).all()  # weight 0 never; no id twice in a row
+    assert abs((ids[:, 0] == 2).mean() - 0.75) < 0.03  # the first draw: class 2 with probability 3/4
+    assert mt.multinomial(mt.tensor([1.0, 1.0]), 5, replacement=True).shape == (5,)
+    for weights, n, message in ((mt.tensor([1.0, -1.0]), 1, 'finite, >= 0'), (mt.tensor([0.0, 0.0]), 1, 'positive sum'),
+                                (mt.tensor([1.0, 0.0]), 2, 'need at least 2 classes of weight > 0')):
+        with pytest.raises(RuntimeError, match=message):
+            mt.multinomial(weights, n)
+    with pytest.raises(mt.DTypeError, match="multinomial: the weights must be floating-point"):
+        mt.multinomial(mt.tensor([1, 2]), 1)
+    with pytest.raises(mt.ShapeError, match=r"multinomial: the weights must be \(C,\) or \(rows, C\)"):
+        mt.multinomial(mt.ones(2, 2, 2), 1)
+
+
+def walk(fn, seen):
+    """The names of the nodes reachable from fn through next_functions, each once (as torchviz walks)."""
+    if fn is None or id(fn) in seen:
+        return []
+    seen.add(id(fn))
+    return [fn.name()] + [n for child, _ in fn.next_functions for n in walk(child, seen)]
+
+
+def test_grad_fn_and_next_functions_walk_the_graph_as_in_pytorch():
+    w = mt.ones(3, 2, requires_grad=True)
+    x = mt.ones(4, 3)
+    y = (x @ w).tanh().sum()
+    assert y.grad_fn is y.creator and y.grad_fn.name() == 'Sum' and w.grad_fn is None
+    assert walk(y.grad_fn, set()) == ['Sum', 'Tanh', 'MatMul', 'AccumulateGrad']
+    (matmul_x, _), (leaf, _) = y.grad_fn.next_functions[0][0].next_functions[0][0].next_functions
+    assert matmul_x is None and leaf.variable is w  # x is a constant: None, as in PyTorch
+    z = w * w  # a leaf used twice meets one node
+    assert z.grad_fn.next_functions[0][0] is z.grad_fn.next_functions[1][0]
+    torch = pytest.importorskip('torch', reason='PyTorch walks the same graph')
+    tw = torch.ones(3, 2, requires_grad=True)
+    ty = (torch.ones(4, 3) @ tw).tanh().sum()
+    torch_names = {'SumBackward0': 'Sum', 'TanhBackward0': 'Tanh', 'MmBackward0': 'MatMul',
+                   'torch::autograd::AccumulateGrad': 'AccumulateGrad'}
+    names = [torch_names[n] for n in walk(ty.grad_fn, set())]
+    assert names == walk(y.grad_fn, set())

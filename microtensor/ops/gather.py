@@ -1,4 +1,5 @@
-"""Picking and placing along one axis by an index tensor: gather, scatter, scatter_add, one_hot.
+"""Picking and placing along one axis by an index tensor: gather, scatter, scatter_add, one_hot,
+and topk (the indices of the k largest, then a gather).
 
 For dim = 1 of a 3-d x (PyTorch's meaning; index has x's number of axes):
 
@@ -13,6 +14,8 @@ Each is numpy indexing with an index array on the chosen axis and the positions 
 (0, 1, 2, ...) on the others, so each reuses an op of ops/shape.py, backward and all:
 gather is GetItem, scatter is SetItem on a copy of x, scatter_add adds a ScatterAdd.
 """
+from collections import namedtuple
+
 from .. import argcheck, backend, promotion
 from ..argcheck import DTypeError, ShapeError
 from ..convert import param_array, tensor_arg
@@ -45,6 +48,35 @@ def _positions(index, dim, x, op):
     return tuple(index.astype(backend.INDEX) if axis == dim else
                  xp.arange(m, dtype=backend.INDEX).reshape([-1 if a == axis else 1 for a in range(x.ndim)])
                  for axis, m in enumerate(index.shape))
+
+
+topk_result = namedtuple('topk', ('values', 'indices'))  # as torch.return_types.topk
+
+
+def topk(x, k, dim=-1, largest=True, sorted=True):
+    """PyTorch's topk: the k largest entries along dim (the k smallest with largest=False), largest
+    first, and their indices, as the named tuple (values, indices).  nan counts as the largest, as in
+    PyTorch.  The indices come from a stable sort (no gradient); the values are gather(x, dim, indices),
+    so each picked entry gets its own gradient and the others 0.  (sorted=False is allowed, as PyTorch
+    allows it; the values come sorted anyway.)"""
+    x = tensor_arg(x, 'topk')
+    if x.dtype == bool:
+        raise DTypeError("topk of a bool tensor is not defined, as in PyTorch; convert it first (x.long())")
+    k = argcheck.integer(k, 'topk', 'k', min=0)
+    argcheck.boolean(sorted, 'topk', 'sorted')
+    if x.ndim == 0:  # a 0-d tensor is a row of one, as in PyTorch
+        args.axes(dim, x.shape, 'topk')
+        values, indices = topk(x.reshape(1), k, 0, largest)
+        return topk_result(values.reshape(()) if k else values, indices.reshape(()) if k else indices)
+    dim = args.axis(dim, x.shape, 'topk')
+    if k > x.shape[dim]:
+        raise ShapeError(f"topk: k={k} is more than the {x.shape[dim]} entries along dim {dim} of shape {x.shape}")
+    xp = backend.array_module(x.data)
+    order = xp.argsort(x.data, axis=dim, kind='stable')  # ascending, nan last
+    if argcheck.boolean(largest, 'topk', 'largest'):
+        order = xp.flip(order, axis=dim)
+    indices = Tensor._wrap(xp.take(order, xp.arange(k), axis=dim).astype('int64'))
+    return topk_result(gather(x, dim, indices), indices)
 
 
 def gather(x, dim, index):
