@@ -773,6 +773,36 @@ def cross_entropy_samples(dtype, slow):
 entry('cross_entropy', function('cross_entropy'), class_last('cross_entropy'), FLOATS, 2, cross_entropy_samples)
 entry('nll_loss', function('nll_loss'), class_last('nll_loss'), FLOATS, 2, class_samples)
 
+
+def class_second(samples):
+    """The samples in PyTorch's layout, the class axis second (N, C, ...): F.cross_entropy's and F.nll_loss'."""
+    def moved(a, like):
+        return np.moveaxis(a, -1, 1) if isinstance(a, np.ndarray) and a.ndim > 2 and a.shape == like.shape else a
+
+    def generate(dtype, slow):
+        return [Sample((moved(s.args[0], s.args[0]), moved(s.args[1], s.args[0])) + s.args[2:], s.kwargs, s.note)
+                for s in samples(dtype, slow)]
+    return generate
+
+
+def F(name):
+    """microtensor.nn.functional.<name> and its twin torch.nn.functional.<name>."""
+    def call(lib, *a, **k):
+        return getattr(lib.nn.functional, name)(*a, **k)
+    return call
+
+
+entry('F.cross_entropy', F('cross_entropy'), F('cross_entropy'), FLOATS, 2, class_second(cross_entropy_samples))
+entry('F.nll_loss', F('nll_loss'), F('nll_loss'), FLOATS, 2, class_second(class_samples))
+entry('F.silu', F('silu'), F('silu'), FLOATS, 2, family(unary), beyond=INTS + ('bool',))
+entry('F.embedding', F('embedding'), lambda torch, ids, w, **k: torch.nn.functional.embedding(ids.long(), w, **k),
+      ALL, 2, lambda dtype, slow: [
+          Sample((np.array([[0, 2, 0], [5, 1, 4]]), arr((6, 3), dtype)), note='(2, 3) ids'),
+          Sample((np.array(3), arr((6, 3), dtype)), note='0-d id'),
+          Sample((np.zeros((0, 2), 'int64'), arr((6, 3), dtype)), note='empty'),
+          Sample((np.array([[0, 2, 0], [5, 1, 4]]), arr((6, 3), dtype)), dict(padding_idx=0), note='padding_idx'),
+          Sample((np.array([1, 6]), arr((6, 3), dtype)), note='an id out of range')])
+
 # random ops: distribution and seeding (tests/test_op_registry.py, test_random_*)
 RANDOM += [
     RandomEntry('rand', lambda mt, shape, dtype: mt.rand(*shape, dtype=dtype), FLOATS, 0.5, (1 / 12) ** 0.5),

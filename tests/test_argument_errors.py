@@ -24,6 +24,7 @@ TINY = dict(d_model=8, n_heads=2, n_layers=1, max_len=8)
 # a valid call of every public callable: {callable: its keyword arguments}
 VALID = {
     nn.Linear: dict(in_features=2, out_features=3), nn.Dropout: {}, nn.GELU: {}, nn.ModuleList: {}, nn.ModuleDict: {},
+    nn.CrossEntropyLoss: {}, nn.NLLLoss: {},
     transformer.TokenEmbedding: dict(vocab_size=5, d_model=4), transformer.FeedForward: dict(d_model=4),
     transformer.LayerNorm: dict(d_model=4), transformer.RMSNorm: dict(d_model=4),
     transformer.BatchNorm1d: dict(num_features=4), transformer.SinusoidalPositionalEncoding: dict(d_model=4),
@@ -51,7 +52,7 @@ VALID = {
     nn.init.kaiming_uniform_: dict(tensor=mt.zeros(2, 2)), nn.init.kaiming_normal_: dict(tensor=mt.zeros(2, 2)),
 }
 # public names that take no size, rate or option of their own (or are tested with their own inputs elsewhere)
-ELSEWHERE = {'KVCache', 'Module', 'Parameter', 'Sequential', 'ReLU', 'Tanh', 'Sigmoid', 'combine', 'generate',
+ELSEWHERE = {'KVCache', 'Module', 'Parameter', 'Sequential', 'ReLU', 'Tanh', 'Sigmoid', 'SiLU', 'combine', 'generate',
              'next_token_loss', 'seq2seq_loss', 'mlm_loss', 'masked_accuracy', 'residual_connection',
              'scaled_dot_product_attention', 'use_latent_attention', 'fans', 'zeros_', 'ones_', 'article_data',
              'article_checks',

@@ -23,6 +23,8 @@ def ids(*shape):
 # (name, module factory, call(module) with a wrong shape)
 CASES = [
     ('Linear', lambda: nn.Linear(4, 3), lambda m: m(x(2, 5))),
+    ('CrossEntropyLoss', lambda: nn.CrossEntropyLoss(), lambda m: m(x(2, 5, 3), ids(2, 4))),
+    ('NLLLoss', lambda: nn.NLLLoss(), lambda m: m(x(2, 5), ids(3))),
     ('Sequential', lambda: nn.Sequential(nn.Linear(4, 3), nn.ReLU()), lambda m: m(x(2, 5))),
     ('ModuleList', lambda: nn.ModuleList([nn.Linear(4, 3)]), lambda m: m[0](x(2, 5))),
     ('LayerNorm', lambda: transformer.LayerNorm(D), lambda m: m(x(2, 3, D + 1))),
@@ -75,9 +77,10 @@ def modules():
     return found
 
 
-# modules whose input has no shape to get wrong: they act elementwise on any shape, take sizes, or
-# look up ids of any shape (as PyTorch's nn.Embedding)
-ANY_SHAPE = {'Module', 'Dropout', 'GELU', 'ReLU', 'Sigmoid', 'Tanh', 'RelativePositionBias', 'TokenEmbedding', 'Embed'}
+# modules whose input has no shape to get wrong: they act elementwise on any shape, take sizes, look up
+# ids of any shape (as PyTorch's nn.Embedding), or have no forward (ModuleDict: its modules have cases)
+ANY_SHAPE = {'Module', 'Dropout', 'GELU', 'ReLU', 'Sigmoid', 'SiLU', 'Tanh', 'RelativePositionBias', 'TokenEmbedding',
+             'Embed', 'ModuleDict'}
 
 
 def test_every_module_has_a_case():

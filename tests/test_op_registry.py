@@ -411,6 +411,9 @@ def public_ops():
     names = {n for n in dir(mt) if not n.startswith('_') and callable(getattr(mt, n))
              and not isinstance(getattr(mt, n), type)}  # classes (Tensor, Function, errors, viewers) are not ops
     names -= {n for n in names if type(getattr(mt, n)).__name__.endswith('DType')}
+    functional = mt.nn.functional  # torch.nn.functional's names: those that are not mt's own function
+    names |= {f'F.{n}' for n in dir(functional) if not n.startswith('_') and callable(getattr(functional, n))
+              and getattr(functional, n) is not getattr(mt, n, None)}
     for n, value in vars(mt.Tensor).items():  # (properties too: x.T and x.mT are ops)
         if (callable(value) or isinstance(value, property)) and (not n.startswith('_') or n.startswith('__')
                                                                  and n.endswith('__')):
@@ -422,6 +425,15 @@ def test_every_public_op_has_an_entry():
     covered = {e.name.split('(')[0] for e in ENTRIES + RANDOM}
     missing = sorted(public_ops() - covered - set(NOT_OPS))
     assert not missing, f"public ops without an entry in tests/op_registry.py: {missing}"
+
+
+def test_a_name_microtensor_and_its_functional_share_is_one_function():
+    """F.relu is mt.relu, and so for every shared name, except the losses, which take PyTorch's layout in F."""
+    functional = mt.nn.functional
+    shared = {n for n in dir(functional) if not n.startswith('_') and callable(getattr(functional, n))
+              and hasattr(mt, n)}
+    differ = sorted(n for n in shared if getattr(functional, n) is not getattr(mt, n))
+    assert differ == ['cross_entropy', 'nll_loss'], differ
 
 
 def test_the_list_of_non_ops_names_only_public_names():

@@ -134,3 +134,20 @@ def test_grad_fn_and_next_functions_walk_the_graph_as_in_pytorch():
                    'torch::autograd::AccumulateGrad': 'AccumulateGrad'}
     names = [torch_names[n] for n in walk(ty.grad_fn, set())]
     assert names == walk(y.grad_fn, set())
+
+
+def test_the_loss_modules_are_pytorchs():
+    torch = pytest.importorskip('torch', reason="PyTorch's loss modules are the reference")
+    rng = np.random.default_rng(0)
+    logits, targets, weight = rng.standard_normal((4, 5, 3)), rng.integers(0, 5, (4, 3)), rng.random(5)
+    targets[0, 1] = -100  # ignored by default, as in PyTorch
+    for options in ({}, dict(reduction='sum'), dict(label_smoothing=0.2), dict(reduction='none')):
+        ours = nn.CrossEntropyLoss(weight=mt.tensor(weight), **options)(mt.tensor(logits), mt.tensor(targets))
+        theirs = torch.nn.CrossEntropyLoss(weight=torch.tensor(weight), **options)(torch.tensor(logits),
+                                                                                  torch.tensor(targets))
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+    logp = mt.tensor(logits).log_softmax(1)
+    np.testing.assert_allclose(nn.NLLLoss()(logp, mt.tensor(targets)).item(),
+                               torch.nn.NLLLoss()(torch.tensor(logits).log_softmax(1), torch.tensor(targets)).item())
+    np.testing.assert_allclose(nn.SiLU()(mt.tensor([-2.0, 0.5])).numpy(),
+                               torch.nn.SiLU()(torch.tensor([-2.0, 0.5])).numpy(), rtol=1e-6)

@@ -4,14 +4,17 @@
     parameter.py    Parameter: a tensor a Module trains
     linear.py       Linear: y = x @ W + b, W of shape (in, out)
     containers.py   Sequential, ModuleList, ModuleDict
-    dropout.py      Dropout        activations.py  ReLU, Tanh, Sigmoid, GELU
+    dropout.py      Dropout        activations.py  ReLU, Tanh, Sigmoid, GELU, SiLU
+    loss.py         CrossEntropyLoss, NLLLoss (PyTorch's layout)
     init.py         uniform_, normal_, xavier_*, kaiming_*, zeros_, ones_
     utils.py        clip_grad_norm_
+    functional.py   torch.nn.functional's names (F.cross_entropy in PyTorch's (N, C, ...) layout)
 """
-from . import init, utils
-from .activations import GELU, ReLU, Sigmoid, Tanh
+from . import functional, init, utils
+from .activations import GELU, ReLU, Sigmoid, SiLU, Tanh
 from .containers import ModuleDict, ModuleList, Sequential
 from .dropout import Dropout
 from .linear import Linear
+from .loss import CrossEntropyLoss, NLLLoss
 from .module import Module
 from .parameter import Parameter

@@ -1,4 +1,5 @@
 """Activation functions as modules, for nn.Sequential.  The math lives in microtensor/ops/elementwise.py."""
+from . import functional
 from .module import Module
 
 
@@ -35,3 +36,10 @@ class GELU(Module):
 
     def extra_repr(self):
         return f"approximate={self.approximate!r}"
+
+
+class SiLU(Module):
+    """x * sigmoid(x) (swish), LLaMA's activation: nn.functional.silu."""
+
+    def forward(self, x):
+        return functional.silu(x)
