@@ -795,6 +795,29 @@ def F(name):
 entry('F.cross_entropy', F('cross_entropy'), F('cross_entropy'), FLOATS, 2, class_second(cross_entropy_samples))
 entry('F.nll_loss', F('nll_loss'), F('nll_loss'), FLOATS, 2, class_second(class_samples))
 entry('F.silu', F('silu'), F('silu'), FLOATS, 2, family(unary), beyond=INTS + ('bool',))
+
+
+def attention_samples(dtype, slow):
+    """q (B, h, L, E), k (B, h, S, E), v (B, h, S, Ev) with each kind of mask, a scale, grouped heads, a
+    query with no key left, and shapes that do not fit."""
+    q, k, v = arr((1, 2, 3, 4), dtype), arr((1, 2, 5, 4), dtype, 1), arr((1, 2, 5, 6), dtype, 2)
+    holes = np.ones((3, 5), bool)
+    holes[1] = False  # query 1 sees no key: its output is 0, as PyTorch's
+    added = np.where(arr((3, 5), 'float64', 3) > 0.5, -np.inf, arr((3, 5), 'float64', 4))
+    added[2] = -np.inf
+    return [Sample((q, k, v), note='plain'), Sample((q, k, v), dict(is_causal=True), note='causal'),
+            Sample((q, k, v), dict(attn_mask=holes), note='bool mask, a row with no key'),
+            *([Sample((q, k, v), dict(attn_mask=added.astype(dtype)), note='float mask with -inf rows')]
+              if dtype in FLOATS else []),
+            Sample((q, k, v), dict(scale=0.3), note='scale'),
+            Sample((q, arr((1, 1, 5, 4), dtype, 1), arr((1, 1, 5, 6), dtype, 2)), dict(enable_gqa=True), note='gqa'),
+            Sample((q[0, 0], k[0, 0], v[0, 0]), note='2-d'),
+            Sample((q, k, v), dict(attn_mask=holes, is_causal=True), note='mask and is_causal'),
+            Sample((q, k[..., :3], v), note='misfit')]
+
+
+entry('F.scaled_dot_product_attention', F('scaled_dot_product_attention'), F('scaled_dot_product_attention'),
+      FLOATS, 2, attention_samples)
 entry('F.embedding', F('embedding'), lambda torch, ids, w, **k: torch.nn.functional.embedding(ids.long(), w, **k),
       ALL, 2, lambda dtype, slow: [
           Sample((np.array([[0, 2, 0], [5, 1, 4]]), arr((6, 3), dtype)), note='(2, 3) ids'),

@@ -256,6 +256,32 @@ def test_topk_refuses_clearly():
         mt.tensor([True, False]).topk(1)
 
 
+# ---------------------------------------------------------------------------- scaled_dot_product_attention
+@devices
+@given(data=st.data(), causal=st.booleans())
+def test_scaled_dot_product_attention_gradient(device, data, causal):
+    L, S, E = (data.draw(st.integers(1, 3)) for _ in range(3))
+    q, k, v = (data.draw(tensors(shape, device=device)) for shape in ((2, L, E), (2, S, E), (2, S, 2)))
+    F = mt.nn.functional
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    mask = np.tril(np.ones((L, S), bool)) if causal else np.ones((L, S), bool)
+    scores = q.numpy() @ np.swapaxes(k.numpy(), -1, -2) / np.sqrt(E)
+    weights = np.where(mask, np.exp(scores - scores.max(-1, keepdims=True)), 0)
+    expected = np.where(mask.any(-1, keepdims=True), weights / np.maximum(weights.sum(-1, keepdims=True), 1e-300), 0)
+    np.testing.assert_allclose(out.numpy(), expected @ v.numpy(), rtol=1e-9, atol=1e-12)
+    assert mt.gradcheck(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=causal), [q, k, v])
+
+
+def test_scaled_dot_product_attention_refuses_clearly():
+    F, x = mt.nn.functional, mt.ones(1, 2, 3, 4)
+    with pytest.raises(RuntimeError, match="attn_mask and is_causal=True together"):
+        F.scaled_dot_product_attention(x, x, x, attn_mask=mt.ones(3, 3, dtype='bool'), is_causal=True)
+    with pytest.raises(mt.ShapeError, match="3 query heads cannot be shared by 2 key/value heads"):
+        F.scaled_dot_product_attention(mt.ones(1, 3, 2, 4), x, x, enable_gqa=True)
+    with pytest.raises(mt.DTypeError, match="query, key and value must be of one floating-point dtype"):
+        F.scaled_dot_product_attention(x, x, x.double())
+
+
 # ---------------------------------------------------------------------------- any, all, isclose, eye
 @pytest.mark.parametrize('name', ['any', 'all'])
 @given(data=st.data(), keepdim=st.booleans(), dtype=st.sampled_from(['bool', 'uint8', 'int32', 'float64']))

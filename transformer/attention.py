@@ -28,6 +28,7 @@ import math
 import microtensor as mt
 from microtensor import argcheck, nn
 from microtensor.argcheck import ShapeError
+from microtensor.ops.attention import attention
 
 from . import checks
 from .positional import RelativePositionBias, RotaryEmbedding, alibi_bias
@@ -48,28 +49,26 @@ def scaled_dot_product_attention(q, k, v, mask=None, scale=None, bias=None, drop
 
 
 def attend(q, k, v, mask=None, scale=None, bias=None, dropout=0.0, training=False):
-    """scaled_dot_product_attention that also returns the scores fed to the softmax (before the mask).
+    """scaled_dot_product_attention that also returns the scores fed to the softmax (before the mask):
+    microtensor's attention() (microtensor/ops/attention.py, which F.scaled_dot_product_attention runs too),
+    after the checks of a boolean mask.
 
     The mask and the softmax are mt.masked_softmax: Where + Softmax, the ops a learner steps
     through, or one op, FusedMaskedSoftmax, with the fused layer on (mt.fused()).
     """
-    if min(q.ndim, k.ndim, v.ndim) < 2 or q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
-        raise ShapeError(f"attention: q {q.shape}, k {k.shape}, v {v.shape} do not fit "
-                         "(need q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v))")
-    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = (q * scale) @ k.swapaxes(-1, -2)  # = q k^T * scale, with T_k / d_k times fewer multiplications
-    if bias is not None:
-        scores = scores + bias
     if mask is not None:
-        _check_mask(mask, scores.shape)
-    weights = mt.masked_softmax(scores, mask)
-    return mt.dropout(weights, dropout, training) @ v, weights, scores
+        _check_mask(mask, q, k)
+    return attention(q, k, v, mask, scale, bias, dropout if training else 0.0)
 
 
-def _check_mask(mask, scores_shape):
+def _check_mask(mask, q, k):
     if not isinstance(mask, mt.Tensor) or mask.dtype != mt.bool_:
         raise TypeError(f"attention: the mask must be a boolean Tensor (True = may attend), "
                         f"not {getattr(mask, 'dtype', type(mask).__name__)}")
+    try:
+        scores_shape = mt.backend.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], k.shape[-2])
+    except (ValueError, IndexError):  # q and k do not fit: attention() says so
+        return mask
     if not mt.backend.broadcasts_to(mask.shape, scores_shape):
         raise ShapeError(f"attention: a mask of shape {mask.shape} does not broadcast to the scores' shape "
                          f"{tuple(scores_shape)} (B, h, T_q, T_k); use e.g. causal_mask(T_q, T_k) -> (T_q, T_k) "

@@ -9,11 +9,12 @@ table).  Both run the one op of ops/nn.py: this layout moves the class axis last
 """
 from .. import functional as _mt
 from ..convert import tensor_arg as _tensor_arg
-from ..ops import gather as _gather, nn as _nn, rearrange as _rearrange
+from ..ops import attention as _attention, gather as _gather, nn as _nn, rearrange as _rearrange
 
 relu, gelu, sigmoid, tanh = _mt.relu, _mt.gelu, _mt.sigmoid, _mt.tanh
 softmax, log_softmax, dropout, linear = _mt.softmax, _mt.log_softmax, _mt.dropout, _mt.linear
 one_hot, pad = _gather.one_hot, _rearrange.pad
+scaled_dot_product_attention = _attention.scaled_dot_product_attention
 
 
 def silu(input, inplace=False):
