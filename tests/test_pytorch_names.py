@@ -151,3 +151,25 @@ def test_the_loss_modules_are_pytorchs():
                                torch.nn.NLLLoss()(torch.tensor(logits).log_softmax(1), torch.tensor(targets)).item())
     np.testing.assert_allclose(nn.SiLU()(mt.tensor([-2.0, 0.5])).numpy(),
                                torch.nn.SiLU()(torch.tensor([-2.0, 0.5])).numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize('fused, layer, runs', [(True, False, True), (False, True, False), (None, True, True),
+                                                (None, False, False)])
+def test_adams_fused_argument_chooses_the_compiled_loop(monkeypatch, fused, layer, runs):
+    """AdamW(fused=True) runs the fused Adam loop whatever mt.fused() says, fused=False never does, and
+    None follows mt.fused(), as PyTorch's fused= (where the compiled loop can run)."""
+    from microtensor.fused import compiled
+    if compiled.library() is None or not compiled.enabled:
+        pytest.skip("no C compiler (cc, or $CC) here, or MICROTENSOR_COMPILED=0: Adam runs its formulas")
+    calls = []
+    real = compiled.run_for_each
+    monkeypatch.setattr(compiled, 'run_for_each', lambda name, *a, **k: calls.append(name) or real(name, *a, **k))
+    p = nn.Parameter(mt.ones(3))
+    opt = mt.optim.AdamW([p], lr=0.1, fused=fused)
+    p.grad = mt.ones(3)
+    with mt.fused(layer):
+        opt.step()
+    assert (calls == ['adam']) is runs
+    np.testing.assert_allclose(p.numpy(), 1 - 0.1 * 0.01 - 0.1, rtol=1e-6)  # decay, then one Adam step of -lr
+    with pytest.raises(TypeError, match="AdamW: fused must be True or False"):
+        mt.optim.AdamW([p], fused='yes')

@@ -10,11 +10,12 @@ gradient and its moments are float32 arrays on the CPU (compiled.can_run).
 from . import compiled, switch
 
 
-def adam_update(stepped, moments, lr, betas, eps, weight_decay, decoupled):
+def adam_update(stepped, moments, lr, betas, eps, weight_decay, decoupled, fused=None):
     """Adam.update's arithmetic for each (parameter, state) of `stepped`, on the parameter and its
     moments (moments(p, state): m and v) in place: True when the compiled loop ran, False when it
-    cannot (then Adam.update runs its formulas for each)."""
-    if not (stepped and switch.enabled):
+    cannot or is not asked to (then Adam.update runs its formulas for each).  fused: the optimizer's
+    own choice, True or False; None follows the switch (mt.fused())."""
+    if not (stepped and (switch.enabled if fused is None else fused)):
         return False
     items = [(p.data, p.grad.data, *moments(p.data, state), state['step']) for p, state in stepped]
     if not (compiled.can_run(*[a for item in items for a in item[:4]])

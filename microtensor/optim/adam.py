@@ -17,8 +17,9 @@ class Adam(Optimizer):
     decoupled = False  # AdamW sets True: weight decay shrinks p directly instead of entering g
     state_fields = ('exp_avg', 'exp_avg_sq')
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, *, fused=None):
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+        self.fused = argcheck.boolean(fused, type(self).__name__, 'fused') if fused is not None else None
 
     def _check_hyperparameters(self, group, where=None):
         group = super()._check_hyperparameters(group, where)
@@ -61,10 +62,11 @@ class Adam(Optimizer):
         return state['exp_avg'], state['exp_avg_sq']
 
     def update_all(self, stepped, group):
-        """With the fused layer on, one compiled loop updates the whole group (fused/adam.py, as
-        PyTorch's fused Adam); else update() each parameter by the formulas above."""
+        """With the fused layer on (or fused=True, PyTorch's argument; fused=False: never), one compiled
+        loop updates the whole group (fused/adam.py, as PyTorch's fused Adam), where it can run; else
+        update() each parameter by the formulas above."""
         if not fused_adam.adam_update(stepped, self.moments, group['lr'], group['betas'], group['eps'],
-                                      group['weight_decay'], self.decoupled):
+                                      group['weight_decay'], self.decoupled, self.fused):
             super().update_all(stepped, group)
 
 
@@ -76,5 +78,5 @@ class AdamW(Adam):
     """
     decoupled = True
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
-        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01, *, fused=None):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, fused=fused)
