@@ -173,3 +173,29 @@ def test_adams_fused_argument_chooses_the_compiled_loop(monkeypatch, fused, laye
     np.testing.assert_allclose(p.numpy(), 1 - 0.1 * 0.01 - 0.1, rtol=1e-6)  # decay, then one Adam step of -lr
     with pytest.raises(TypeError, match="AdamW: fused must be True or False"):
         mt.optim.AdamW([p], fused='yes')
+
+
+class Tied(nn.Module):
+    """nanoGPT's tying: the output layer's weight is the embedding's."""
+
+    def __init__(self):
+        super().__init__()
+        self.wte = nn.Linear(3, 4)
+        self.lm_head = nn.Linear(3, 4)
+        self.lm_head.weight = self.wte.weight
+
+
+def test_a_tied_weight_is_in_the_state_dict_under_each_name_and_loads_from_either():
+    model = Tied()
+    state = model.state_dict()
+    assert set(state) == {'wte.weight', 'wte.bias', 'lm_head.weight', 'lm_head.bias'}
+    assert state['wte.weight'].data is state['lm_head.weight'].data  # one tensor, two names, as in PyTorch
+    assert [n for n, _ in model.named_parameters()] == ['wte.weight', 'wte.bias', 'lm_head.bias']  # trained once
+    other = Tied()
+    assert other.load_state_dict(state) == ([], [])  # PyTorch's state_dict of a tied model: both names
+    np.testing.assert_array_equal(other.lm_head.weight.numpy(), model.wte.weight.numpy())
+    del state['lm_head.weight']
+    assert other.load_state_dict(state) == ([], [])  # (one name of the tied tensor is enough)
+    del state['wte.weight']
+    with pytest.raises(RuntimeError, match=r"missing keys .*'wte.weight', 'lm_head.weight'"):
+        other.load_state_dict(state)

@@ -146,13 +146,15 @@ class Module:
         """Every buffer (non-trainable state) of this module and its sub-modules."""
         return [b for _, b in self.named_buffers()]
 
-    def _named_tensors(self, table, persistent_only=False):
+    def _named_tensors(self, table, persistent_only=False, every_name=False):
+        """(dotted name, tensor) of `table` over every module; a tensor held twice (tied weights) once,
+        under its first name, unless every_name."""
         seen, out = set(), []
         for prefix, module in self.named_modules():
             for name, t in getattr(module, table).items():
                 if persistent_only and name in module._non_persistent:
                     continue
-                if t is not None and id(t) not in seen:
+                if t is not None and (every_name or id(t) not in seen):
                     seen.add(id(t))
                     out.append((f"{prefix}.{name}" if prefix else name, t))
         return out
@@ -242,8 +244,10 @@ class Module:
         return {name: t.detach() for name, t in self._state_tensors()}
 
     def _state_tensors(self):
-        """(dotted name, tensor): the parameters, then the persistent buffers (what a checkpoint holds)."""
-        return self.named_parameters() + self._named_tensors('_buffers', persistent_only=True)
+        """(dotted name, tensor): the parameters, then the persistent buffers (what a checkpoint holds); a tied
+        tensor under each of its names, as PyTorch's state_dict lists it (lm_head.weight and wte.weight)."""
+        return self._named_tensors('_parameters', every_name=True) + self._named_tensors(
+            '_buffers', persistent_only=True, every_name=True)
 
     def load_state_dict(self, state, strict=True):
         """Copy the values in `state` (tensors or arrays) into this module's parameters and buffers.
@@ -262,7 +266,8 @@ class Module:
                             f"not {argcheck.describe(state)}")
         strict = argcheck.boolean(strict, where, 'strict')
         own = dict(self._state_tensors())
-        missing = [k for k in own if k not in state]
+        loaded = {id(own[k]) for k in own if k in state}  # a tied tensor is loaded through any one of its names
+        missing = [k for k in own if k not in state and id(own[k]) not in loaded]
         unexpected = [k for k in state if k not in own]
         problems = []
         if strict and missing:
