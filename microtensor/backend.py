@@ -135,6 +135,11 @@ def numeric(dtype):
     return dtype.kind in 'biuf'
 
 
+def machine_epsilon(dtype):
+    """The gap between 1 and the next float of `dtype` (numpy's finfo(dtype).eps), as a Python float."""
+    return float(numpy.finfo(dtype).eps)
+
+
 def as_array(value):
     """numpy turns full reductions and element picks into scalars (numpy.float64, ...);
     a Tensor always holds an array, so those become 0-d arrays."""

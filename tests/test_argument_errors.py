@@ -24,7 +24,8 @@ TINY = dict(d_model=8, n_heads=2, n_layers=1, max_len=8)
 # a valid call of every public callable: {callable: its keyword arguments}
 VALID = {
     nn.Linear: dict(in_features=2, out_features=3), nn.Dropout: {}, nn.GELU: {}, nn.ModuleList: {}, nn.ModuleDict: {},
-    nn.CrossEntropyLoss: {}, nn.NLLLoss: {},
+    nn.CrossEntropyLoss: {}, nn.NLLLoss: {}, nn.Embedding: dict(num_embeddings=5, embedding_dim=3),
+    nn.LayerNorm: dict(normalized_shape=4), nn.RMSNorm: dict(normalized_shape=4),
     transformer.TokenEmbedding: dict(vocab_size=5, d_model=4), transformer.FeedForward: dict(d_model=4),
     transformer.LayerNorm: dict(d_model=4), transformer.RMSNorm: dict(d_model=4),
     transformer.BatchNorm1d: dict(num_features=4), transformer.SinusoidalPositionalEncoding: dict(d_model=4),

@@ -199,3 +199,41 @@ def test_a_tied_weight_is_in_the_state_dict_under_each_name_and_loads_from_eithe
     del state['wte.weight']
     with pytest.raises(RuntimeError, match=r"missing keys .*'wte.weight', 'lm_head.weight'"):
         other.load_state_dict(state)
+
+
+@pytest.mark.parametrize('make', [
+    lambda lib: lib.nn.LayerNorm((4, 5)), lambda lib: lib.nn.LayerNorm(5, eps=1e-3, bias=False),
+    lambda lib: lib.nn.LayerNorm(5, elementwise_affine=False), lambda lib: lib.nn.RMSNorm(5),
+    lambda lib: lib.nn.RMSNorm((4, 5), eps=1e-3), lambda lib: lib.nn.RMSNorm(5, elementwise_affine=False),
+], ids=['LayerNorm (4, 5)', 'LayerNorm no bias', 'LayerNorm not affine', 'RMSNorm eps None', 'RMSNorm (4, 5)',
+        'RMSNorm not affine'])
+def test_the_norm_layers_are_pytorchs(make):
+    """Values and every gradient as PyTorch's layer with the same parameters, and a gradient check."""
+    from module_check import gradcheck_module
+    torch = pytest.importorskip('torch', reason="PyTorch's layers are the reference")
+    rng = np.random.default_rng(1)
+    x, up = rng.standard_normal((2, 3, 4, 5)), rng.standard_normal((2, 3, 4, 5))
+    ours, theirs = make(mt).to(dtype='float64'), make(torch).double()
+    for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
+        value = rng.standard_normal(p.shape)
+        p.data[...] = value
+        q.data.copy_(torch.from_numpy(value))
+    a, b = mt.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    (ours(a) * mt.tensor(up)).sum().backward()
+    (theirs(b) * torch.from_numpy(up)).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-9, atol=1e-12)
+    for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-9, atol=1e-12, err_msg=name)
+    assert gradcheck_module(ours, mt.tensor(x[:1, :1]))
+
+
+def test_embedding_is_pytorchs_and_its_padding_row_learns_nothing():
+    torch = pytest.importorskip('torch', reason="PyTorch's Embedding is the reference")
+    ours, theirs = nn.Embedding(6, 3, padding_idx=-1), torch.nn.Embedding(6, 3, padding_idx=-1).double()
+    assert ours.padding_idx == theirs.padding_idx == 5 and not ours.weight.numpy()[5].any()
+    theirs.weight.data.copy_(torch.from_numpy(ours.weight.numpy()))
+    ids = np.array([[0, 5, 2], [5, 5, 1]])
+    (ours(mt.tensor(ids)) * 2).sum().backward()
+    (theirs(torch.from_numpy(ids)) * 2).sum().backward()
+    np.testing.assert_array_equal(ours.weight.grad.numpy(), theirs.weight.grad.numpy())
+    assert not ours.weight.grad.numpy()[5].any()

@@ -9,21 +9,22 @@ Transformer, so they are not drowned by the positional encoding added next.
 """
 import math
 
-import microtensor as mt
 from microtensor import argcheck, nn
 
 from . import checks
 
 
-class TokenEmbedding(nn.Module):
+class TokenEmbedding(nn.Embedding):
+    """microtensor's nn.Embedding (vocab_size, d_model), its weight drawn from N(0, 1) as PyTorch's, with
+    the ids checked against the vocabulary and the original Transformer's scale=True."""
+
     def __init__(self, vocab_size, d_model, scale=False):
-        super().__init__()
         vocab_size, d_model = checks.arguments('TokenEmbedding', vocab_size=vocab_size, d_model=d_model)
         scale = argcheck.boolean(scale, 'TokenEmbedding', 'scale')
-        self.vocab_size, self.d_model, self.scale = vocab_size, d_model, scale
         argcheck.memory('TokenEmbedding', vocab_size * d_model, 'parameters',
                         f"vocab_size={vocab_size}, d_model={d_model}")
-        self.weight = nn.Parameter(mt.randn(vocab_size, d_model))  # N(0, 1), as torch.nn.Embedding
+        super().__init__(vocab_size, d_model)
+        self.vocab_size, self.d_model, self.scale = vocab_size, d_model, scale
 
     def forward(self, ids):
         """ids: (B, T) integer Tensor (or nested list) -> (B, T, d_model)."""

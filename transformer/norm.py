@@ -24,30 +24,32 @@ from microtensor.i18n import _
 from . import checks
 
 
-class LayerNorm(nn.Module):
-    def __init__(self, d_model, eps=1e-5):
-        super().__init__()
-        self.d_model, self.eps = checks.arguments('LayerNorm', d_model=d_model, eps=eps)
-        self.gamma = nn.Parameter(mt.ones(d_model))
-        self.beta = nn.Parameter(mt.zeros(d_model))
+class LayerNorm(nn.LayerNorm):
+    """microtensor's nn.LayerNorm over the d_model features, its parameters named as the articles name
+    them: gamma (nn.LayerNorm's weight) and beta (its bias).  One op, LayerNormOp (microtensor/ops/nn.py)."""
+    param_names = ('gamma', 'beta')
 
-    def forward(self, x):
-        return mt.layer_norm(x, self.gamma, self.beta, self.eps)  # one op, LayerNormOp (microtensor/ops/nn.py)
+    def __init__(self, d_model, eps=1e-5):
+        d_model, eps = checks.arguments('LayerNorm', d_model=d_model, eps=eps)
+        super().__init__(d_model, eps)
+        self.d_model = d_model
 
     def extra_repr(self):
         return f"d_model={self.d_model}, eps={self.eps}"
 
 
-class RMSNorm(nn.Module):
+class RMSNorm(nn.RMSNorm):
+    """microtensor's nn.RMSNorm over the d_model features (eps 1e-8 by default), its weight named gamma."""
+    param_names = ('gamma',)
+
     def __init__(self, d_model, eps=1e-8):
-        super().__init__()
-        self.d_model, self.eps = checks.arguments('RMSNorm', d_model=d_model, eps=eps)
-        self.gamma = nn.Parameter(mt.ones(d_model))
+        d_model, eps = checks.arguments('RMSNorm', d_model=d_model, eps=eps)
+        super().__init__(d_model, eps)
+        self.d_model = d_model
 
     def forward(self, x):
         _check_features(self, x, self.d_model)
-        rms = ((x * x).mean(axis=-1, keepdims=True) + self.eps).sqrt()
-        return x / rms * self.gamma
+        return super().forward(x)
 
     def extra_repr(self):
         return f"d_model={self.d_model}, eps={self.eps}"
