@@ -53,7 +53,8 @@ def integer(value, where, name, min=None, max=None, allow_none=False):
         return value
     rule = 'an integer' + _range(min, max, False, False) + (' or None' if allow_none else '')
     try:
-        value = operator.index(value) if not isinstance(value, bool) else None  # numpy ints too
+        # numpy ints too; not a one-element tensor, whose __index__ is for Python's own slices (data[i:i + 8])
+        value = operator.index(value) if isinstance(value, numbers.Integral) and not isinstance(value, bool) else None
     except TypeError:
         value = None
     if value is None:

@@ -86,6 +86,7 @@ CASES = [
     Case('exp', lambda x: x.exp(), ((3, 4),)),
     Case('log', lambda x: x.log(), ((3, 4),), **POSITIVE),
     Case('sqrt', lambda x: x.sqrt(), ((3, 4),), **POSITIVE),
+    Case('rsqrt', lambda x: x.rsqrt(), ((3, 4),), **POSITIVE),
     Case('tanh', lambda x: x.tanh(), ((3, 4),)),
     Case('sin', lambda x: x.sin(), ((3, 4),)),
     Case('cos', lambda x: x.cos(), ((3, 4),)),
