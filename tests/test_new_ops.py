@@ -401,3 +401,27 @@ def test_losses_with_every_target_ignored_are_nan_with_zero_gradient():
 def test_loss_arguments_are_checked(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+# ---------------------------------------------------------------------------- F.silu, F.embedding
+@devices
+@given(data=st.data())
+def test_silu_gradient(device, data):
+    x = data.draw(tensors(data.draw(nonscalar_shapes), device=device))
+    np.testing.assert_allclose(mt.nn.functional.silu(x).numpy(), x.numpy() / (1 + np.exp(-x.numpy())), rtol=1e-12)
+    assert mt.gradcheck(mt.nn.functional.silu, [x])
+
+
+@devices
+@given(data=st.data(), padding=st.booleans())
+def test_embedding_gradient(device, data, padding):
+    weight = data.draw(tensors((data.draw(st.integers(1, 5)), data.draw(st.integers(1, 3))), device=device))
+    ids = data.draw(hnp.arrays(np.int64, data.draw(nonscalar_shapes), elements=st.integers(0, weight.shape[0] - 1)))
+    padding_idx = 0 if padding else None
+    out = mt.nn.functional.embedding(mt.tensor(ids, device=device), weight, padding_idx)
+    np.testing.assert_array_equal(out.numpy(), weight.numpy()[ids])
+    if padding:  # the padding row gets no gradient, by design (as in PyTorch): not a finite difference's
+        out.sum().backward()
+        assert not weight.grad.numpy()[0].any()
+    else:
+        assert mt.gradcheck(lambda w: mt.nn.functional.embedding(mt.tensor(ids, device=device), w), [weight])
