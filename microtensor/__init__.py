@@ -18,7 +18,7 @@ from .creation import (arange, as_tensor, eye, from_numpy, full, multinomial, on
 from .functional import (abs, add, amax, amin, argmax, argmin, broadcast_to, cat, chunk, clip, clone, concatenate, cos,
                          cross_entropy, div, dropout, erf, exp, expand_dims, flatten, gelu, layer_norm, linear, log,
                          log_softmax, masked_fill, masked_softmax, matmul, max, maximum, mean, min, minimum, mul, neg,
-                         numel, outer, permute, pow, relu, reshape, rsqrt, sigmoid, sin, softmax, split, sqrt, squeeze,
+                         numel, outer, permute, pow, relu, reshape, rms_norm, rsqrt, sigmoid, sin, softmax, split, sqrt, squeeze,
                          stack, std, sub, sum, swapaxes, tanh, transpose, unbind, unflatten, unsqueeze, var, where)
 from .argcheck import DTypeError, ShapeError
 from .functional import (bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift,

@@ -71,7 +71,7 @@ concatenate, stack, split = shape.concatenate, shape.stack, shape.split
 cat = concatenate  # PyTorch's name
 where, masked_fill = select.where, select.masked_fill
 cross_entropy, gelu = nn.cross_entropy, nn.gelu
-layer_norm, dropout = nn.layer_norm, nn.dropout
+layer_norm, rms_norm, dropout = nn.layer_norm, nn.rms_norm, nn.dropout
 
 
 def linear(x, weight, bias=None):

@@ -161,7 +161,7 @@ CASES = [
     Case('cross_entropy', lambda x: mt.cross_entropy(x, _ids([0, 3, 1], x)), ((3, 4),)),
     Case('cross_entropy ignore', lambda x: mt.cross_entropy(x, _ids([[0, 3, -1], [-1, 1, 2]], x), ignore_index=-1),
          ((2, 3, 4),)),
-    Case('layer_norm', lambda x, gamma, beta: mt.layer_norm(x, gamma, beta), ((2, 3, 4), (4,), (4,))),
+    Case('layer_norm', lambda x, gamma, beta: mt.layer_norm(x, 4, gamma, beta), ((2, 3, 4), (4,), (4,))),
     # nn.Linear's and attention's
     Case('linear', lambda x, W, b: mt.linear(x, W, b), ((2, 3, 4), (5, 4), (5,))),
     Case('linear no bias', lambda x, W: mt.linear(x, W), ((3, 4), (5, 4))),
@@ -195,7 +195,7 @@ CASES = [
     Case('fused cross_entropy', _fused(lambda x: mt.cross_entropy(x, _ids([0, 3, 1], x))), ((3, 4),)),
     Case('fused gelu tanh', _fused(lambda x: mt.gelu(x, approximate='tanh')), ((3, 4),)),
     Case('fused gelu tanh 2nd order', _fused(_second_derivative(lambda x: (mt.gelu(x, approximate='tanh') ** 2).sum())), ((3, 4),)),
-    Case('fused layer_norm', _fused(lambda x, gamma, beta: mt.layer_norm(x, gamma, beta)), ((2, 3, 4), (4,), (4,))),
+    Case('fused layer_norm', _fused(lambda x, gamma, beta: mt.layer_norm(x, 4, gamma, beta)), ((2, 3, 4), (4,), (4,))),
     Case('fused linear', _fused(lambda x, W, b: mt.linear(x, W, b)), ((2, 3, 4), (5, 4), (5,))),
     Case('fused linear 2nd order', _fused(_second_derivative(lambda x: (mt.linear(x, x, x[0]) ** 2).sum())),
          ((3, 3),)),

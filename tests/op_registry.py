@@ -717,8 +717,12 @@ for name in ('linear',):
         Sample((arr((2, 5, 3), dtype), arr((4, 3), dtype, 1)), note='batched, no bias'),
         Sample((arr((0, 3), dtype), arr((4, 3), dtype, 1), arr((4,), dtype, 2)), note='empty'),
         Sample((arr((2, 3), dtype), arr((4, 5), dtype, 1)), note='shapes that do not fit')])
-entry('layer_norm', function('layer_norm'),
-      lambda torch, x, g, b, **k: torch.nn.functional.layer_norm(x, x.shape[-1:], g, b, **k), FLOATS, 2,
+def normalising(name, dims=1):
+    """lib.<name>(x, normalized_shape, *parameters) over x's last `dims` dims, in both libraries."""
+    return lambda lib, x, *params, **k: getattr(lib, name)(x, x.shape[x.ndim - dims:], *params, **k)
+
+
+entry('layer_norm', normalising('layer_norm'), normalising('layer_norm'), FLOATS, 2,
       lambda dtype, slow: [
           Sample((arr((2, 3, 4), dtype), arr((4,), dtype, 1), arr((4,), dtype, 2)), note='3-d'),
           Sample((arr((2, 4), dtype), np.zeros(4, dtype), arr((4,), dtype, 2)), dict(eps=1e-3), note='zero weights'),
@@ -729,6 +733,21 @@ entry('layer_norm', function('layer_norm'),
       # float16 x with float32 parameters: PyTorch's one mix of dtypes (the result is float16)
       + at_scales(dtype, lambda x, note: Sample((x, np.full(7, 1.5, 'float32'), np.full(7, 0.25, 'float32')),
                                                 note=f'{note}, float32 parameters'))[:2 if dtype == 'float16' else 0])
+entry('layer_norm(normalized_shape)', normalising('layer_norm', 2), normalising('layer_norm', 2), FLOATS, 2,
+      lambda dtype, slow: [
+          Sample((arr((2, 3, 4), dtype), arr((3, 4), dtype, 1), arr((3, 4), dtype, 2)), note='two dims'),
+          Sample((arr((2, 3, 4), dtype),), note='no weight, no bias'),
+          Sample((arr((2, 3, 4), dtype), arr((3, 4), dtype, 1)), note='weight, no bias'),
+          Sample((arr((3, 4), dtype), arr((4, 3), dtype, 1), arr((4, 3), dtype, 2)), note='weight that does not fit')])
+entry('rms_norm', normalising('rms_norm'), normalising('rms_norm'), FLOATS, 2, lambda dtype, slow: [
+    Sample((arr((2, 3, 4), dtype), arr((4,), dtype, 1)), note='3-d'),
+    Sample((arr((2, 4), dtype),), dict(eps=1e-3), note='no weight'),
+    Sample((np.zeros((2, 4), dtype), arr((4,), dtype, 1)), dict(eps=1e-6), note='zero rows'),
+    Sample((View(arr((4, 2), dtype), 'T'), arr((4,), dtype, 1)), note='transposed'),
+    Sample((arr((2, 4), dtype), arr((5,), dtype, 1)), note='weight that does not fit')]
+    + at_scales(dtype, lambda x, note: Sample((x, np.full(7, 1.5, dtype)), note=note)))
+entry('rms_norm(normalized_shape)', normalising('rms_norm', 2), normalising('rms_norm', 2), FLOATS, 2,
+      lambda dtype, slow: [Sample((arr((2, 3, 4), dtype), arr((3, 4), dtype, 1)), note='two dims')])
 
 
 def class_samples(dtype, slow):
@@ -862,9 +881,6 @@ def refused(name, call, why, *shapes):
 
 refused('Tensor.clamp(tensor bounds)', lambda lib, x, lo: x.clamp(min=lo), 'bounds are numbers', (3, 4), (4,))
 refused('Tensor.prod', lambda lib, x: (x.prod(), x.prod(1)), 'no prod yet', (3, 4))
-refused('layer_norm(normalized_shape)', lambda lib, x, w, b: (
-    lib if lib.__name__ == 'microtensor' else lib.nn.functional).layer_norm(x, (4,), w, b),
-    "microtensor's layer_norm(x, gamma, beta) normalises the last axis: no normalized_shape", (2, 3, 4), (4,), (4,))
 refused('Tensor.repeat', lambda lib, x: (x.repeat(2, 3), x.repeat(2, 1, 1), x.repeat((1, 2))), 'no repeat yet', (3, 4))
 refused('Tensor.repeat(1-d)', lambda lib, x: x.repeat(3), 'no repeat yet', (2,))
 refused('Tensor.exp_', lambda lib, x: (x * 1).exp_(), 'no exp_ yet', (3, 4))

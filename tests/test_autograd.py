@@ -251,7 +251,7 @@ def test_deleting_the_loss_frees_the_graph_without_gc():
     try:
         h = (x @ w).tanh()
         p = mt.softmax(h * 2, axis=-1)
-        loss = mt.cross_entropy(p.log(), [0, 1]) + h[0].sum() + mt.layer_norm(h, w[0], w[1]).mean()
+        loss = mt.cross_entropy(p.log(), [0, 1]) + h[0].sum() + mt.layer_norm(h, h.shape[-1:], w[0], w[1]).mean()
         refs = [weakref.ref(t) for t in (h, p)] + [weakref.ref(t.creator) for t in (h, p, loss)]
         del h, p
         assert all(r() is not None for r in refs)  # the graph still holds them

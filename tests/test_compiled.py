@@ -122,7 +122,7 @@ def test_layer_norm_loops_equal_the_numpy_forms(x, eps, data):
     # rounding, which both forms divide by sigma (their difference then measures that, not the loops)
     spread = 1 + np.abs(x).max()
     x = x + np.linspace(-spread, spread, n, dtype=np.float32)
-    f = value_and_grads(lambda t, g, b: mt.layer_norm(t, g, b, eps=eps))
+    f = value_and_grads(lambda t, g, b: mt.layer_norm(t, t.shape[-1:], g, b, eps=eps))
     with loops_called() as called:
         assert_agree(*run_both_ways(f, x, gamma, beta), ulps=64)  # 1/sigma amplifies a row's rounding
     assert called == ['layer_norm', 'layer_norm_grad']
@@ -140,7 +140,7 @@ def test_layer_norm_of_rows_far_from_zero_equals_the_textbook_both_ways():
                   np.r_[1e4 + 1, 1e4 + rng.normal(0, 0.01, n - 1)],  # the first number far from the others
                   np.full(n, 1e4 + 0.01), np.full(n, 3.3)]).astype(np.float32)
     gamma, beta = rng.normal(1, 0.5, n).astype(np.float32), rng.normal(0, 0.5, n).astype(np.float32)
-    f = value_and_grads(mt.layer_norm)
+    f = value_and_grads(lambda t, g, b: mt.layer_norm(t, t.shape[-1:], g, b))
     textbook = [r.numpy().astype(np.float32)
                 for r in f(*[mt.tensor(a.astype(np.float64), requires_grad=True) for a in (x, gamma, beta)])]
     with loops_called() as called:
@@ -272,7 +272,7 @@ def test_edge_values_meet_the_numpy_forms():
         assert_agree(*run_both_ways(value_and_grads(lambda t: mt.gelu(t, approximate='tanh')), x))
         with_loops, with_numpy = run_both_ways(value_and_grads(lambda t: mt.masked_softmax(t, mt.tensor(mask))), s)
         assert_agree(with_loops, with_numpy)
-        assert_agree(*run_both_ways(value_and_grads(lambda t: mt.layer_norm(t, mt.ones(3), mt.zeros(3))),
+        assert_agree(*run_both_ways(value_and_grads(lambda t: mt.layer_norm(t, 3, mt.ones(3), mt.zeros(3))),
                                     constant_rows))
     assert (with_loops[0][0, 0, 0] == 0).all() and np.isnan(with_loops[0][0, 0, 1:3]).all()
     assert set(called) == set(LOOPS)

@@ -248,7 +248,7 @@ def test_var_with_no_degrees_of_freedom_follows_numpy():
     (lambda: mt.tensor(5.0).argmax(dim=1), IndexError, "argmax: axis 1"),
     (lambda: mt.cross_entropy(mt.tensor(5.0), 0), ValueError, "cross_entropy: logits must have a class axis"),
     (lambda: mt.concatenate([mt.tensor(1.0), mt.tensor(2.0)]), ValueError, "concatenate: 0-d tensors"),
-    (lambda: mt.layer_norm(mt.tensor(1.0), mt.ones(1), mt.zeros(1)), ValueError, "layer_norm: x must have a last axis"),
+    (lambda: mt.layer_norm(mt.tensor(1.0), 1, mt.ones(1), mt.zeros(1)), ValueError, "layer_norm: x must have a last axis"),
     (lambda: mt.zeros(0, 3).max(), ValueError, "max: a tensor of shape \\(0, 3\\) has no element"),
     (lambda: mt.zeros(0, 3).amax(), ValueError, "Max: .*empty axis"),
     (lambda: mt.zeros(0).argmax(), IndexError, "argmax: .*no entry"),  # PyTorch's class

@@ -214,11 +214,14 @@ def _values(out):
 
 
 def _layer_norm_ref(a, gamma, eps):
-    gamma = np.asarray(gamma)
-    if a.ndim == 0 or gamma.shape != a.shape[-1:] or not isinstance(eps, (int, float, np.number)):
+    """gamma as both weight and bias; None: neither (PyTorch's F.layer_norm without them)."""
+    if a.ndim == 0:
+        raise ValueError('bad')
+    weight, bias = (np.ones(a.shape[-1:]), np.zeros(a.shape[-1:])) if gamma is None else (np.asarray(gamma),) * 2
+    if weight.shape != a.shape[-1:] or not isinstance(eps, (int, float, np.number)):
         raise ValueError('bad')
     c = a - a.mean(-1, keepdims=True)
-    return c / np.sqrt((c * c).mean(-1, keepdims=True) + eps) * gamma + gamma
+    return c / np.sqrt((c * c).mean(-1, keepdims=True) + eps) * weight + bias
 
 
 def _expand_ref(a, sizes):
@@ -411,7 +414,7 @@ SPECS = [
          (INDICES + [fresh('targets (2,)', lambda: np.array([2, 0])), 0], [None, 0, -100, 'a', 1.5, np.int64(2)]),
          lambda a, t, ignore: _cross_entropy_ref(a, _np(t), ignore), rtol=1e-5),
     Spec('cross_entropy', lambda v: mt.cross_entropy(v, [0]), (NON_TENSORS,), lambda v: 1 / 0, tensors=None),
-    Spec('layer_norm', lambda x, gamma, eps: mt.layer_norm(x, gamma, gamma, eps), (OPERANDS, NUMBERS + OBJECTS),
+    Spec('layer_norm', lambda x, gamma, eps: mt.layer_norm(x, x.shape[-1:], gamma, gamma, eps), (OPERANDS, NUMBERS + OBJECTS),
          lambda a, gamma, eps: _layer_norm_ref(a, gamma, eps), rtol=1e-5),
     Spec('dropout', lambda x, p, training: mt.dropout(x, p, training), ([0, 1, 0.5, -0.1, 1.5, None, 'a', np.nan], FLAGS),
          lambda a, p, training: a if not training or p == 0 else np.zeros_like(a),
@@ -445,7 +448,7 @@ SPECS = [
     *[Spec(f"mt.{n}", lambda v, n=n, extra=extra: getattr(mt, n)(v, *extra), (NON_TENSORS,), lambda v: 1 / 0,
            tensors=None, aliases=(n,))
       for n, extra in [('split', (1,)), ('expand_dims', (0,)), ('broadcast_to', ((3,),)), ('swapaxes', (0, 0)),
-                       ('masked_fill', (True, 0.0)), ('layer_norm', (mt.ones(3), mt.zeros(3)))]],
+                       ('masked_fill', (True, 0.0)), ('layer_norm', (3, mt.ones(3), mt.zeros(3)))]],
 ]
 
 

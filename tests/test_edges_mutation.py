@@ -92,7 +92,7 @@ MUTATIONS = {
     'array ** x': (lambda x, p: (p ** x).sum(), lambda rng, n: rng.random((n, 3)) + 1, _scale),
     'maximum(x, array)': (lambda x, p: mt.maximum(x, p).sum(), lambda rng, n: rng.standard_normal((n, 3)), _scale),
     'x @ array': (lambda x, p: (x @ p).sum(), lambda rng, n: rng.standard_normal((3, 2)), _scale),
-    'layer_norm(x, gamma array)': (lambda x, p: (mt.layer_norm(x, p, np.zeros(3)) ** 3).sum(),
+    'layer_norm(x, gamma array)': (lambda x, p: (mt.layer_norm(x, 3, p, np.zeros(3)) ** 3).sum(),
                                    lambda rng, n: rng.standard_normal(3), _scale),
 }
 

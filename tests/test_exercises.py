@@ -113,7 +113,7 @@ def test_substitution_puts_the_engines_ops_back():
                 assert not mt.is_fused()
                 assert type((mt.ones(2, requires_grad=True) * 2).creator).__module__ == 'workbook_mul'
                 x = mt.ones(2, 3, requires_grad=True)
-                assert type(mt.layer_norm(x, mt.ones(3), mt.zeros(3)).creator).__name__ == 'LayerNorm'
+                assert type(mt.layer_norm(x, 3, mt.ones(3), mt.zeros(3)).creator).__name__ == 'LayerNorm'
                 1 / 0
         assert mt.is_fused()
     finally:

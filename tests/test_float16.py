@@ -18,11 +18,11 @@ def test_the_examples_that_went_wrong():
     p = mt.softmax(mt.zeros(100000, dtype='float16'))
     assert p.dtype == mt.float16 and abs(p[0].item() - 1e-5) < 1e-7
     x = mt.tensor(np.array([299.0, 301.0, 300.0, 298.0, 302.0, 300.5], dtype='float16'))
-    y = mt.layer_norm(x, mt.ones(6, dtype='float16'), mt.zeros(6, dtype='float16'))
+    y = mt.layer_norm(x, 6, mt.ones(6, dtype='float16'), mt.zeros(6, dtype='float16'))
     expected = F.layer_norm(torch.from_numpy(x.numpy()), (6,))
     np.testing.assert_allclose(y.numpy().astype('float64'), expected.numpy().astype('float64'), atol=3e-3)
     assert np.abs(y.numpy()).max() > 1  # not all zeros
-    assert mt.layer_norm(x, mt.ones(6), mt.zeros(6)).dtype == mt.float16  # as PyTorch's mixed dtypes
+    assert mt.layer_norm(x, 6, mt.ones(6), mt.zeros(6)).dtype == mt.float16  # as PyTorch's mixed dtypes
 
 
 @pytest.mark.parametrize('fused', [False, True], ids=['textbook', 'fused'])

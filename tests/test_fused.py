@@ -203,7 +203,7 @@ def test_layer_norm(device, fused, data, eps):
     gamma = data.draw(tensors(x.shape[-1:], device=device))
     beta = data.draw(tensors(x.shape[-1:], device=device))
     assume((x.numpy().std(-1) > 0.1).all() or x.shape[-1] == 1)  # var ~ eps: both right, but rounding differs
-    assert_same_function(lambda *ts: mt.layer_norm(*ts, eps=eps),
+    assert_same_function(lambda x, *params: mt.layer_norm(x, x.shape[-1:], *params, eps=eps),
                          lambda *ts: layer_norm_composed(*ts, eps), [x, gamma, beta], device, fused)
 
 
@@ -249,7 +249,7 @@ def test_layer_norm_of_empty_sides(x_shape):
     """No rows, or no features: FusedLayerNorm gives what the textbook gives, values and gradients."""
     with warnings.catch_warnings():  # the mean of no features: numpy warns, and both layers give nan
         warnings.simplefilter('ignore', RuntimeWarning)
-        assert_textbook_equals_fused(mt.layer_norm, x_shape, x_shape[-1:], x_shape[-1:])
+        assert_textbook_equals_fused(lambda x, w, b: mt.layer_norm(x, x.shape[-1:], w, b), x_shape, x_shape[-1:], x_shape[-1:])
 
 
 def random_mask(data, shape):

@@ -336,9 +336,9 @@ SHAPE_CASES = {
     'nll_loss weight': (lambda m: m.nll_loss(m.tensor(X), m.tensor([0, 1]), weight=m.ones(4)), mt.ShapeError,
                         lambda t: t.nn.functional.nll_loss(t.tensor(X), t.tensor([0, 1]),
                                                            weight=t.ones(4, dtype=t.float64)), 'nll_loss'),
-    'layer_norm gamma': (lambda m: m.layer_norm(m.tensor(X), m.ones(2), m.zeros(3)), mt.ShapeError,
+    'layer_norm gamma': (lambda m: m.layer_norm(m.tensor(X), (3,), m.ones(2), m.zeros(3)), mt.ShapeError,
                          lambda t: t.nn.functional.layer_norm(t.tensor(X), (3,), t.ones(2), t.zeros(3)), 'layer_norm'),
-    'layer_norm 0-d': (lambda m: m.layer_norm(m.tensor(1.0), m.ones(1), m.zeros(1)), mt.ShapeError,
+    'layer_norm 0-d': (lambda m: m.layer_norm(m.tensor(1.0), (1,), m.ones(1), m.zeros(1)), mt.ShapeError,
                        lambda t: t.nn.functional.layer_norm(t.tensor(1.0), (1,), t.ones(1), t.zeros(1)), 'layer_norm'),
     # ops/einsum.py
     'einsum axes': (lambda m: m.einsum('ij,jk->ik', m.tensor(X), m.ones(3)), mt.ShapeError,

@@ -109,5 +109,5 @@ def test_norm_errors_are_clear():
         BatchNorm1d(3)(mt.randn(2, 4))
     with pytest.raises(ValueError, match=r'RMSNorm\(3\).*\(2, 4\)'):
         RMSNorm(3)(mt.randn(2, 4))
-    with pytest.raises(ValueError, match=r'LayerNorm\(3\): expected x of shape \(\.\.\., 3\), got \(2, 4\)'):
+    with pytest.raises(ValueError, match=r'LayerNorm\(3\): expected x of shape \(\.\.\., 3\),.* got \(2, 4\)'):
         LayerNorm(3)(mt.randn(2, 4))

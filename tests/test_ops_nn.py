@@ -143,8 +143,8 @@ def test_layer_norm(device, data, eps):
     gamma = data.draw(tensors(x.shape[-1:], device=device))
     beta = data.draw(tensors(x.shape[-1:], device=device))
     assume((x.numpy().std(-1) > 0.1).all())  # finite differences are poor where var(x) ~ 0
-    assert_forward(mt.layer_norm(x, gamma, beta, eps), np_layer_norm(x.numpy(), gamma.numpy(), beta.numpy(), eps))
-    assert mt.gradcheck(lambda t, g, b: mt.layer_norm(t, g, b, eps), [x, gamma, beta])
+    assert_forward(mt.layer_norm(x, x.shape[-1:], gamma, beta, eps), np_layer_norm(x.numpy(), gamma.numpy(), beta.numpy(), eps))
+    assert mt.gradcheck(lambda t, g, b: mt.layer_norm(t, t.shape[-1:], g, b, eps), [x, gamma, beta])
 
 
 @pytest.mark.slow
@@ -153,11 +153,11 @@ def test_layer_norm_second_derivatives(data):
     x = data.draw(tensors((2, 3)))
     assume((x.numpy().std(-1) > 0.3).all())
     gamma, beta = data.draw(tensors((3,))), data.draw(tensors((3,)))
-    assert mt.gradgradcheck(lambda t, g, b: mt.layer_norm(t, g, b, 1e-5), [x, gamma, beta])
+    assert mt.gradgradcheck(lambda t, g, b: mt.layer_norm(t, t.shape[-1:], g, b, 1e-5), [x, gamma, beta])
 
 
 def test_layer_norm_matches_the_article():
-    y = mt.layer_norm(mt.tensor([2.0, 8.0, -4.0, -6.0]), mt.tensor([1.2, 0.8, 1.0, 1.5]),
+    y = mt.layer_norm(mt.tensor([2.0, 8.0, -4.0, -6.0]), 4, mt.tensor([1.2, 0.8, 1.0, 1.5]),
                       mt.tensor([0.1, -0.1, 0.0, 0.2]), eps=0)
     np.testing.assert_allclose(y.numpy(), [0.538, 1.069, -0.730, -1.444], atol=2e-3)
 

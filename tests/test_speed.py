@@ -134,7 +134,7 @@ def test_a_float32_gpt_step_never_makes_a_float64_array(monkeypatch, fused):
 def fused_ops_on(x, gamma, beta, scores, mask):
     """Outputs and input gradients of the ops that run in row blocks (rows.by_rows)."""
     with mt.fused():
-        outs = [mt.gelu(x, approximate='tanh'), mt.layer_norm(x, gamma, beta), mt.masked_softmax(scores, mask), mt.masked_softmax(scores.T)]
+        outs = [mt.gelu(x, approximate='tanh'), mt.layer_norm(x, x.shape[-1:], gamma, beta), mt.masked_softmax(scores, mask), mt.masked_softmax(scores.T)]
         grads = mt.grad(sum((y * y).sum() for y in outs), [x, gamma, beta, scores])
     return [t.numpy() for t in outs + list(grads)]
 

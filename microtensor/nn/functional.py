@@ -13,6 +13,7 @@ from ..ops import attention as _attention, gather as _gather, nn as _nn, rearran
 
 relu, gelu, sigmoid, tanh = _mt.relu, _mt.gelu, _mt.sigmoid, _mt.tanh
 softmax, log_softmax, dropout, linear = _mt.softmax, _mt.log_softmax, _mt.dropout, _mt.linear
+layer_norm, rms_norm = _mt.layer_norm, _mt.rms_norm
 one_hot, pad = _gather.one_hot, _rearrange.pad
 scaled_dot_product_attention = _attention.scaled_dot_product_attention
 

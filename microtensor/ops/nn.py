@@ -4,6 +4,7 @@ written on tensors (so second derivatives come for free).  The functional entry 
 the end of each section pick the fused layer's op (microtensor/fused/) when it is on.
 """
 import math
+import numbers
 
 from .. import argcheck, backend, promotion
 from ..argcheck import DTypeError, ShapeError
@@ -268,10 +269,30 @@ def _mean(x):
     return x.mean(axis=-1, keepdims=True)
 
 
-def layer_norm(x, gamma, beta, eps=1e-5):
-    """Layer normalisation over the last axis (see LayerNormOp)."""
-    x = tensor_arg(x, 'layer_norm')
-    gamma, beta = as_tensor(gamma, x, 'layer_norm'), as_tensor(beta, x, 'layer_norm')
+def normalized_dims(normalized_shape, where):
+    """normalized_shape as a tuple of sizes: an int, or a tuple or list of them (PyTorch's argument)."""
+    if isinstance(normalized_shape, numbers.Integral) and not isinstance(normalized_shape, bool):
+        normalized_shape = (normalized_shape,)
+    if not isinstance(normalized_shape, (tuple, list)) or not normalized_shape:
+        argcheck.fail(TypeError, where, f"normalized_shape must be a size or a non-empty tuple of sizes (the trailing "
+                                        f"dims to normalise, e.g. d_model), not {argcheck.describe(normalized_shape)}")
+    return tuple(argcheck.integer(n, where, 'each size in normalized_shape', min=0) for n in normalized_shape)
+
+
+def check_trailing(x, shape, where):
+    """x must end in the normalized shape: (..., *shape)."""
+    if x.ndim < len(shape) or x.shape[x.ndim - len(shape):] != shape:
+        dims = ', '.join(map(str, shape))
+        raise ShapeError(f"{where}: expected x of shape (..., {dims}), the normalized_shape ({dims}) as its last "
+                         f"dims, got {x.shape}")
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """y = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias over x's trailing dims normalized_shape,
+    as PyTorch's F.layer_norm: x (..., *normalized_shape), weight and bias normalized_shape or None
+    (no scale, no shift).  One op, LayerNormOp (the trailing dims taken as one axis of features)."""
+    x = tensor_arg(input, 'layer_norm')
+    shape = normalized_dims(normalized_shape, 'layer_norm')
     eps = argcheck.real(eps, 'layer_norm', 'eps')
     if not 0 <= eps < math.inf:
         raise ValueError(f"layer_norm: eps must be a finite number >= 0 (it keeps 1/sqrt(var + eps) finite), not {eps}")
@@ -280,13 +301,44 @@ def layer_norm(x, gamma, beta, eps=1e-5):
                          "or (..., D)")
     if not backend.float_dtype(x.dtype):
         raise DTypeError(f"layer_norm: needs a floating-point x, not {x.dtype} (use x.float())")
-    if gamma.shape != x.shape[-1:] or beta.shape != x.shape[-1:]:
-        raise ShapeError(f"layer_norm: gamma {gamma.shape} and beta {beta.shape} must have shape {x.shape[-1:]} "
-                         f"(the last axis of x, shape {x.shape})")
+    check_trailing(x, shape, 'layer_norm')
+    gamma = ones(*shape, dtype=x.dtype, device=x.device) if weight is None else as_tensor(weight, x, 'layer_norm')
+    beta = zeros(*shape, dtype=x.dtype, device=x.device) if bias is None else as_tensor(bias, x, 'layer_norm')
+    if gamma.shape != shape or beta.shape != shape:
+        raise ShapeError(f"layer_norm: weight {gamma.shape} and bias {beta.shape} must have the normalized_shape "
+                         f"{shape} (the last dims of x, shape {x.shape})")
+    n = math.prod(shape)  # the trailing dims as one axis of n features
+    if len(shape) > 1:
+        return layer_norm(x.reshape(x.shape[:x.ndim - len(shape)] + (n,)), n, gamma.reshape(n), beta.reshape(n),
+                          eps).reshape(x.shape)
     op = FusedLayerNorm if fused_switch.enabled else LayerNormOp
     if promotion.accumulation_dtype(x.dtype) != x.dtype and {gamma.dtype, beta.dtype} <= {x.dtype, promotion.FLOAT32}:
         return promotion.widened(op.apply, x, gamma, beta, eps=eps)  # float16 x: in float32, the result float16
     return op.apply(x, gamma, beta, eps=eps)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """y = x / sqrt(mean(x^2) + eps) * weight over x's trailing dims normalized_shape, as PyTorch's
+    F.rms_norm (LLaMA's norm: no centring, no bias); eps=None is the machine epsilon of the dtype it
+    computes in (float32 for float16 x).
+    Built from the elementwise ops and a mean, so each step shows in the graph."""
+    x = tensor_arg(input, 'rms_norm')
+    shape = normalized_dims(normalized_shape, 'rms_norm')
+    eps = argcheck.number(eps, 'rms_norm', 'eps', min=0, allow_none=True)
+    if not backend.float_dtype(x.dtype):
+        raise DTypeError(f"rms_norm: needs a floating-point x, not {x.dtype} (use x.float())")
+    check_trailing(x, shape, 'rms_norm')
+    if weight is not None:
+        weight = as_tensor(weight, x, 'rms_norm')
+        if weight.shape != shape:
+            raise ShapeError(f"rms_norm: weight {weight.shape} must have the normalized_shape {shape}")
+    eps = backend.machine_epsilon(promotion.accumulation_dtype(x.dtype)) if eps is None else eps
+    dims = tuple(range(x.ndim - len(shape), x.ndim))
+
+    def normalise(x, weight):
+        rms = ((x * x).mean(axis=dims if len(dims) > 1 else -1, keepdims=True) + eps).sqrt()
+        return x / rms if weight is None else x / rms * weight
+    return promotion.widened(normalise, x, weight)  # float16 x: in float32 (x * x overflows past 256)
 
 
 def dropout(x, p=0.5, training=True):
@@ -363,7 +415,7 @@ def gelu(x, approximate='none'):
     raise ValueError(f"gelu: approximate must be 'tanh' or 'none', not {approximate!r}")
 
 
-from ..creation import uniform_array  # noqa: E402  (creation.py imports the ops package)
+from ..creation import ones, uniform_array, zeros  # noqa: E402  (creation.py imports the ops package)
 
 # The fused layer's twins of the ops above (they subclass or reuse them).
 from ..fused.gelu import FusedGeluTanh  # noqa: E402
