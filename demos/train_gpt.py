@@ -381,6 +381,11 @@ def _restore(path, device, config, text_id, model, opt, schedule, history):
     try:
         ckpt = mt.load(path, device=device)
     except mt.CheckpointError as error:
+        if error.version == 2:  # saved before nn.Linear took PyTorch's layout; a GPT has no nn.Linear
+            raise Refused(_("train_gpt: cannot resume: {path} is in checkpoint format version 2, from before "
+                            "nn.Linear took PyTorch's (out, in) layout. A train_gpt model has no nn.Linear, so the "
+                            "conversion changes no weight: run python -c \"import microtensor as mt; "
+                            "mt.upgrade_checkpoint('{path}', None)\" once, then --resume").format(path=path)) from None
         raise Refused(_("train_gpt: cannot resume: {error}. Start a new run without --resume, or with another "
                         "--out").format(error=error)) from None
     missing = [k for k in ('model', 'optim', 'schedule', 'step', 'config', 'text_sha256', *history)

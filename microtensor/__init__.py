@@ -31,7 +31,7 @@ from .ops.rearrange import flip, pad, roll, tril, triu
 from .ops.reduce import logsumexp
 from .ops.scan import cumprod, cumsum
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
-from .serialization import CheckpointError, load, save
+from .serialization import CheckpointError, load, save, upgrade_checkpoint
 from .tensor import Tensor
 from . import nn, optim  # noqa: E402  (after Tensor and the ops they build on)
 from . import inspect  # noqa: E402

@@ -9,7 +9,7 @@ What can be saved: tensors, arrays (numbers, bools, strings), Python numbers, bo
 strings and None, inside dicts (str or int keys), lists and tuples, up to MAX_DEPTH
 levels deep.
 
-The file (format version 2) is a plain zip of uncompressed members, so numpy.load shows
+The file (format version 3) is a plain zip of uncompressed members, so numpy.load shows
 the arrays too:
     'model/fc1.weight.npy', ...   one .npy file per tensor or array, named by its path
     '__microtensor__.json'        the header: the structure (which arrays were tensors,
@@ -22,6 +22,10 @@ size against the size of the file before allocating anything, reads every member
 end (so the zip's CRC-32 is checked) and compares each array's dtype, shape and SHA-256
 with the header.  Whatever is wrong becomes a CheckpointError naming the file and the
 reason; "it would need pickle" is said only of pickles.
+
+Version 2 files were written when nn.Linear stored its weight as (in_features, out_features);
+mt.upgrade_checkpoint(path, model) rewrites one as version 3, transposing the model's nn.Linear
+weights (and, given the optimizer, their Adam moments).
 
 Nothing is lost on a crash, and two runs saving to one path take turns: save() writes
 through microtensor/atomic_write.py (a temporary file renamed over `path`, under a lock).
@@ -36,13 +40,17 @@ from . import backend, npy_format
 from .atomic_write import write_atomically
 from .tensor import Tensor
 
-FORMAT, VERSION = 'microtensor-checkpoint', 2
+FORMAT, VERSION = 'microtensor-checkpoint', 3  # 3: nn.Linear's weight is (out, in), PyTorch's layout
 HEADER = '__microtensor__.json'
 MAX_DEPTH = 100  # nesting levels of dicts/lists/tuples (deeper is refused, cycles too)
 
 
 class CheckpointError(ValueError):
-    """A file that mt.load cannot read as a checkpoint."""
+    """A file that mt.load cannot read as a checkpoint; .version: its format version when that is the reason."""
+
+    def __init__(self, message, version=None):
+        super().__init__(message)
+        self.version = version
 
 
 # ----------------------------------------------------------------------------
@@ -120,6 +128,10 @@ def _write_zip(file, tree, arrays):
 class _Refused(Exception):
     """Why a file is not a loadable checkpoint (load turns it into a CheckpointError)."""
 
+    def __init__(self, reason, version=None):
+        super().__init__(reason)
+        self.version = version
+
 
 def load(path, device=None):
     """Read a checkpoint written by mt.save.
@@ -128,21 +140,67 @@ def load(path, device=None):
     numpy arrays unless `device` is given.  Raises CheckpointError for anything that is not
     an intact microtensor checkpoint, FileNotFoundError if there is no file.
     """
+    return _load(path, device, 'mt.load', (VERSION,))
+
+
+def _load(path, device, who, versions):
     path = os.fspath(path)
     tensor_device = backend.default_device() if device is None else backend.check_device(device)
     if not os.path.exists(path):
-        raise FileNotFoundError(f"mt.load: no checkpoint file at {path!r}")
+        raise FileNotFoundError(f"{who}: no checkpoint file at {path!r}")
     try:
         if os.path.isdir(path):
             raise _Refused("it is a folder, not a checkpoint file")
         with open(path, 'rb') as f:
-            header, arrays = _read_zip(f, os.fstat(f.fileno()).st_size)
+            header, arrays = _read_zip(f, os.fstat(f.fileno()).st_size, versions)
         return _decode(header['tree'], arrays, tensor_device, device)
     except _Refused as reason:
-        raise CheckpointError(f"mt.load: cannot read {path!r}: {reason}") from None
+        raise CheckpointError(f"{who}: cannot read {path!r}: {reason}", reason.version) from None
 
 
-def _read_zip(f, size):
+def upgrade_checkpoint(path, model, optimizer=None, out=None):
+    """Rewrite a version-2 checkpoint (nn.Linear weights stored (in, out)) as version 3, at `out`
+    (default: `path` itself, replaced atomically); returns the path written.
+
+    model: the model the checkpoint was saved from (its nn.Linear modules say which weights to
+    transpose, under every name a state_dict in the file gives them), or None for a checkpoint with
+    no nn.Linear (transformer/'s models: their projections keep the (in, out) layout).
+    optimizer: the optimizer it was saved with, built over the model as then, to transpose the
+    optimizer state of those weights (Adam's moments) too."""
+    from .nn import Linear, Module  # (the nn package imports this module's users)
+    if model is not None and not isinstance(model, Module):
+        raise TypeError(f"mt.upgrade_checkpoint: model must be the Module the checkpoint was saved from, or None, "
+                        f"not {type(model).__name__}")
+    linears = set() if model is None else {f"{name}.weight" if name else 'weight'
+                                           for name, m in model.named_modules() if isinstance(m, Linear)}
+    weights = set() if model is None else {id(m.weight) for m in model.modules() if isinstance(m, Linear)}
+    indices = set() if optimizer is None else {i for i, p in enumerate(optimizer._parameters()) if id(p) in weights}
+    obj = _load(path, None, 'mt.upgrade_checkpoint', (2, VERSION))
+
+    def transposed(value):
+        if isinstance(value, Tensor):
+            return Tensor._wrap(value.data.T.copy())
+        return value.T.copy() if backend.is_array(value) else value
+
+    def upgrade(node):
+        if isinstance(node, dict):
+            node = {k: transposed(v) if k in linears and getattr(v, 'ndim', 0) == 2 else upgrade(v)
+                    for k, v in node.items()}
+            if 'optimizer' in node and isinstance(node.get('state'), dict):
+                node['state'] = {i: {k: transposed(v) if i in indices and getattr(v, 'ndim', 0) == 2 else v
+                                     for k, v in entry.items()} if isinstance(entry, dict) else entry
+                                 for i, entry in node['state'].items()}
+            return node
+        if isinstance(node, (list, tuple)):
+            return type(node)(upgrade(v) for v in node)
+        return node
+
+    out = path if out is None else out
+    save(upgrade(obj), out)
+    return out
+
+
+def _read_zip(f, size, versions):
     """(header, {name: numpy array}) from an open checkpoint file of `size` bytes, all checked."""
     if size == 0:
         raise _Refused("the file is empty (0 bytes)")
@@ -166,7 +224,7 @@ def _read_zip(f, size):
         if sum(info.file_size for info in infos) > size:
             raise _Refused(f"its members declare {sum(i.file_size for i in infos)} bytes in all, more than "
                            f"the whole file ({size} bytes)")
-        header = _parse_header(_read_member(archive, archive.getinfo(HEADER)))
+        header = _parse_header(_read_member(archive, archive.getinfo(HEADER)), versions)
         described = header['arrays']
         extra = sorted(set(names) - {HEADER} - {name + '.npy' for name in described})
         missing = sorted(set(described) - {name[:-4] for name in names if name.endswith('.npy')})
@@ -231,7 +289,7 @@ def _read_member(archive, info):
     return data
 
 
-def _parse_header(data):
+def _parse_header(data, versions):
     try:
         header = json.loads(data.decode('utf-8'))
     except RecursionError:
@@ -246,7 +304,12 @@ def _parse_header(data):
     if version > VERSION:
         raise _Refused(f"it has format version {version}, newer than this microtensor reads ({VERSION}); "
                        "upgrade microtensor")
-    if version < VERSION:
+    if version == 2 and version not in versions:
+        raise _Refused("it has format version 2, written when nn.Linear stored its weight as (in_features, "
+                       "out_features); nn.Linear now stores PyTorch's (out_features, in_features). Convert the file "
+                       "once with mt.upgrade_checkpoint(path, model), model the one it was saved from (it transposes "
+                       "the nn.Linear weights; model=None for transformer's models, which have none)", version)
+    if version not in versions:
         raise _Refused(f"it has format version {version}, older than this microtensor reads ({VERSION})")
     if 'tree' not in header or not isinstance(header.get('arrays'), dict):
         raise _Refused("its header lacks the structure ('tree') or the array descriptions ('arrays')")

@@ -135,7 +135,7 @@ def test_a_checkpoint_is_stored_members_each_described_by_the_header(tmp_path, v
     with zipfile.ZipFile(tmp_path / 'c.npz') as archive:
         assert {info.compress_type for info in archive.infolist()} == {zipfile.ZIP_STORED}
     members, header = valid
-    assert header['version'] == 2 and header['arrays'] == {
+    assert header['version'] == 3 and header['arrays'] == {
         'w': {'dtype': '<f4', 'shape': [3], 'sha256': hashlib.sha256(SAVED['w'].numpy().tobytes()).hexdigest()},
         'a': {'dtype': '<i2', 'shape': [2], 'sha256': hashlib.sha256(SAVED['a'].tobytes()).hexdigest()}}
     assert sorted(members) == ['a.npy', 'w.npy']
@@ -183,8 +183,8 @@ CRAFTED_HEADERS = [
     (_header(lambda h: h.update(version=True)), r'no valid format version \(got True\)'),
     (_header(lambda h: h.update(version=2.0)), r'no valid format version \(got 2.0\)'),
     (_header(lambda h: h.pop('version')), r'no valid format version \(got None\)'),
-    (_header(lambda h: h.update(version=99)), r'format version 99, newer than this microtensor reads \(2\)'),
-    (_header(lambda h: h.update(version=1)), r'format version 1, older than this microtensor reads \(2\)'),
+    (_header(lambda h: h.update(version=99)), r'format version 99, newer than this microtensor reads \(3\)'),
+    (_header(lambda h: h.update(version=1)), r'format version 1, older than this microtensor reads \(3\)'),
     (_header(lambda h: h.update(format='something-else')), 'describes something else'),
     (lambda h: [h], 'describes something else'),
     (lambda h: b'{"format": ', 'is not valid JSON'),

@@ -323,3 +323,60 @@ def test_save_onto_a_symbolic_link_writes_through_to_its_target_as_torch_save(tm
     os.symlink(target_dir / 'new.npz', dangling)  # a link to a file not written yet: it is created
     mt.save({'w': mt.tensor([5.0])}, dangling)
     assert os.path.islink(dangling) and mt.load(target_dir / 'new.npz')['w'].tolist() == [5.0]
+
+
+# ---------------------------------------------------------------------- format version 2: nn.Linear (in, out)
+class TwoLayers(nn.Module):
+    """Non-square Linears (a wrong layout cannot hide) and a Linear inside a container."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(3, 5)
+        self.blocks = nn.ModuleList([nn.Linear(5, 2, bias=False)])
+
+    def forward(self, x):
+        return self.blocks[0](self.fc1(x).tanh())
+
+
+def test_a_version_2_checkpoint_is_refused_naming_the_conversion_which_restores_the_model(tmp_path, monkeypatch):
+    mt.manual_seed(0)
+    model, x = TwoLayers(), mt.randn(4, 3)
+    opt = optim.AdamW(model.parameters(), lr=0.1)
+    (model(x) ** 2).sum().backward()
+    opt.step()
+    # what version 2 held: the same model with each Linear weight as (in, out), its moments likewise
+    old_layout = {k: (v.T if k.endswith('weight') else v) for k, v in model.state_dict().items()}
+    old_optim = opt.state_dict()
+    for i, p in enumerate(model.parameters()):
+        if p.ndim == 2:
+            old_optim['state'][i] = {k: (v.T if getattr(v, 'ndim', 0) == 2 else v)
+                                     for k, v in old_optim['state'][i].items()}
+    path = tmp_path / 'old.npz'
+    monkeypatch.setattr(serialization, 'VERSION', 2)
+    mt.save({'model': old_layout, 'optim': old_optim, 'step': 1}, path)
+    monkeypatch.undo()
+
+    with pytest.raises(mt.CheckpointError, match=r"format version 2.*nn.Linear.*mt.upgrade_checkpoint\(path, model\)"):
+        mt.load(path)
+    fresh = TwoLayers()
+    fresh_opt = optim.AdamW(fresh.parameters(), lr=0.1)
+    assert mt.upgrade_checkpoint(path, fresh, fresh_opt) == path
+    ckpt = mt.load(path)
+    fresh.load_state_dict(ckpt['model'])
+    fresh_opt.load_state_dict(ckpt['optim'])
+    np.testing.assert_array_equal(fresh(x).numpy(), model(x).numpy())
+    for mine, theirs in zip(fresh_opt.state_dict()['state'].values(), opt.state_dict()['state'].values()):
+        for k in theirs:
+            np.testing.assert_array_equal(np.asarray(mine[k].numpy() if hasattr(mine[k], 'numpy') else mine[k]),
+                                          np.asarray(theirs[k].numpy() if hasattr(theirs[k], 'numpy') else theirs[k]))
+
+
+def test_upgrade_checkpoint_without_a_model_only_rewrites_the_version(tmp_path, monkeypatch):
+    weights = {'W_Q.weight': mt.randn(3, 5)}
+    monkeypatch.setattr(serialization, 'VERSION', 2)
+    mt.save(weights, tmp_path / 'old.npz')
+    monkeypatch.undo()
+    out = mt.upgrade_checkpoint(tmp_path / 'old.npz', None, out=tmp_path / 'new.npz')
+    np.testing.assert_array_equal(mt.load(out)['W_Q.weight'].numpy(), weights['W_Q.weight'].numpy())
+    with pytest.raises(TypeError, match='the Module the checkpoint was saved from'):
+        mt.upgrade_checkpoint(tmp_path / 'old.npz', {'fc1': 1})

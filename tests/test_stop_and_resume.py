@@ -204,6 +204,23 @@ def test_resume_from_a_file_that_is_not_a_train_gpt_checkpoint_says_so(capsys, t
     assert 'cannot resume' in message and 'not a zip archive' in message and 'without --resume' in message
 
 
+def test_resume_from_a_version_2_checkpoint_names_the_conversion_that_lets_it_continue(capsys, monkeypatch):
+    """A checkpoint from before nn.Linear took PyTorch's layout: --resume says the one command to run."""
+    train_gpt.main(['--steps', '2', '--out', 'run', *TINY])
+    capsys.readouterr()
+    path = os.path.join('run', 'ckpt.npz')
+    checkpoint = mt.load(path)
+    with monkeypatch.context() as m:  # the same checkpoint as an older microtensor wrote it
+        m.setattr(mt.serialization, 'VERSION', 2)
+        mt.save(checkpoint, path)
+    message = refused(capsys, train_gpt.main, ['--steps', '3', '--resume', '--out', 'run', *TINY])
+    command = re.search(r'python -c "(.*?)" once', message)[1]
+    assert 'format version 2' in message and command == f"import microtensor as mt; mt.upgrade_checkpoint('{path}', None)"
+    subprocess.run([sys.executable, '-c', command], check=True, env=dict(os.environ, PYTHONPATH=ROOT))
+    result = train_gpt.main(['--steps', '3', '--resume', '--out', 'run', *TINY])
+    assert result['step'] == 3 and 'resumed from' in capsys.readouterr().out
+
+
 # ---------------------------------------------------------------------------- the prompt
 @pytest.mark.parametrize('corpus', ['poem', 'stdlib'])
 def test_an_empty_prompt_is_refused_before_training(corpus, capsys, monkeypatch):
