@@ -125,5 +125,7 @@ def test_probes_on_a_layer_print_one_row_per_residual():
                                                                 ('EncoderLayer', 'ffn')]
     assert all(r.via_identity > 0 and r.via_F > 0 for r in residual.records)
     assert len(residual.table().splitlines()) == 3
-    with pytest.raises(ValueError, match='residual_probe'):
-        ResidualProbe(nn.Linear(2, 2))
+    linear, x = nn.Linear(2, 2), mt.randn(3, 2, requires_grad=True)
+    with ResidualProbe(linear) as none:  # no residual_probe: the graph is searched, and has no x + F(x)
+        (linear(x) + x).sum().backward()  # (an add outside every module call is not a layer's residual)
+    assert none.records == []

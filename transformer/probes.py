@@ -25,14 +25,90 @@ MultiHeadAttention's last_scores / last_weights (retain_grad for their gradients
 
 Probes only read, through the model's own hooks (layer.residual_probe, forward
 hooks, tensor hooks, retain_grad); outside the `with` block they cost nothing.
+
+Any model, written for PyTorch or for microtensor, is probed the same way: where the model has no
+residual_connection or MultiHeadAttention of transformer/'s, the probes find the residual adds and
+the softmaxes in the graph each module's call records (ModuleCalls).  A residual add is y = a + b
+with b the output of a module called inside the layer and a an input b was computed from
+(x + self.attn(self.ln_1(x))); a softmax is a Softmax op, its input the scores.
 """
+import math
 from typing import NamedTuple
 
 import microtensor as mt
+from microtensor.fused.softmax import FusedMaskedSoftmax
 from microtensor.inspect import norm
+from microtensor.inspect.modules import tensors_in
 from microtensor.inspect.table import fmt, format_table
+from microtensor.ops.nn import Softmax
 
 from .attention import MultiHeadAttention
+
+SOFTMAXES = (Softmax, FusedMaskedSoftmax)  # (FusedSoftmax is a Softmax)
+
+
+# ---------------------------------------------------------------------------- any model's graph
+class ModuleCalls:
+    """Forward hooks on every module of `model`: after each call, on_op(name, fn) for each op the call
+    made that no call inside it made (the innermost module's ops, as record_modules names them).
+    outputs: {id(tensor): module name} of every call's output so far."""
+
+    def __init__(self, model, on_op):
+        self.modules = list(model.named_modules())
+        self.on_op = on_op
+        self.outputs, self._kept, self._claimed, self._handles = {}, [], set(), []
+
+    def __enter__(self):
+        self._handles = [m.register_forward_hook(self._hook(name)) for name, m in self.modules]
+        return self
+
+    def __exit__(self, *exc):
+        for handle in self._handles:
+            handle.remove()
+        self._handles, self._kept, self.outputs = [], [], {}
+
+    def _hook(self, name):
+        def after_forward(module, args, output):
+            arguments = {id(t) for t in tensors_in(args)}
+            stack, seen, made = list(tensors_in(output)), set(), []
+            while stack:  # back from the output to the arguments: the ops this call made
+                t = stack.pop()
+                fn = t.creator
+                if id(t) in seen or id(t) in arguments or fn is None or fn.inputs is None:
+                    continue
+                seen.add(id(t))
+                if id(fn) not in self._claimed:
+                    self._claimed.add(id(fn))
+                    self._kept.append(fn)  # (ids stay unique while the graph is alive)
+                    made.append(fn)
+                stack.extend(fn.inputs)
+            for fn in reversed(made):  # about the order the forward made them in
+                self.on_op(name, fn)
+            for t in tensors_in(output):
+                self.outputs.setdefault(id(t), name)
+                self._kept.append(t)
+        return after_forward
+
+
+def descends_from(b, a):
+    """Is tensor b computed from tensor a (a in b's graph)?"""
+    stack, seen = [b], set()
+    while stack:
+        t = stack.pop()
+        if t is a:
+            return True
+        if id(t) in seen or t.creator is None or t.creator.inputs is None:
+            continue
+        seen.add(id(t))
+        stack.extend(t.creator.inputs)
+    return False
+
+
+def relative(name, layer):
+    """The first part of a module's name below `layer` ('transformer.h.0.attn.c_proj' in
+    'transformer.h.0': 'attn')."""
+    rest = name[len(layer) + 1:] if layer else name
+    return rest.split('.')[0] or name
 
 
 # ---------------------------------------------------------------------------- residual highway
@@ -58,22 +134,36 @@ class ResidualProbe:
     def __init__(self, model):
         self.layers = [(name or type(m).__name__, m) for name, m in model.named_modules()
                        if hasattr(m, 'residual_probe')]
-        if not self.layers:
-            raise ValueError(f"ResidualProbe: {type(model).__name__} has no layer with a residual_probe "
-                             "(EncoderLayer / DecoderLayer, or any module calling residual_connection)")
+        # a model without transformer's layers: its residual adds found in the graph
+        self.calls = None if self.layers else ModuleCalls(model, self._found)
         self.records = []
         self._previous = []
 
     def __enter__(self):
+        if self.calls is not None:
+            self.calls.__enter__()
         for name, layer in self.layers:
             self._previous.append(layer.residual_probe)
             layer.residual_probe = self._watcher(name, layer.residual_probe)
         return self
 
     def __exit__(self, *exc):
+        if self.calls is not None:
+            self.calls.__exit__(*exc)
         for (_, layer), previous in zip(self.layers, self._previous):
             layer.residual_probe = previous
         self._previous = []
+
+    def _found(self, layer, fn):
+        """An op the call of module `layer` made: a residual add y = x + F(x), F through a module call?"""
+        if type(fn).__name__ != 'Add' or len(fn.inputs) != 2:
+            return
+        y = fn._output()
+        for x, fx in (fn.inputs, fn.inputs[::-1]):
+            branch = self.calls.outputs.get(id(fx))
+            if y is not None and y.requires_grad and branch is not None and descends_from(fx, x):
+                self._watch(ResidualRecord(layer or '(model)', relative(branch, layer)), True, x, y)
+                return
 
     def _watcher(self, layer_name, previous):
         def watch(layer, branch, x, fx, y):
@@ -122,14 +212,15 @@ class SaturationStats(NamedTuple):
 def saturation_stats(scores=None, weights=None):
     """How saturated a softmax over the last axis is; give the scores, the weights, or both.
 
-    scores: the softmax's input (..., n); weights: its output (default softmax(scores)).
+    scores: the softmax's input (..., n); weights: its output (default softmax(scores)).  Var(scores)
+    is over the finite scores (a causal mask's -inf are not scores).
     With a mask, give the masked weights: masked keys (p = 0) then count as saturated entries.
     """
     if scores is None and weights is None:
         raise ValueError("saturation_stats: give the scores (softmax input), the weights (its output), or both")
     with mt.no_grad():
         p = weights if weights is not None else scores.softmax(axis=-1)
-        score_var = None if scores is None else scores.var(correction=0).item()
+        score_var = None if scores is None else scores[scores.abs() < math.inf].var(correction=0).item()
         max_p = p.amax(dim=-1).mean().item()
         mean_p1p = (p * (1 - p)).mean().item()
         plogp = p * p.clip(min=1e-30).log()  # p log p -> 0 as p -> 0
@@ -151,37 +242,54 @@ class SaturationProbe:
     def __init__(self, model):
         self.attentions = [(name or type(m).__name__, m) for name, m in model.named_modules()
                            if isinstance(m, MultiHeadAttention)]
-        if not self.attentions:
-            raise ValueError(f"SaturationProbe: {type(model).__name__} has no MultiHeadAttention")
+        # a model without transformer's attention: its softmaxes found in the graph
+        self.calls = None if self.attentions else ModuleCalls(model, self._found)
         self.records = []  # (name, scores, weights) per forward call
         self._handles = []
 
     def __enter__(self):
+        if self.calls is not None:
+            self.calls.__enter__()
         self._handles = [m.register_forward_hook(self._hook(name)) for name, m in self.attentions]
         return self
 
     def __exit__(self, *exc):
+        if self.calls is not None:
+            self.calls.__exit__(*exc)
         for handle in self._handles:
             handle.remove()
         self._handles = []
 
+    def _found(self, name, fn):
+        """An op the call of module `name` made: a softmax over attention scores?"""
+        if not isinstance(fn, SOFTMAXES):
+            return
+        scores, weights = fn.inputs[0], fn._output()
+        if weights is not None and scores.ndim >= 2:
+            self._keep(name or '(model)', scores, weights)
+
     def _hook(self, name):
         def after_forward(module, args, output):
-            scores, weights = module.last_scores, module.last_weights
-            if weights.requires_grad:  # keep their gradients: they are not leaves
-                scores.retain_grad()
-                weights.retain_grad()
-            self.records.append((name, scores, weights))
+            self._keep(name, module.last_scores, module.last_weights)
         return after_forward
+
+    def _keep(self, name, scores, weights):
+        if weights.requires_grad:  # keep their gradients: they are not leaves
+            scores.retain_grad()
+            weights.retain_grad()
+        self.records.append((name, scores, weights))
 
     def rows(self):
         rows = []
         with mt.no_grad():  # slicing the heads out records no graph
             for name, scores, weights in self.records:
-                for head in range(scores.shape[1]):  # (B, h, T_q, T_k)
-                    stats = saturation_stats(scores[:, head], weights[:, head])
-                    grads = [None if t.grad is None else norm(t.grad[:, head]) for t in (weights, scores)]
-                    rows.append(SaturationRow(name, head, stats, *grads))
+                s, p, g_s, g_p = scores, weights, scores.grad, weights.grad
+                if scores.ndim != 4:  # one head's (B, T_q, T_k), or (T_q, T_k): as head 0
+                    s, p, g_s, g_p = (None if t is None else t.unsqueeze(-3) for t in (s, p, g_s, g_p))
+                for head in range(s.shape[-3]):  # (B, h, T_q, T_k)
+                    pick = (Ellipsis, head, slice(None), slice(None))
+                    grads = [None if g is None else norm(g[pick]) for g in (g_p, g_s)]
+                    rows.append(SaturationRow(name, head, saturation_stats(s[pick], p[pick]), *grads))
         return rows
 
     def table(self):

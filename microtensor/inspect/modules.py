@@ -99,8 +99,8 @@ def _namer(name):
 
 
 def _name_ops(name, args, output):
-    arguments = {id(t) for t in _tensors(args)}
-    stack, seen = list(_tensors(output)), set()
+    arguments = {id(t) for t in tensors_in(args)}
+    stack, seen = list(tensors_in(output)), set()
     while stack:
         t = stack.pop()
         fn = t.creator
@@ -120,13 +120,13 @@ def _inside(owner, name):
     return name == '' or owner == name or owner.startswith(name + '.')
 
 
-def _tensors(value):
+def tensors_in(value):
     """The Tensors in a forward's arguments or output (nested in tuples, lists, dicts)."""
     if isinstance(value, Tensor):
         yield value
     elif isinstance(value, (tuple, list)):
         for v in value:
-            yield from _tensors(v)
+            yield from tensors_in(v)
     elif isinstance(value, dict):
         for v in value.values():
-            yield from _tensors(v)
+            yield from tensors_in(v)
