@@ -33,7 +33,7 @@ def operands(library, d_model, vocab, n_layers, n_heads, context, batch):
     n, d_k = batch * context, d_model // n_heads
 
     def linear(n_in, n_out):
-        """Y = X W, then dX = G W^T and dW = X^T G, as in microtensor's Linear (2-D products)."""
+        """Y = X W, then dX = G W^T and dW = X^T G, as in transformer's Projection (2-D products)."""
         x, w, g = randn(n, n_in), randn(n_in, n_out), randn(n, n_out)
         return [(x, w), (g, transpose(w)), (transpose(x), g)]
 

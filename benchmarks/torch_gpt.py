@@ -64,7 +64,7 @@ def load_microtensor_weights(model, w):
     """Copy a transformer.GPT's state_dict (numpy arrays by name) into the twin."""
     import torch
 
-    def copy(param, array, transpose=False):  # microtensor's Linear weight is (in, out), torch's (out, in)
+    def copy(param, array, transpose=False):  # transformer's Projection weight is (in, out), torch's (out, in)
         with torch.no_grad():
             param.copy_(torch.from_numpy(array.T.copy() if transpose else array))
 

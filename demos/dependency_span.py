@@ -17,7 +17,7 @@ import random
 import microtensor as mt
 from microtensor import i18n, nn
 from microtensor.i18n import N_, _
-from transformer import RNN, Embed, MultiHeadAttention, TokenEmbedding
+from transformer import Embed, MultiHeadAttention, Projection, RNN, TokenEmbedding
 
 from . import budget, claims
 from .articles import cite
@@ -39,7 +39,7 @@ class Recall(nn.Module):
             self.tok, self.rnn = TokenEmbedding(VOCAB, d_model), RNN(d_model, d_model)
         else:
             self.embed, self.attention = Embed(VOCAB, d_model, n, 'learned'), MultiHeadAttention(d_model, 1)
-        self.head = nn.Linear(d_model, VOCAB)
+        self.head = Projection(d_model, VOCAB)
 
     def forward(self, ids):
         if self.kind == 'rnn':

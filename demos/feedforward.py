@@ -27,7 +27,7 @@ import random
 import microtensor as mt
 from microtensor import i18n, nn, optim
 from microtensor.i18n import N_, _
-from transformer import GPT, EncoderLayer, FeedForward, MultiHeadAttention
+from transformer import EncoderLayer, FeedForward, GPT, MultiHeadAttention, Projection
 
 from . import budget, claims
 from .copy_task import VOCAB, copy_batch, copy_loss
@@ -50,7 +50,7 @@ def collapse(d_model=8, d_ff=32, seed=0, device='cpu'):
     """The single Linear equal to a FeedForward without activation, and the largest difference (float64)."""
     mt.manual_seed(seed)  # weights and data drawn on the CPU and moved: the same numbers on every device
     ffn = FeedForward(d_model, d_ff).to(device, dtype='float64')
-    single = nn.Linear(d_model, d_model).to(device, dtype='float64')
+    single = Projection(d_model, d_model).to(device, dtype='float64')
     single.weight.data = (ffn.W_1.weight @ ffn.W_2.weight).data                  # (d_model, d_model)
     single.bias.data = (ffn.W_1.bias @ ffn.W_2.weight + ffn.W_2.bias).data       # (d_model,)
     x = mt.randn(4, 6, d_model, dtype='float64').to(device)

@@ -26,7 +26,7 @@ import random
 import microtensor as mt
 from microtensor import i18n, nn
 from microtensor.i18n import N_, _
-from transformer import FeedForward
+from transformer import FeedForward, Projection
 from transformer.feedforward import ACTIVATIONS
 
 from . import budget, claims
@@ -77,7 +77,7 @@ class FactMemory(nn.Module):
         super().__init__()
         self.register_buffer('keys', mt.randn(N, d) / math.sqrt(d))       # buffers: not trained
         self.register_buffer('objects', mt.randn(N, d) / math.sqrt(d))
-        self.ffn = nn.Linear(d, d) if d_ff is None else FeedForward(d, d_ff)
+        self.ffn = Projection(d, d) if d_ff is None else FeedForward(d, d_ff)
         self.sharpness = sharpness
 
     def forward(self, subjects):

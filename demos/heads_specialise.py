@@ -23,7 +23,7 @@ import math
 import microtensor as mt
 from microtensor import nn
 from microtensor.i18n import N_, _
-from transformer import Embed, MultiHeadAttention
+from transformer import Embed, MultiHeadAttention, Projection
 from transformer.attention import merge_heads, split_heads
 
 from . import why_separate_qk
@@ -76,7 +76,7 @@ class Neighbours(nn.Module):
         super().__init__()
         self.embed = Embed(vocab, d_model, n, 'learned')
         self.attention = MultiHeadAttention(d_model, n_heads)
-        self.previous, self.next = nn.Linear(d_model, vocab), nn.Linear(d_model, vocab)
+        self.previous, self.next = Projection(d_model, vocab), Projection(d_model, vocab)
 
     def forward(self, ids):
         y = self.attention(self.embed(ids))

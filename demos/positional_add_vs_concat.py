@@ -22,7 +22,7 @@ import math
 import microtensor as mt
 from microtensor import nn
 from microtensor.i18n import N_, _
-from transformer import EncoderLayer, MultiHeadAttention, SinusoidalPositionalEncoding, TokenEmbedding
+from transformer import EncoderLayer, MultiHeadAttention, Projection, SinusoidalPositionalEncoding, TokenEmbedding
 
 from . import budget, claims
 from .figures import below
@@ -73,7 +73,7 @@ class CopyPrevious(nn.Module):
         super().__init__()
         self.embed = embed
         self.attention = MultiHeadAttention(embed.width, 1)
-        self.head = nn.Linear(embed.width, vocab)
+        self.head = Projection(embed.width, vocab)
 
     def forward(self, ids):
         return self.head(self.attention(self.embed(ids)))
@@ -134,7 +134,7 @@ def run(steps=300, seed=0, full=False, device='cpu'):
                   down=dots[12][10][rises[12] - 1] if rises[12] else 0.0)
 
     layer_512, layer_1024 = (EncoderLayer(d, 8).num_parameters() for d in (512, 1024))
-    back = nn.Linear(1024, 512).num_parameters()
+    back = Projection(1024, 512).num_parameters()
     print(_("\n2. Concatenating a 512-d PE to 512-d tokens ({deep_dive}, {attention}):").format(
         deep_dive=cite('deep_dive', '3.4'), attention=cite('attention', '2.5.2')))
     print(table(['', _('parameters')], [[_('EncoderLayer(d_model = 512, 8 heads)'), f"{layer_512:,}"],

@@ -37,7 +37,7 @@ import microtensor as mt
 from microtensor import nn, optim
 from microtensor.i18n import N_, _
 from microtensor.inspect import norm
-from transformer import GPT, Encoder
+from transformer import Encoder, GPT, Projection
 
 from . import budget, claims
 from .copy_task import VOCAB, copy_batch, copy_loss
@@ -52,9 +52,9 @@ FULL = dict(n_layers=6, steps=200, warmup=50, seeds=5, grad_seeds=10)  # --full
 
 
 def xavier_init(model):
-    """Xiong et al.'s initialisation: every Linear weight Xavier-normal, every Linear bias 0."""
+    """Xiong et al.'s initialisation: every projection's weight Xavier-normal, every bias 0."""
     for m in model.modules():
-        if isinstance(m, nn.Linear):
+        if isinstance(m, Projection):
             nn.init.xavier_normal_(m.weight)
             if m.bias is not None:
                 nn.init.zeros_(m.bias)
@@ -67,7 +67,7 @@ def last_layer_gradients(norm_place, n_layers, d_model=32, n_heads=4, B=8, n=16,
     gradients), for one random batch: L = cross-entropy(head(Encoder(x)), random classes), x ~ N(0, 1)."""
     mt.manual_seed(seed)
     encoder = xavier_init(Encoder(n_layers, d_model, n_heads, norm=norm_place)).to(device)
-    head = xavier_init(nn.Linear(d_model, n_classes)).to(device)
+    head = xavier_init(Projection(d_model, n_classes)).to(device)
     x = mt.randn(B, n, d_model).to(device)  # drawn on the CPU and moved: the same batch on every device
     y = mt.randint(0, n_classes, (B, n)).to(device)
     mt.cross_entropy(head(encoder(x)), y).backward()

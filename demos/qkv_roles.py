@@ -35,7 +35,7 @@ import random
 import microtensor as mt
 from microtensor import nn
 from microtensor.i18n import N_, _
-from transformer import KVCache, MultiHeadAttention, causal_mask, scaled_dot_product_attention
+from transformer import KVCache, MultiHeadAttention, Projection, causal_mask, scaled_dot_product_attention
 from transformer import article_data as article
 from transformer.mla import MultiHeadLatentAttention
 
@@ -109,9 +109,9 @@ class Lookup(nn.Module):
         self.scale = scale
         self.register_buffer('E_a', mt.randn(m, d_in))      # buffers, not Parameters: the model cannot
         self.register_buffer('E_c', mt.randn(m + 1, d_in))  # arrange addresses and contents apart for W_K
-        self.W_Q, self.W_K = nn.Linear(d_in, d_k), nn.Linear(d_in, d_k)
-        self.W_V = self.W_K if tie_kv else nn.Linear(d_in, d_k)
-        self.head = nn.Linear(d_k, m)
+        self.W_Q, self.W_K = Projection(d_in, d_k), Projection(d_in, d_k)
+        self.W_V = self.W_K if tie_kv else Projection(d_in, d_k)
+        self.head = Projection(d_k, m)
 
     def forward(self, ids):
         addresses, contents = ids
@@ -160,7 +160,7 @@ def fourth_projection(d_model=64, n_heads=1, seed=0, device='cpu'):
     W_Q's columns are scaled by s_i and W_K's by 1 / s_i} for a MultiHeadAttention's own matrices (float64)."""
     mt.manual_seed(seed)
     mha = MultiHeadAttention(d_model, n_heads, bias=False).to(device, dtype='float64')
-    W_U = nn.Linear(d_model, d_model, bias=False).to(device, dtype='float64').weight   # a fourth, like the others
+    W_U = Projection(d_model, d_model, bias=False).to(device, dtype='float64').weight   # a fourth, like the others
     Ws = [mha.W_Q.weight, mha.W_K.weight, mha.W_V.weight]
     G = [[(a * b).sum().item() for b in Ws] for a in Ws]
     abc = solve3(G, [(W * W_U).sum().item() for W in Ws])

@@ -26,7 +26,7 @@ import statistics
 import microtensor as mt
 from microtensor import nn
 from microtensor.i18n import N_, _
-from transformer import EncoderLayer, LayerNorm
+from transformer import EncoderLayer, LayerNorm, Projection
 from transformer import article_data as article
 
 from . import article_trace
@@ -84,7 +84,7 @@ class Block(nn.Module):
 
     def __init__(self, d, residual):
         super().__init__()
-        self.norm, self.linear, self.residual = LayerNorm(d), nn.Linear(d, d), residual
+        self.norm, self.linear, self.residual = LayerNorm(d), Projection(d, d), residual
 
     def forward(self, x):
         if self.residual:
@@ -97,7 +97,7 @@ class DeepNet(nn.Module):
 
     def __init__(self, depth, residual, d=32, d_in=16):
         super().__init__()
-        self.inp, self.out = nn.Linear(d_in, d), nn.Linear(d, 1)
+        self.inp, self.out = Projection(d_in, d), Projection(d, 1)
         self.blocks = nn.ModuleList(Block(d, residual) for _ in range(depth))
 
     def forward(self, x):
@@ -115,7 +115,7 @@ def depth_sweep(depths=(2, 8, 24), steps=150, n=512, B=64, seed=0, device='cpu')
     """{'errors': {(depth, residual): final MSE / Var(target)}, 'device'} of DeepNets fitting a fixed random teacher
     (16 -> 64 tanh -> 1) on n points, with Adam (lr 1e-3), the same batches for every net."""
     mt.manual_seed(seed + 1000)
-    teacher = nn.Sequential(nn.Linear(16, 64), nn.Tanh(), nn.Linear(64, 1)).to(device)
+    teacher = nn.Sequential(Projection(16, 64), nn.Tanh(), Projection(64, 1)).to(device)
     X = mt.randn(n, 16).to(device)
     with mt.no_grad():
         Y = teacher(X)

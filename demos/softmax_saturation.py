@@ -37,7 +37,7 @@ import math
 import microtensor as mt
 from microtensor import nn, optim
 from microtensor.i18n import N_, _
-from transformer import scaled_dot_product_attention
+from transformer import Projection, scaled_dot_product_attention
 from transformer.attention import attend  # scaled_dot_product_attention that also returns the scores
 from transformer.probes import saturation_stats
 
@@ -102,7 +102,7 @@ class Lookup(nn.Module):
 
     def __init__(self, d, d_k, scaled):
         super().__init__()
-        self.W_Q, self.W_K = nn.Linear(d, d_k, bias=False), nn.Linear(d, d_k, bias=False)
+        self.W_Q, self.W_K = Projection(d, d_k, bias=False), Projection(d, d_k, bias=False)
         for W in (self.W_Q, self.W_K):  # N(0, 1/d): q and k start with unit-variance entries
             nn.init.normal_(W.weight, 0.0, 1 / math.sqrt(d))
         self.scale = None if scaled else 1.0

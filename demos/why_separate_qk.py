@@ -35,7 +35,7 @@ W_Q = W_K: fewer parameters, but less expressive".
 import microtensor as mt
 from microtensor import nn, optim
 from microtensor.i18n import N_, _
-from transformer import Embed, MultiHeadAttention
+from transformer import Embed, MultiHeadAttention, Projection
 
 from . import budget, claims
 from .figures import below
@@ -79,7 +79,7 @@ class CopyPrevious(nn.Module):
         super().__init__()
         self.embed = Embed(vocab, d_model, n, 'learned')
         self.attention = MultiHeadAttention(d_model, n_heads, **attention_options)
-        self.head = nn.Linear(d_model, vocab)
+        self.head = Projection(d_model, vocab)
 
     def forward(self, ids):
         return self.head(self.attention(self.embed(ids)))

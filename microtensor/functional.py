@@ -75,14 +75,10 @@ layer_norm, rms_norm, dropout = nn.layer_norm, nn.rms_norm, nn.dropout
 
 
 def linear(x, weight, bias=None):
-    """y = x @ weight^T + bias, as torch.nn.functional.linear: weight in PyTorch's layout (n_out, n_in).
-    (nn.Linear keeps its weight as (n_in, n_out), the articles' x @ W, and calls ops/linalg.py's linear.)"""
+    """y = x @ weight^T + bias, as torch.nn.functional.linear: weight in PyTorch's layout (n_out, n_in),
+    as nn.Linear stores it (ops/linalg.py)."""
     x, weight = tensor_arg(x, 'linear'), tensor_arg(weight, 'linear')
-    if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
-        raise ShapeError(f"linear: x {x.shape} and weight {weight.shape} do not fit: as PyTorch's F.linear, "
-                         "x is (..., n_in) and weight (n_out, n_in) (an nn.Linear's weight is (n_in, n_out): "
-                         "pass its .T, or call the layer)")
-    return linalg.linear(x, weight.T, bias)
+    return linalg.linear(x, weight, None if bias is None else tensor_arg(bias, 'linear', 'bias'))
 
 
 _NOT_GIVEN = object()  # axis=None is numpy's "flattened", so "no axis" needs its own mark

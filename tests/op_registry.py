@@ -863,9 +863,9 @@ RANDOM += [
 for name, mean, std, kw in (('normal_', 1.0, 2.0, dict(mean=1.0, std=2.0)), ('uniform_', 0.0, 2 / 3 ** 0.5, dict(a=-2.0, b=2.0)),
                             ('xavier_uniform_', 0.0, (2 / 300) ** 0.5, {}), ('xavier_normal_', 0.0, (2 / 300) ** 0.5, {}),
                             ('glorot_uniform_', 0.0, (2 / 300) ** 0.5, {}), ('glorot_normal_', 0.0, (2 / 300) ** 0.5, {}),
-                            ('kaiming_uniform_', 0.0, (2 / 100) ** 0.5, {}), ('kaiming_normal_', 0.0, (2 / 100) ** 0.5, {}),
-                            ('he_uniform_', 0.0, (2 / 100) ** 0.5, {}), ('he_normal_', 0.0, (2 / 100) ** 0.5, {})):
-    # a (100, 200) weight: fan_in 100, fan_out 200 in microtensor's (n_in, n_out) layout
+                            ('kaiming_uniform_', 0.0, (2 / 200) ** 0.5, {}), ('kaiming_normal_', 0.0, (2 / 200) ** 0.5, {}),
+                            ('he_uniform_', 0.0, (2 / 200) ** 0.5, {}), ('he_normal_', 0.0, (2 / 200) ** 0.5, {})):
+    # a (100, 200) weight: fan_out 100, fan_in 200 in PyTorch's (n_out, n_in) layout
     RANDOM.append(RandomEntry(f'nn.init.{name}', (lambda name, kw: lambda mt, shape, dtype: getattr(mt.nn.init, name)(
         mt.zeros(*shape, dtype=dtype), **kw))(name, kw), FLOATS, mean, std))
 
@@ -915,6 +915,7 @@ NOT_OPS = {
     'ones': 'creation', 'ones_like': 'creation (a shape copied, no values)', 'tensor': 'creation',
     'zeros': 'creation', 'zeros_like': 'creation (a shape copied, no values)',
     # autograd's machinery
+    'upgrade_checkpoint': 'a file conversion',
     'grad': 'autograd API', 'no_grad': 'autograd API', 'enable_grad': 'autograd API',
     'is_grad_enabled': 'autograd API', 'detect_anomaly': 'autograd API', 'inference_mode': 'autograd API',
     'gradcheck': 'testing helper',

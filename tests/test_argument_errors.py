@@ -31,6 +31,7 @@ VALID = {
     transformer.BatchNorm1d: dict(num_features=4), transformer.SinusoidalPositionalEncoding: dict(d_model=4),
     transformer.LearnedPositionalEmbedding: dict(max_len=4, d_model=4), transformer.RotaryEmbedding: dict(d_k=4),
     transformer.RelativePositionBias: dict(n_heads=2), transformer.ResidualGate: dict(d_model=4),
+    transformer.Projection: dict(in_features=2, out_features=3),
     transformer.MultiHeadAttention: dict(d_model=8, n_heads=2),
     transformer.MultiHeadLatentAttention: dict(d_model=8, n_heads=2, d_c=4),
     transformer.EncoderLayer: dict(d_model=8, n_heads=2), transformer.DecoderLayer: dict(d_model=8, n_heads=2),
@@ -246,7 +247,7 @@ def test_models_name_a_keyword_their_layers_do_not_take(options, message):
     (lambda: transformer.Encoder(10 ** 10, 8, 2), 'Encoder: n_layers=10000000000'),
     (lambda: transformer.Decoder(10 ** 10, 8, 2), 'Decoder: n_layers=10000000000'),
     (lambda: nn.Linear(10 ** 6, 10 ** 6), 'Linear: in_features=1000000, out_features=1000000'),
-    (lambda: MultiHeadAttention(10 ** 6, 2), 'Linear: in_features=1000000'),
+    (lambda: MultiHeadAttention(10 ** 6, 2), 'Projection: in_features=1000000'),
     (lambda: transformer.TokenEmbedding(10 ** 10, 8), 'TokenEmbedding: vocab_size=10000000000, d_model=8'),
     (lambda: transformer.LearnedPositionalEmbedding(10 ** 10, 8), 'LearnedPositionalEmbedding: max_len=10000000000'),
 ])

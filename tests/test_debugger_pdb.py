@@ -1,4 +1,5 @@
-"""The pdb sessions of docs/stepping-through-backprop.md, replayed from a folder outside the
+"""The pdb sessions of docs/stepping-through-backprop.md and docs/your-pytorch-model.md, replayed from a
+folder outside the
 repository, with microtensor importable the way `pip install -e .` makes it (an import hook;
 the repository is not on sys.path).  Each session's commands are fed to `python -m pdb` on
 stdin, and pdb must stop where the guide says, in the same order."""
@@ -13,6 +14,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(ROOT, 'docs', 'stepping-through-backprop.md')
 DOC_ZH = os.path.join(ROOT, 'docs', 'stepping-through-backprop.zh.md')  # the Chinese edition: the same sessions
+PYTORCH_DOC = os.path.join(ROOT, 'docs', 'your-pytorch-model.md')  # a model file written for PyTorch
 STOP = re.compile(r"^> (\S+?)\((\d+)\)(\S+?)\(\)(?:->.*)?\n-> (.*)$", re.M)
 
 # What setuptools' editable install puts in site-packages: a finder that imports the two
@@ -49,6 +51,8 @@ def doc_sessions(doc=DOC):
 
 
 SESSIONS = doc_sessions()
+PYTORCH_SESSIONS = doc_sessions(PYTORCH_DOC)
+REPLAYED = SESSIONS + PYTORCH_SESSIONS
 
 
 def stops(transcript):
@@ -85,16 +89,25 @@ def test_the_guide_has_the_sessions_this_file_replays():
                                                    'residual_gpt.py', 'residual_gpt.py']
 
 
+def test_the_pytorch_model_guide_steps_into_its_own_files_backward():
+    """Its session stops in Softmax's backward, called from the file's own loss.backward()."""
+    assert [script for script, _ in PYTORCH_SESSIONS] == ['my_gpt.py']
+    transcript = PYTORCH_SESSIONS[0][1]
+    assert stops(transcript)[-1] == ('microtensor/ops/nn.py', 'backward',
+                                     'return (p * (g - (g * p).sum(axis=self.axis, keepdims=True)),)')
+    assert 'my_gpt.py(' in transcript and '-> loss.backward()' in transcript
+
+
 def test_the_chinese_guide_quotes_the_same_sessions():
     """The replays below check both editions: the Chinese guide's sessions are the English ones."""
     assert doc_sessions(DOC_ZH) == SESSIONS
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize('index', range(len(SESSIONS)),
-                         ids=[f"{i}-{script}" for i, (script, _) in enumerate(SESSIONS)])
+@pytest.mark.parametrize('index', range(len(REPLAYED)),
+                         ids=[f"{i}-{script}" for i, (script, _) in enumerate(REPLAYED)])
 def test_a_guide_session_stops_where_the_guide_says(away, index):
-    script, transcript = SESSIONS[index]
+    script, transcript = REPLAYED[index]
     out = run_pdb(away, script, re.findall(r"^\(Pdb\) (.*)$", transcript, re.M))
     expected, real = stops(transcript), stops(out)
     found = iter(real)  # each expected stop, in order (pdb may show more than the guide quotes)
@@ -108,12 +121,12 @@ def test_a_guide_session_stops_where_the_guide_says(away, index):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize('index', range(len(SESSIONS)),
-                         ids=[f"{i}-{script}" for i, (script, _) in enumerate(SESSIONS)])
+@pytest.mark.parametrize('index', range(len(REPLAYED)),
+                         ids=[f"{i}-{script}" for i, (script, _) in enumerate(REPLAYED)])
 def test_a_guide_session_prints_what_the_guide_shows(away, index):
     """Every answer the guide quotes (values, shapes, breakpoint lines, `where`) is what pdb prints
     now, paths shortened as in the guide; a line `...` stands for lines the guide leaves out."""
-    script, transcript = SESSIONS[index]
+    script, transcript = REPLAYED[index]
     quoted = doc_answers(transcript)
     real = pdb_answers(run_pdb(away, script, [command for command, _ in quoted]), away[0])
     for (command, answer), printed in zip(quoted, real):
@@ -227,3 +240,24 @@ def test_every_op_of_a_recorded_model_names_its_module_in_its_repr():
             '<ResidualAdd decoder.layers.1.ffn residual, alpha=0.5>'} <= names
     outside = [op for op in ops if scope_of(op) is None]  # the loss's ops: made outside the model
     assert outside and all(repr(op) == f"<{type(op).__name__}>" for op in outside)
+
+
+def script_runs(doc):
+    """[(script, printed)]: the blocks of `doc` that start with `$ python script.py` (no pdb)."""
+    with open(doc, encoding='utf-8') as f:
+        blocks = [body for lang, body in re.findall(r"^```(\w*)\n(.*?)^```$", f.read(), re.S | re.M) if not lang]
+    return [(m[1], block[m.end():]) for block in blocks for m in [re.match(r"\$ python (\S+\.py)\n", block)] if m]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('script, printed', script_runs(PYTORCH_DOC), ids=[s for s, _ in script_runs(PYTORCH_DOC)])
+def test_the_pytorch_model_guides_scripts_print_what_it_shows(away, script, printed):
+    folder, env = away
+    done = subprocess.run([sys.executable, script], capture_output=True, text=True, cwd=folder, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == printed
+    assert script != 'probe_my_gpt.py' or (folder / 'runs' / 'my_gpt.html').stat().st_size > 10_000  # the viewer's page
+
+
+def test_the_pytorch_model_guide_shows_both_scripts():
+    assert [s for s, _ in script_runs(PYTORCH_DOC)] == ['my_gpt.py', 'probe_my_gpt.py']

@@ -21,6 +21,7 @@ def read(*path):
 
 
 DOC = read('docs', 'stepping-through-backprop.md')
+PYTORCH_DOC = read('docs', 'your-pytorch-model.md')  # its scripts are in docs/examples/ too
 
 
 def function_lines(path, name):
@@ -62,7 +63,8 @@ def test_breakpoints_in_the_stepping_doc_are_on_the_lines_it_stops_at():
 
 
 def test_the_doc_shows_the_example_scripts_as_they_are():
-    shown = dict(re.findall(r"\[`docs/examples/(\w+\.py)`\]\(examples/\1\)(?:(?!```)[\s\S])*```python\n(.*?)```", DOC, re.S))
+    shown = dict(re.findall(r"\[`docs/examples/(\w+\.py)`\]\(examples/\1\)(?:(?!```)[\s\S])*```python\n(.*?)```",
+                            DOC + PYTORCH_DOC, re.S))
     assert sorted(shown) == sorted(os.listdir(os.path.join(ROOT, 'docs', 'examples')))
     for name, code in shown.items():
         assert code == read('docs', 'examples', name), f"docs/examples/{name} differs from the doc"

@@ -67,7 +67,19 @@ def layer_norm_composed(x, gamma, beta, eps):
 
 
 def linear_composed(x, W, b=None):
+    """x @ W^T + b: PyTorch's linear, its weight (n_out, n_in), composed of a transpose and a product."""
+    return x @ W.T if b is None else x @ W.T + b
+
+
+def project_composed(x, W, b=None):
+    """x @ W + b: the articles' projection, its weight (n_in, n_out)."""
     return x @ W if b is None else x @ W + b
+
+
+# each layout of the weight: (the op, its composition, the weight's shape from n_in, n_out)
+LAYOUTS = {'linear': (linalg.linear, linear_composed, lambda n_in, n_out: (n_out, n_in)),
+           'project': (linalg.project, project_composed, lambda n_in, n_out: (n_in, n_out))}
+layouts = pytest.mark.parametrize('layout', LAYOUTS)
 
 
 # ---------------------------------------------------------------------------- the comparison
@@ -209,14 +221,17 @@ def test_layer_norm(device, fused, data, eps):
 
 @devices
 @modes
+@layouts
 @pytest.mark.parametrize('bias', [True, False], ids=['bias', 'no_bias'])
 @given(data=st.data())
-def test_linear(device, fused, bias, data):
+def test_linear(device, fused, layout, bias, data):
+    op, composed, weight_shape = LAYOUTS[layout]
     leading = data.draw(hnp.array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=3))  # x: 1-D to 3-D
     n_in, n_out = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4))
-    inputs = [data.draw(tensors(leading + (n_in,), device=device)), data.draw(tensors((n_in, n_out), device=device))]
+    inputs = [data.draw(tensors(leading + (n_in,), device=device)),
+              data.draw(tensors(weight_shape(n_in, n_out), device=device))]
     inputs += [data.draw(tensors((n_out,), device=device))] if bias else []
-    assert_same_function(linalg.linear, linear_composed, inputs, device, fused)
+    assert_same_function(op, composed, inputs, device, fused)
 
 
 def assert_textbook_equals_fused(fn, *shapes):
@@ -236,12 +251,14 @@ def assert_textbook_equals_fused(fn, *shapes):
         np.testing.assert_array_equal(textbook, fused)
 
 
-@pytest.mark.parametrize('x_shape, w_shape', [((0, 3), (3, 2)), ((2, 3, 0), (0, 4)), ((2, 3), (3, 0)), ((0, 0), (0, 0))],
+@layouts
+@pytest.mark.parametrize('x_shape, n_out', [((0, 3), 2), ((2, 3, 0), 4), ((2, 3), 0), ((0, 0), 0)],
                          ids=['no_rows', 'no_inputs', 'no_outputs', 'nothing'])
-def test_linear_of_empty_sides(x_shape, w_shape):
+def test_linear_of_empty_sides(layout, x_shape, n_out):
     """Empty sides (no rows, n_in = 0 or n_out = 0): FusedLinear gives what the textbook gives, values and
     gradients (an empty sum is 0: with n_in = 0, y = b)."""
-    assert_textbook_equals_fused(linalg.linear, x_shape, w_shape, w_shape[1:])
+    op, _, weight_shape = LAYOUTS[layout]
+    assert_textbook_equals_fused(op, x_shape, weight_shape(x_shape[-1], n_out), (n_out,))
 
 
 @pytest.mark.parametrize('x_shape', [(0, 3), (2, 0), (2, 3, 0)], ids=['no_rows', 'no_features', 'no_features_3d'])
@@ -281,9 +298,9 @@ def test_fused_linear_and_masked_softmax_are_bit_for_bit_their_composition(monke
     x, W, b = mt.randn(2, 16, 8), mt.randn(8, 24), mt.randn(24)
     s, mask = mt.randn(2, 4, 16, 16), causal_mask(16)
     with mt.fused():
-        np.testing.assert_array_equal(linalg.linear(x, W, b).numpy(), (x.reshape(-1, 8) @ W + b).reshape(2, 16, 24).numpy())
-        np.testing.assert_array_equal(mt.linear(x, W.T, b).numpy(), linalg.linear(x, W, b).numpy())
-        np.testing.assert_allclose(linalg.linear(x, W, b).numpy(), (x @ W + b).numpy(), rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(linalg.project(x, W, b).numpy(), (x.reshape(-1, 8) @ W + b).reshape(2, 16, 24).numpy())
+        np.testing.assert_array_equal(mt.linear(x, W.T, b).numpy(), linalg.project(x, W, b).numpy())
+        np.testing.assert_allclose(linalg.project(x, W, b).numpy(), (x @ W + b).numpy(), rtol=1e-6, atol=1e-6)
         np.testing.assert_array_equal(mt.masked_softmax(s, mask).numpy(),
                                       mt.where(mask, s, -math.inf).softmax().numpy())
         np.testing.assert_array_equal(mt.masked_softmax(s).numpy(), s.softmax().numpy())

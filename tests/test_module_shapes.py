@@ -23,6 +23,7 @@ def ids(*shape):
 # (name, module factory, call(module) with a wrong shape)
 CASES = [
     ('Linear', lambda: nn.Linear(4, 3), lambda m: m(x(2, 5))),
+    ('Projection', lambda: transformer.Projection(4, 3), lambda m: m(x(2, 5))),
     ('CrossEntropyLoss', lambda: nn.CrossEntropyLoss(), lambda m: m(x(2, 5, 3), ids(2, 4))),
     ('NLLLoss', lambda: nn.NLLLoss(), lambda m: m(x(2, 5), ids(3))),
     ('Sequential', lambda: nn.Sequential(nn.Linear(4, 3), nn.ReLU()), lambda m: m(x(2, 5))),

@@ -7,6 +7,7 @@ import pytest
 
 import microtensor as mt
 from microtensor import nn
+import transformer
 from module_check import gradcheck_module
 
 
@@ -189,8 +190,8 @@ def test_load_state_dict_lists_missing_and_unexpected_keys_and_changes_nothing()
 def test_load_state_dict_names_the_key_and_both_shapes_on_mismatch():
     model = MLP(3, 5, 2)
     state = MLP(3, 6, 2).state_dict()
-    with pytest.raises(RuntimeError, match=r"size mismatch for 'fc1.weight': shape \(3, 6\) in the state, "
-                                           r"\(3, 5\) in the model"):
+    with pytest.raises(RuntimeError, match=r"size mismatch for 'fc1.weight': shape \(6, 3\) in the state, "
+                                           r"\(5, 3\) in the model"):
         model.load_state_dict(state)
     with pytest.raises(RuntimeError, match=r"size mismatch for 'fc1.weight'"):
         model.load_state_dict(state, strict=False)  # shapes are checked even when not strict
@@ -229,14 +230,21 @@ def test_to_dtype_casts_floating_parameters_and_buffers_only():
 
 
 # ---------------------------------------------------------------------- layers
-def test_linear_computes_x_at_W_plus_b_with_weight_in_out(device):
-    layer = nn.Linear(3, 4, device=device)
-    assert layer.weight.shape == (3, 4) and layer.bias.shape == (4,)
+@pytest.mark.parametrize('layout', ['linear', 'projection'])
+def test_linear_computes_x_at_W_plus_b_with_weight_out_in(device, layout):
+    """nn.Linear: PyTorch's (out, in) weight, y = x @ W^T + b; transformer's Projection: the articles'
+    (in, out), y = x @ W + b.  Non-square, so that a wrong layout cannot hide."""
+    layer = (nn.Linear if layout == 'linear' else transformer.Projection)(3, 4, device=device)
+    assert layer.weight.shape == ((4, 3) if layout == 'linear' else (3, 4)) and layer.bias.shape == (4,)
     bound = 1 / math.sqrt(3)
     assert np.abs(layer.weight.numpy()).max() <= bound and np.abs(layer.bias.numpy()).max() <= bound
     x = mt.randn(2, 5, 3, device=device)
-    expected = x.numpy() @ layer.weight.numpy() + layer.bias.numpy()
-    np.testing.assert_allclose(layer(x).numpy(), expected, rtol=1e-5, atol=1e-6)
+    W = layer.weight.numpy().T if layout == 'linear' else layer.weight.numpy()
+    np.testing.assert_allclose(layer(x).numpy(), x.numpy() @ W + layer.bias.numpy(), rtol=1e-5, atol=1e-6)
+    x.requires_grad_()
+    y = layer(x)
+    assert [type(y.creator).__name__, type(y.creator.inputs[0].creator).__name__] == ['Add', 'MatMul']
+    assert y.creator.inputs[0].creator.inputs[1] is layer.weight  # one MatMul node on the weight: no Transpose
     no_bias = nn.Linear(3, 4, bias=False)
     assert no_bias.bias is None and [n for n, _ in no_bias.named_parameters()] == ['weight']
 
@@ -276,8 +284,8 @@ def test_sequential_and_module_list_behave_like_lists():
 # ---------------------------------------------------------------------- init
 @pytest.mark.parametrize('dtype', ['float32', 'float64'])
 def test_init_distributions_have_the_documented_scale(device, dtype):
-    fan_in, fan_out = 200, 300  # weight (in, out)
-    w = mt.zeros(fan_in, fan_out, dtype=dtype, device=device)
+    fan_in, fan_out = 200, 300  # weight (out, in), PyTorch's layout
+    w = mt.zeros(fan_out, fan_in, dtype=dtype, device=device)
     cases = [
         (lambda t: nn.init.uniform_(t, -0.5, 0.5), 1 / math.sqrt(12), 0.5),
         (lambda t: nn.init.normal_(t, 0.0, 0.02), 0.02, None),
@@ -311,7 +319,9 @@ def test_init_is_reproducible_records_no_graph_and_rejects_bad_input():
         nn.init.kaiming_normal_(p, nonlinearity='swish')
     with pytest.raises(ValueError, match="mode must be 'fan_in' or 'fan_out'"):
         nn.init.kaiming_normal_(p, mode='fan_avg')
-    assert nn.init.fans(mt.zeros(7)) == (7, 7) and nn.init.fans(mt.zeros(2, 3, 5)) == (3, 5)
+    assert nn.init.fans(mt.zeros(2, 3)) == (3, 2) and nn.init.fans(mt.zeros(2, 3, 5)) == (15, 10)  # PyTorch's
+    with pytest.raises(ValueError, match='2 or more dims'):
+        nn.init.fans(mt.zeros(7))
     assert nn.init.calculate_gain('leaky_relu', 0.2) == pytest.approx(math.sqrt(2 / 1.04))
 
 

@@ -344,7 +344,7 @@ def test_a_step_between_two_backward_passes_is_refused(make):
                                   lambda ps: optim.AdamW(ps, lr=0.1)], ids=['SGD', 'nesterov', 'Adam', 'AdamW'])
 def test_a_step_writes_into_the_parameters_own_memory(make):
     """As in PyTorch: mt.from_numpy keeps sharing its array, and state_dict()'s tensors show the new values."""
-    array = np.ones((3, 2), dtype=np.float32)  # (d_in, d_out): x @ W
+    array = np.ones((2, 3), dtype=np.float32)  # (out, in): x @ W^T
     model = nn.Linear(3, 2)
     with mt.no_grad():
         model.weight.copy_(array)

@@ -542,16 +542,17 @@ def test_uint8_ids_index_as_ids():
     np.testing.assert_array_equal(x[mt.tensor(ids)].numpy(), x.numpy()[ids.astype(np.int64)])
 
 
-def test_linear_layer_is_torchs_with_the_weight_transposed():
-    """nn.Linear keeps W as (n_in, n_out) (README's table); the layer computes what torch's does."""
+def test_linear_layer_is_torchs_with_the_same_weight():
+    """nn.Linear keeps W as PyTorch does, (n_out, n_in); the layer computes what torch's does."""
     layer = mt.nn.Linear(4, 3).double()
     twin = torch.nn.Linear(4, 3).double()
+    assert layer.weight.shape == tuple(twin.weight.shape)
     with torch.no_grad():
-        twin.weight.copy_(torch.tensor(layer.weight.numpy().T))
+        twin.weight.copy_(torch.tensor(layer.weight.numpy()))
         twin.bias.copy_(torch.tensor(layer.bias.numpy()))
     x = rand(2, 4)
     np.testing.assert_allclose(layer(mt.tensor(x)).numpy(), twin(torch.tensor(x)).detach().numpy(), rtol=1e-12)
-    np.testing.assert_allclose(mt.linear(mt.tensor(x), layer.weight.T, layer.bias).numpy(),
+    np.testing.assert_allclose(mt.linear(mt.tensor(x), layer.weight, layer.bias).numpy(),
                                F.linear(torch.tensor(x), twin.weight, twin.bias).detach().numpy(), rtol=1e-12)
 
 

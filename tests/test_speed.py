@@ -215,12 +215,13 @@ def test_the_gemm_benchmark_times_the_products_a_gpt_step_computes(monkeypatch):
     def recording(op):
         real = op.forward
 
-        def forward(self, a, b, *rest):
+        def forward(self, a, b, *rest, **options):
+            b_shape = b.shape[::-1] if options.get('transposed') or options.get('transpose_b') else b.shape
             if op is FusedLinear:  # one 2-D product over the flattened rows
-                seen.append(((int(np.prod(a.shape[:-1])), a.shape[-1]), b.shape))
+                seen.append(((int(np.prod(a.shape[:-1])), a.shape[-1]), b_shape))
             else:
-                seen.append((a.shape, b.shape))
-            return real(self, a, b, *rest)
+                seen.append((a.shape, b_shape))
+            return real(self, a, b, *rest, **options)
         monkeypatch.setattr(op, 'forward', forward)
 
     recording(FusedLinear)

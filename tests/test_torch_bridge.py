@@ -209,7 +209,7 @@ def test_every_name_maps_by_the_table_and_only_linear_weights_are_transposed():
     for name, value in net.state_dict().items():
         path, last = name.rsplit('.', 1)
         ours, = [n for (cls, n), (theirs, _) in torch_bridge.NAMES.items()
-                 if cls == type(modules[path]).__name__ and theirs == last]
+                 if torch_bridge.TORCH_CLASSES.get(cls, cls) == type(modules[path]).__name__ and theirs == last]
         mine = names[f"{path}.{ours}"].numpy()
         linear_weight = isinstance(modules[path], torch.nn.Linear) and last == 'weight'
         assert (value.numpy() == (mine.T if linear_weight else mine)).all(), name

@@ -78,10 +78,10 @@ def test_filter_by_module():
     for row in tr:
         by_module.setdefault(row.module, []).append(row.op)
     assert by_module == {None: ['Sum', 'Mul'],  # the loss
-                         'fc2': ['Add', 'MatMul'], '': ['Relu'], 'fc1': ['Add', 'MatMul']}  # x @ W + b
+                         'fc2': ['Add', 'MatMul'], '': ['Relu'], 'fc1': ['Add', 'MatMul']}  # x @ W^T + b
     assert [row.op for row in tr.filter('fc1')] == ['Add', 'MatMul']
     table = tr.table(module='fc2')
-    assert 'fc2.weight (8, 2)' in table and 'fc1' not in table
+    assert 'fc2.weight (2, 8)' in table and 'fc1' not in table  # nn.Linear(8, 2): PyTorch's (out, in)
     assert table.splitlines()[-1].startswith(f"2 of {len(tr)} ops")
     assert '(model)' in str(tr)  # the Relu, made by the model's own forward
     assert [row.op for row in tr.filter('(model)')] == ['Relu']  # filters take what the table prints

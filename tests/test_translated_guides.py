@@ -7,7 +7,7 @@ import re
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GUIDES = ['stepping-through-backprop', 'writing-an-op']
+GUIDES = ['stepping-through-backprop', 'writing-an-op', 'your-pytorch-model']
 
 
 def blocks(path):

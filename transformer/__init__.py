@@ -7,6 +7,7 @@
     attention.py    scaled_dot_product_attention, MultiHeadAttention, KVCache
     mla.py          MultiHeadLatentAttention (DeepSeek-V2's MLA), use_latent_attention
     norm.py         LayerNorm, RMSNorm, BatchNorm1d
+    projection.py   Projection: y = x @ W + b, W (d_in, d_out) as the articles write it (nn.Linear stores W^T)
     feedforward.py  FeedForward
     article_data.py the numbers printed in the source articles (article_checks.py: the trace's later steps)
     residual.py     residual_connection (the "+1" highway, where probes watch), ResidualGate
@@ -20,6 +21,7 @@
     torch_modules.py  the same models in plain PyTorch (imported, with torch, only when used)
     torch_compare.py  compare_with_torch: gradients of both engines, one row per parameter
 """
+from .projection import Projection
 from .attention import KVCache, MultiHeadAttention, scaled_dot_product_attention
 from .embedding import TokenEmbedding
 from .feedforward import FeedForward

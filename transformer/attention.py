@@ -31,6 +31,7 @@ from microtensor.argcheck import ShapeError
 from microtensor.ops.attention import attention
 
 from . import checks
+from .projection import Projection
 from .positional import RelativePositionBias, RotaryEmbedding, alibi_bias
 
 
@@ -167,10 +168,10 @@ class MultiHeadAttention(nn.Module):
         self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
         self.d_k = d_model // n_heads
         self.dropout, self.scale, self.alibi = dropout, scale, alibi
-        self.W_Q = nn.Linear(d_model, d_model, bias=bias)
-        self.W_K = self.W_Q if shared_qk else nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
-        self.W_V = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
-        self.W_O = nn.Linear(d_model, d_model, bias=bias)
+        self.W_Q = Projection(d_model, d_model, bias=bias)
+        self.W_K = self.W_Q if shared_qk else Projection(d_model, n_kv_heads * self.d_k, bias=bias)
+        self.W_V = Projection(d_model, n_kv_heads * self.d_k, bias=bias)
+        self.W_O = Projection(d_model, d_model, bias=bias)
         self.rope = RotaryEmbedding(self.d_k) if rope else None
         self.log_scale = learned_log_scale(n_heads, self.d_k) if scale == 'learned' else None
         self.relative_bias = RelativePositionBias(n_heads) if relative else None

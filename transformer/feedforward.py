@@ -15,6 +15,7 @@ import microtensor as mt
 from microtensor import argcheck, nn
 
 from . import checks
+from .projection import Projection
 
 
 
@@ -33,8 +34,8 @@ class FeedForward(nn.Module):
         argcheck.choice(activation, 'FeedForward', 'activation', sorted(ACTIVATIONS))
         self.d_model, self.d_ff = d_model, 4 * d_model if d_ff is None else d_ff
         self.activation = activation
-        self.W_1 = nn.Linear(d_model, self.d_ff)
-        self.W_2 = nn.Linear(self.d_ff, d_model)
+        self.W_1 = Projection(d_model, self.d_ff)
+        self.W_2 = Projection(self.d_ff, d_model)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x):

@@ -33,6 +33,7 @@ import microtensor as mt
 from microtensor import nn
 
 from . import checks
+from .projection import Projection
 from .attention import KVCache, attend, merge_heads, split_heads
 from .positional import RotaryEmbedding
 
@@ -61,15 +62,15 @@ class MultiHeadLatentAttention(nn.Module):
         self.d_model, self.n_heads, self.d_c, self.d_rope, self.d_head, self.d_cq = (
             d_model, n_heads, d_c, d_rope, d_head, d_cq)
         self.dropout = dropout
-        self.W_DQ = None if d_cq is None else nn.Linear(d_model, d_cq, bias=bias)
+        self.W_DQ = None if d_cq is None else Projection(d_model, d_cq, bias=bias)
         d_q_in = d_model if d_cq is None else d_cq
-        self.W_UQ = nn.Linear(d_q_in, n_heads * d_head, bias=bias)
-        self.W_QR = nn.Linear(d_q_in, n_heads * d_rope, bias=bias)
-        self.W_DKV = nn.Linear(d_model, d_c, bias=bias)
-        self.W_UK = nn.Linear(d_c, n_heads * d_head, bias=bias)
-        self.W_UV = nn.Linear(d_c, n_heads * d_head, bias=bias)
-        self.W_KR = nn.Linear(d_model, d_rope, bias=bias)
-        self.W_O = nn.Linear(n_heads * d_head, d_model, bias=bias)
+        self.W_UQ = Projection(d_q_in, n_heads * d_head, bias=bias)
+        self.W_QR = Projection(d_q_in, n_heads * d_rope, bias=bias)
+        self.W_DKV = Projection(d_model, d_c, bias=bias)
+        self.W_UK = Projection(d_c, n_heads * d_head, bias=bias)
+        self.W_UV = Projection(d_c, n_heads * d_head, bias=bias)
+        self.W_KR = Projection(d_model, d_rope, bias=bias)
+        self.W_O = Projection(n_heads * d_head, d_model, bias=bias)
         self.rope = RotaryEmbedding(d_rope)
         self.last_scores = self.last_weights = None
 

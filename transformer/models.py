@@ -13,7 +13,7 @@ positions inside attention (RoPE rotates Q and K, ALiBi adds a distance bias to 
 With norm='pre' the residual stream is never normalised inside the layers, so the stack ends
 with a final norm (GPT-2's ln_f); with norm='post' each layer's output is already normalised.
 
-Initialisation (GPT-2, `gpt2_init`): every Linear weight and embedding ~ N(0, 0.02^2), biases 0,
+Initialisation (GPT-2, `gpt2_init`): every projection weight and embedding ~ N(0, 0.02^2), biases 0,
 norms gamma=1, beta=0; the projections that write into the residual stream (attention's W_O
 and the FFN's W_2) get std 0.02 / sqrt(2 * n_layers), so that the sum of 2 * n_layers residual
 branches keeps the stream's variance independent of depth.  A fresh model therefore predicts
@@ -37,6 +37,7 @@ import microtensor as mt
 from microtensor import argcheck, nn
 
 from . import checks
+from .projection import Projection
 from .attention import KVCache
 from .embedding import TokenEmbedding
 from .layers import NORM_TYPES, DecoderLayer, EncoderLayer
@@ -212,7 +213,7 @@ def gpt2_init(model, n_layers, std=0.02):
     std = argcheck.number(std, 'gpt2_init', 'std', min=0)
     residual_std = std / math.sqrt(2 * n_layers)
     for m in model.modules():
-        if isinstance(m, nn.Linear):
+        if isinstance(m, (Projection, nn.Linear)):
             nn.init.normal_(m.weight, 0.0, std)
             if m.bias is not None:
                 nn.init.zeros_(m.bias)
@@ -252,7 +253,7 @@ class GPT(nn.Module):
         self.embed = Embed(vocab_size, d_model, max_len, positional, dropout)
         self.decoder = Decoder(n_layers, d_model, n_heads, d_ff, dropout, norm, cross_attention=False,
                                n_kv_heads=n_kv_heads, **self.embed.layer_options, **layer_options)
-        self.lm_head = None if tie_weights else nn.Linear(d_model, vocab_size, bias=False)
+        self.lm_head = None if tie_weights else Projection(d_model, vocab_size, bias=False)
         gpt2_init(self, n_layers, init_std)
 
     @property
@@ -309,7 +310,7 @@ class Transformer(nn.Module):
         options = dict(self.src_embed.layer_options, **layer_options)
         self.encoder = Encoder(n_layers, d_model, n_heads, d_ff, dropout, norm, **options)
         self.decoder = Decoder(n_layers, d_model, n_heads, d_ff, dropout, norm, **options)
-        self.generator = nn.Linear(d_model, tgt_vocab)
+        self.generator = Projection(d_model, tgt_vocab)
         gpt2_init(self, n_layers, init_std)
 
     @property
@@ -369,8 +370,8 @@ class EncoderOnly(nn.Module):
         self.embed = Embed(vocab_size, d_model, max_len, positional, dropout)
         self.encoder = Encoder(n_layers, d_model, n_heads, d_ff, dropout, norm,
                                **self.embed.layer_options, **layer_options)
-        self.mlm_head = nn.Linear(d_model, vocab_size)
-        self.classifier = nn.Linear(d_model, n_classes) if n_classes is not None else None
+        self.mlm_head = Projection(d_model, vocab_size)
+        self.classifier = Projection(d_model, n_classes) if n_classes is not None else None
         gpt2_init(self, n_layers, init_std)
 
     @property

@@ -25,6 +25,8 @@ from microtensor import argcheck, nn
 from microtensor.autograd import Function
 from microtensor.inspect.modules import label_op
 
+from .projection import Projection
+
 
 class ResidualAdd(Function):
     """y = x + alpha * fx          (x: the residual stream, fx = F(x): the sub-layer's output)
@@ -61,7 +63,7 @@ class ResidualGate(nn.Module):
     def __init__(self, d_model):
         super().__init__()
         d_model = argcheck.integer(d_model, 'ResidualGate', 'd_model', min=1)
-        self.W_g = nn.Linear(d_model, d_model)
+        self.W_g = Projection(d_model, d_model)
 
     def forward(self, h):
         return mt.sigmoid(self.W_g(h))

@@ -15,8 +15,8 @@ Parameter names: a parameter has the same dotted path in both engines
 as this table says, and nothing else does:
 
     module                      microtensor      PyTorch          values
-    Linear                      weight           weight           transposed: (in, out) here, (out, in) there
-    Linear                      bias             bias             the same
+    Projection                  weight           weight           transposed: (in, out) here, (out, in) there
+    Projection                  bias             bias             the same
     LayerNorm                   gamma, beta      weight, bias     the same
     RMSNorm                     gamma            weight           the same
     BatchNorm1d                 gamma, beta      weight, bias     the same (running_mean, running_var too)
@@ -25,8 +25,8 @@ as this table says, and nothing else does:
     RelativePositionBias        weight           weight           the same (num_buckets, n_heads)
     MultiHeadAttention          log_scale        log_scale        the same (n_heads, 1, 1)
 
-A shared W_Q = W_K is one Linear in both engines; PyTorch's state_dict lists it under both
-names, microtensor's once (under W_Q).
+PyTorch's twin of a Projection is nn.Linear.  A shared W_Q = W_K is one projection in both engines;
+PyTorch's state_dict lists it under both names, microtensor's once (under W_Q).
 
 Checkpoints, never through pickle:
     load_microtensor_checkpoint(net, 'ckpt.npz')   an mt.save file (a state_dict, or a dict with one
@@ -51,12 +51,13 @@ from .mla import MultiHeadLatentAttention
 from .models import GPT, Decoder, Embed, Encoder, EncoderOnly, Transformer
 from .norm import BatchNorm1d, LayerNorm, RMSNorm
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from .projection import Projection
 from .residual import ResidualGate
 
 # (module class, microtensor name): (PyTorch name, transposed) -- the table in the docstring
 NAMES = {
-    ('Linear', 'weight'): ('weight', True),
-    ('Linear', 'bias'): ('bias', False),
+    ('Projection', 'weight'): ('weight', True),
+    ('Projection', 'bias'): ('bias', False),
     ('LayerNorm', 'gamma'): ('weight', False),
     ('LayerNorm', 'beta'): ('bias', False),
     ('RMSNorm', 'gamma'): ('weight', False),
@@ -69,7 +70,9 @@ NAMES = {
     ('RelativePositionBias', 'weight'): ('weight', False),
     ('MultiHeadAttention', 'log_scale'): ('log_scale', False),
 }
-TORCH_NAMES = {(cls, torch_name): (name, transposed) for (cls, name), (torch_name, transposed) in NAMES.items()}
+TORCH_CLASSES = {'Projection': 'Linear'}  # the class names that differ (PyTorch's twin of a Projection: nn.Linear)
+TORCH_NAMES = {(TORCH_CLASSES.get(cls, cls), torch_name): (name, transposed)
+               for (cls, name), (torch_name, transposed) in NAMES.items()}
 MODELS = (GPT, EncoderOnly, Transformer)
 
 
@@ -124,7 +127,7 @@ def _twin(model):
                                                      'gate_ffn')))
 
     makers = {
-        nn.Linear: lambda m, child: torch.nn.Linear(m.in_features, m.out_features, bias=m.bias is not None),
+        Projection: lambda m, child: torch.nn.Linear(m.in_features, m.out_features, bias=m.bias is not None),
         LayerNorm: lambda m, child: torch.nn.LayerNorm(m.d_model, eps=m.eps),
         RMSNorm: lambda m, child: torch.nn.RMSNorm(m.d_model, eps=m.eps),
         BatchNorm1d: lambda m, child: T.BatchNorm1d(m.num_features, m.eps, m.momentum),

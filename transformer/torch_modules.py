@@ -2,7 +2,7 @@
 
 Every class here mirrors the microtensor class of the same name, with the same attribute
 names, so a parameter has the same dotted path in both engines ('decoder.layers.0.self_attn.W_Q');
-only the last part of some names and the layout of a Linear weight differ (the table in
+only the last part of some names and the layout of a projection's weight differ (the table in
 torch_bridge.py).  The formulas are those of the microtensor modules (their docstrings
 explain them); where PyTorch has the piece built in (nn.Linear, nn.LayerNorm, nn.RMSNorm,
 F.gelu) it is used.  Each class is built from the settings of its microtensor twin by

@@ -2,7 +2,7 @@
 
     module.py       Module: registration, parameters(), state_dict(), to(), train()/eval()
     parameter.py    Parameter: a tensor a Module trains
-    linear.py       Linear: y = x @ W + b, W of shape (in, out)
+    linear.py       Linear: y = x @ W^T + b, W of shape (out, in) as in PyTorch
     containers.py   Sequential, ModuleList, ModuleDict
     dropout.py      Dropout        activations.py  ReLU, Tanh, Sigmoid, GELU, SiLU
     loss.py         CrossEntropyLoss, NLLLoss (PyTorch's layout)

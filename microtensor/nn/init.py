@@ -1,9 +1,13 @@
 """nn.init: fill a weight with good starting values, in place, on its own device and dtype.
 
-Weights here are (in_features, out_features), because layers compute y = x @ W:
+Weights are in PyTorch's layout, (out_features, in_features, *kernel), as nn.Linear stores them
+(y = x @ W^T):
 
-    fan_in  = W.shape[-2]    the number of inputs each output sums over
-    fan_out = W.shape[-1]
+    fan_in  = W.shape[1] * receptive    the number of inputs each output sums over
+    fan_out = W.shape[0] * receptive    receptive = prod(W.shape[2:]), 1 for a Linear
+
+(transformer's Projection keeps the articles' (d_in, d_out): Xavier is symmetric in the two fans;
+for Kaiming, its fan-in is mode='fan_out' here.)
 
 Why the scale matters: a sum of fan_in terms with variance Var(W) has variance
 fan_in * Var(W) * Var(x), so Var(W) = 1 / fan_in keeps activations at unit scale
@@ -38,15 +42,15 @@ def calculate_gain(nonlinearity='linear', negative_slope=0.01):
 
 
 def fans(tensor):
-    """(fan_in, fan_out) of a weight of shape (..., in, out); a vector counts as (n, n)."""
+    """(fan_in, fan_out) of a weight of shape (out, in, *kernel), as PyTorch counts them."""
     _check_tensor(tensor)
-    if tensor.ndim == 0:
-        raise ValueError("nn.init: a 0-d tensor has no fan-in or fan-out")
+    if tensor.ndim < 2:
+        raise ValueError(f"nn.init: a tensor of shape {tensor.shape} has no fan-in and fan-out: they need a "
+                         "weight of 2 or more dims, (out_features, in_features, ...)")
     if tensor.numel() == 0:
         raise ValueError(f"nn.init: a tensor of shape {tensor.shape} has no elements, so no fan-in or fan-out")
-    if tensor.ndim == 1:
-        return tensor.shape[0], tensor.shape[0]
-    return tensor.shape[-2], tensor.shape[-1]
+    receptive = math.prod(tensor.shape[2:])
+    return tensor.shape[1] * receptive, tensor.shape[0] * receptive
 
 
 def _check_tensor(tensor):

@@ -1,4 +1,5 @@
-"""Matrix multiplication, batched over leading axes as numpy's `@`, and linear: x @ W + b."""
+"""Matrix multiplication, batched over leading axes as numpy's `@`; linear (x @ W^T + b, PyTorch's layout)
+and project (x @ W + b, the articles')."""
 import math
 
 from ..argcheck import ShapeError
@@ -16,20 +17,28 @@ class MatMul(Function):
     same W, so the product is one 2-D product over all of them, Y = rows(A) @ W, and the batch sum of
     dL/dW is inside one product too, rows(A)^T @ rows(G) (numpy's batched @ would call BLAS once per
     batch entry).
+
+    transpose_b=True: the input is B^T, a matrix (m, k), as nn.Linear stores its weight (out, in);
+    B = input^T is a view, so Y = X @ W^T is this one node, and dL/d(input) = (dL/dB)^T = G^T @ X.
     """
 
-    def forward(self, a, b):
+    def forward(self, a, b, transpose_b=False):
+        self.transpose_b = transpose_b
+        if transpose_b:
+            b = b.T
         if b.ndim == 2:
             return (rows(a) @ b).reshape(a.shape[:-1] + b.shape[-1:])
         return a @ b
 
     def backward(self, g):
         a, b = self.inputs
+        if self.transpose_b:
+            b = b.T
         ga = g @ b.swapaxes(-1, -2) if self.needs_grad(0) else None
         if not self.needs_grad(1):
             gb = None
         elif b.ndim == 2:
-            gb = rows(a).swapaxes(-1, -2) @ rows(g)
+            gb = rows(g).T @ rows(a) if self.transpose_b else rows(a).T @ rows(g)
         else:
             gb = a.swapaxes(-1, -2) @ g
         return ga, gb
@@ -73,22 +82,44 @@ def outer(a, b):
 
 
 def linear(x, weight, bias=None):
-    """y = x @ weight + bias: x (..., n_in), weight (n_in, n_out), bias (n_out,) or None -> y (..., n_out).
+    """y = x @ weight^T + bias, PyTorch's F.linear and nn.Linear: x (..., n_in), weight (n_out, n_in),
+    bias (n_out,) or None -> y (..., n_out).
 
-    Two ops, MatMul and Add (dL/dx = G @ W^T, dL/dW = x^T @ G, dL/db = G summed over the rows);
-    one, FusedLinear (microtensor/fused/linear.py), when the fused layer is on."""
-    if x.ndim == 0 or weight.ndim != 2 or x.shape[-1] != weight.shape[0]:
-        raise ShapeError(f"linear: x {x.shape} @ weight {weight.shape} do not fit "
-                         "(need x (..., n_in) and weight (n_in, n_out))")
-    if bias is not None and bias.shape != weight.shape[1:]:
-        raise ShapeError(f"linear: bias has shape {bias.shape}, expected {weight.shape[1:]} (n_out,)")
+    Two ops, MatMul (weight^T read in place: dL/dx = G @ weight, dL/dweight = G^T @ x) and Add (dL/db = G
+    summed over the rows); one, FusedLinear (microtensor/fused/linear.py), when the fused layer is on."""
+    return _affine('linear', x, weight, bias, transposed=True)
+
+
+def project(x, W, b=None):
+    """y = x @ W + b, the articles' notation (Q = X @ W_Q): x (..., n_in), W (n_in, n_out), b (n_out,) or None
+    -> y (..., n_out).  Two ops, MatMul and Add (dL/dx = G @ W^T, dL/dW = x^T @ G, dL/db = G summed over
+    the rows); one, FusedLinear, when the fused layer is on."""
+    return _affine('project', x, W, b, transposed=False)
+
+
+def _affine(op, x, weight, bias, transposed):
+    """x @ weight^T + bias (transposed: weight is (n_out, n_in)) or x @ weight + bias (weight (n_in, n_out))."""
+    layout = '(n_out, n_in)' if transposed else '(n_in, n_out)'
+    n_in = weight.shape[-1 if transposed else 0] if weight.ndim == 2 else None
+    if x.ndim == 0 or weight.ndim != 2 or x.shape[-1] != n_in:
+        raise ShapeError(f"{op}: x {x.shape} and weight {weight.shape} do not fit: x is (..., n_in) and "
+                         f"weight {layout}")
+    n_out = weight.shape[0 if transposed else 1]
+    if bias is not None and bias.shape != (n_out,):
+        raise ShapeError(f"{op}: bias has shape {bias.shape}, expected ({n_out},) (n_out,)")
     if fused_switch.enabled:
-        promotion.refuse_bool('linear', promotion.result_type(x, weight))
+        promotion.refuse_bool(op, promotion.result_type(x, weight))
         operands = [x, weight] if bias is None else [x, weight, bias]
-        if any(t.dtype != x.dtype for t in operands):  # mixed dtypes: promoted as x @ weight + bias would be
-            operands = promotion.operands('linear', *operands)
-        return FusedLinear.apply(*operands)
-    y = x @ weight
+        if any(t.dtype != x.dtype for t in operands):  # mixed dtypes: promoted as x @ W + b would be
+            operands = promotion.operands(op, *operands)
+        return FusedLinear.apply(*operands, transposed=transposed)
+    if transposed:
+        if x.dtype != weight.dtype:
+            x, weight = promotion.operands(op, x, weight)
+        promotion.refuse_bool(op, x.dtype)
+        y = MatMul.apply(x, weight, transpose_b=True)
+    else:
+        y = x @ weight
     return y if bias is None else y + bias
 
 
