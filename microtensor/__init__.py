@@ -23,6 +23,10 @@ from .functional import (abs, add, amax, amin, argmax, argmin, broadcast_to, cat
 from .argcheck import DTypeError, ShapeError
 from .functional import (bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift,
                          bitwise_xor, floor_divide, remainder)
+from .functional import (acos, acosh, asin, asinh, atan, atan2, atanh, ceil, copysign, cosh, exp2, expm1, floor,
+                         fmod, frac, hypot, isfinite, isinf, isnan, lerp, log10, log1p, log2, logaddexp, logical_and,
+                         logical_not, logical_or, logical_xor, nan_to_num, reciprocal, round, sign, sinh, square, tan,
+                         trunc)
 from .ops.einsum import einsum
 from .ops.gather import gather, one_hot, scatter, scatter_add, topk
 from .ops.logic import all, allclose, any, isclose

@@ -13,6 +13,12 @@ from .argcheck import ShapeError
 from .convert import tensor_arg
 from .promotion import floating
 from .tensor import Tensor, binary
+# the elementwise functions by family (ops/trigonometric.py, exponential.py, rounding.py, logic.py)
+from .ops.trigonometric import acos, acosh, asin, asinh, atan, atan2, atanh, cosh, hypot, sinh, tan  # noqa: F401
+from .ops.exponential import exp2, expm1, log10, log1p, log2, logaddexp, reciprocal, square  # noqa: F401
+from .ops.rounding import ceil, copysign, floor, fmod, frac, round, sign, trunc  # noqa: F401
+from .ops.logic import isfinite, isinf, isnan, logical_and, logical_not, logical_or, logical_xor  # noqa: F401
+from .ops.elementwise import lerp, nan_to_num  # noqa: F401
 
 
 def _needs_tensor(name, a, b):

@@ -657,6 +657,44 @@ class Tensor:
         """The hyperbolic tangent, elementwise."""
         return _ew.Tanh.apply(floating(self))
 
+    # more elementwise functions, by family (ops/trigonometric.py, exponential.py, rounding.py, logic.py)
+    def tan(self): return _trig.tan(self)
+    def asin(self): return _trig.asin(self)
+    def acos(self): return _trig.acos(self)
+    def atan(self): return _trig.atan(self)
+    def sinh(self): return _trig.sinh(self)
+    def cosh(self): return _trig.cosh(self)
+    def asinh(self): return _trig.asinh(self)
+    def acosh(self): return _trig.acosh(self)
+    def atanh(self): return _trig.atanh(self)
+    def atan2(self, other): return _trig.atan2(self, other)
+    def hypot(self, other): return _trig.hypot(self, other)
+    def exp2(self): return _exp.exp2(self)
+    def expm1(self): return _exp.expm1(self)
+    def log2(self): return _exp.log2(self)
+    def log10(self): return _exp.log10(self)
+    def log1p(self): return _exp.log1p(self)
+    def reciprocal(self): return _exp.reciprocal(self)
+    def logaddexp(self, other): return _exp.logaddexp(self, other)
+    def floor(self): return _rounding.floor(self)
+    def ceil(self): return _rounding.ceil(self)
+    def trunc(self): return _rounding.trunc(self)
+    def round(self, decimals=0): return _rounding.round(self, decimals)
+    def frac(self): return _rounding.frac(self)
+    def sign(self): return _rounding.sign(self)
+    def copysign(self, other): return _rounding.copysign(self, other)
+    def fmod(self, other): return _rounding.fmod(self, other)
+    def isnan(self): return _logic.isnan(self)
+    def isinf(self): return _logic.isinf(self)
+    def isfinite(self): return _logic.isfinite(self)
+    def logical_not(self): return _logic.logical_not(self)
+    def logical_and(self, other): return _logic.logical_and(self, other)
+    def logical_or(self, other): return _logic.logical_or(self, other)
+    def logical_xor(self, other): return _logic.logical_xor(self, other)
+    def nan_to_num(self, nan=0.0, posinf=None, neginf=None): return _ew.nan_to_num(self, nan, posinf, neginf)
+    def lerp(self, end, weight): return _ew.lerp(self, end, weight)
+    def square(self): return _exp.square(self)
+
     def sin(self):
         """The sine, elementwise."""
         return _ew.Sin.apply(floating(self))
@@ -1138,3 +1176,4 @@ from .ops import elementwise as _ew, reduce as _reduce, linalg as _linalg  # noq
 from .ops import shape as _shape, select as _select, nn as _nn, index as _index  # noqa: E402
 from .ops import bitwise as _bitwise, logic as _logic, rounding as _rounding  # noqa: E402
 from .ops import gather as _gather, rearrange as _rearrange, scan as _scan  # noqa: E402
+from .ops import trigonometric as _trig, exponential as _exp  # noqa: E402

@@ -360,6 +360,43 @@ for name, torch_name, dtypes, order, opts in (
         ('bitwise_right_shift', None, INTS, 0, dict(extremes_both=False))):
     both(name, dtypes, order, family(binary, **opts), torch_name,
          tensor=name in ('add', 'sub', 'mul', 'div', 'pow', 'remainder', 'floor_divide'))
+# the elementwise functions by family (trigonometric, exponential, rounding, logic): floats compute in floats,
+# integers and bools in float32 (as exp); the rounding ones keep integers; the logic ones give bools
+for name in ('tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh',
+             'exp2', 'expm1', 'log2', 'log10', 'log1p', 'reciprocal'):
+    both(name, ALL, 2, family(unary))
+for name, dtypes in (('floor', NUMBERS), ('ceil', NUMBERS), ('trunc', NUMBERS), ('round', NUMBERS), ('sign', ALL),
+                     ('frac', FLOATS), ('square', ALL)):
+    both(name, dtypes, 2, family(unary))
+entry('Tensor.round(decimals)', method('round'), method('round'), FLOATS, 2, with_args(family(unary), decimals=2))
+entry('round(decimals=-1)', function('round'), function('round'), FLOATS, 2, with_args(family(unary), decimals=-1))
+for name in ('isnan', 'isinf', 'isfinite', 'logical_not'):
+    both(name, ALL, 0, family(unary))
+for name in ('nan_to_num',):
+    both(name, ALL, 2, family(unary))
+entry('Tensor.nan_to_num(nan, posinf, neginf)', method('nan_to_num'), method('nan_to_num'), ALL, 2,
+      with_args(family(unary), nan=1.5, posinf=100.0, neginf=-100.0))
+for name, dtypes, order, opts in (('atan2', ALL, 2, {}), ('hypot', FLOATS, 2, {}), ('logaddexp', FLOATS, 2, {}),
+                                  ('copysign', ALL, 2, dict(signs=True)),
+                                  ('fmod', NUMBERS, 1, dict(right_positive=True, signs=True)),
+                                  ('logical_and', ALL, 0, {}), ('logical_or', ALL, 0, {}),
+                                  ('logical_xor', ALL, 0, {})):
+    both(name, dtypes, order, family(binary, **opts))
+
+
+def lerp_samples(dtype, slow):
+    """start, end and a weight: a number, a tensor, broadcast; weights beyond [0, 1] extrapolate."""
+    a = lambda shape, seed: arr(shape, dtype, seed)  # noqa: E731
+    return [Sample((a((2, 3), 0), a((2, 3), 1), 0.25), note='number weight'),
+            Sample((a((2, 3), 0), a((2, 3), 1), 1.5), note='weight beyond 1'),
+            Sample((a((2, 3), 0), a((2, 3), 1), a((2, 3), 2)), note='tensor weight'),
+            Sample((a((2, 3), 0), a((3,), 1), a((1, 3), 2)), note='broadcast'),
+            Sample((a((0, 3), 0), a((0, 3), 1), 0.5), note='empty')]
+
+
+both('lerp', FLOATS, 2, lerp_samples)
+
+
 def overflowing(dtype):
     """Rows whose sums overflow to inf or -inf, or round to 1, in every order of addition (a BLAS kernel
     picks its own): largest + largest, smallest normals beside 1."""
@@ -814,6 +851,57 @@ def F(name):
 entry('F.cross_entropy', F('cross_entropy'), F('cross_entropy'), FLOATS, 2, class_second(cross_entropy_samples))
 entry('F.nll_loss', F('nll_loss'), F('nll_loss'), FLOATS, 2, class_second(class_samples))
 entry('F.silu', F('silu'), F('silu'), FLOATS, 2, family(unary), beyond=INTS + ('bool',))
+SIGNED = FLOATS + ('int64', 'int32')  # (hardtanh clips signed integers; PyTorch refuses its uint8)
+for name in ('softplus', 'leaky_relu', 'elu', 'celu', 'selu', 'mish', 'hardtanh', 'relu6', 'hardsigmoid',
+             'hardswish', 'logsigmoid', 'softsign'):
+    entry(f'F.{name}', F(name), F(name), {'hardtanh': SIGNED, 'relu6': NUMBERS, 'softsign': NUMBERS}.get(name, FLOATS),
+          1 if name == 'hardsigmoid' else 2, family(unary))  # (PyTorch has no second derivative of hardsigmoid)
+for name, options in (('softplus', dict(beta=2.0, threshold=5.0)), ('leaky_relu', dict(negative_slope=0.2)),
+                      ('elu', dict(alpha=0.5)), ('celu', dict(alpha=2.0)), ('hardtanh', dict(min_val=-2.0, max_val=0.5)),
+                      ('softmin', dict(dim=-1)), ('softmin', dict(dim=0))):
+    entry(f"F.{name}({', '.join(f'{k}={v}' for k, v in options.items())})", F(name), F(name),
+          SIGNED if name == 'hardtanh' else FLOATS, 2, with_args(family(unary), **options))
+def loss_samples(dtype, slow, kind='regression'):
+    """(input, target) of one shape: 2x3, 0-d, 4-d, empty, each reduction; probabilities for 'probability'
+    (binary_cross_entropy: p in [0, 1], and exactly 0 and 1), log-probabilities and probabilities for 'kl'."""
+    rng = np.random.default_rng(7)
+    kind = kind if dtype in FLOATS else 'regression'  # (integer and bool samples: for the refusal checks)
+
+    def pair(shape, seed):
+        if kind == 'regression':
+            return arr(shape, dtype, seed), arr(shape, dtype, seed + 1)
+        if kind == 'probability':
+            return (rng.uniform(0.02, 0.98, shape).astype(dtype), rng.uniform(0, 1, shape).astype(dtype))
+        logits = arr(shape, dtype, seed)
+        q = np.exp(logits - logits.max(-1, keepdims=True)) if len(shape) else np.ones(shape, dtype)
+        p = rng.dirichlet(np.ones(shape[-1]), shape[:-1]).astype(dtype) if len(shape) else np.ones(shape, dtype)
+        return (np.log(q / q.sum(-1, keepdims=True)) if len(shape) else np.zeros(shape, dtype)).astype(dtype), p
+    out = [Sample(pair((2, 3), 0), note='2x3'), Sample(pair((), 1), note='0-d'), Sample(pair((2, 1, 3, 2), 2), note='4-d'),
+           Sample(pair((0, 3), 3), note='empty')]
+    out += [Sample(pair((2, 3), 4), dict(reduction=r), note=r) for r in ('sum', 'none')]
+    if kind == 'probability':
+        out.append(Sample((np.array([0.0, 1.0, 0.0, 1.0], dtype), np.array([0.0, 1.0, 1.0, 0.0], dtype)),
+                          note='p exactly 0 and 1'))
+    if kind == 'kl':
+        out.append(Sample((arr((2, 3), dtype, 5), np.array([[0.5, 0.5, 0.0], [1.0, 0.0, 0.0]], dtype)),
+                          note='targets with zeros'))
+    return out
+
+
+for name, kind, options in (('mse_loss', 'regression', {}), ('l1_loss', 'regression', {}),
+                            ('smooth_l1_loss', 'regression', {}), ('smooth_l1_loss', 'regression', dict(beta=0.5)),
+                            ('huber_loss', 'regression', dict(delta=0.3)),
+                            ('binary_cross_entropy', 'probability', {}),
+                            ('binary_cross_entropy_with_logits', 'regression', {}),
+                            ('kl_div', 'kl', {}), ('kl_div', 'kl', dict(reduction='batchmean'))):
+    label = f"F.{name}" + (f"({', '.join(f'{k}={v}' for k, v in options.items())})" if options else '')
+    entry(label, F(name), F(name), FLOATS, 2, with_args(family(loss_samples, kind=kind), **options))
+POS_WEIGHTED = (lambda lib, x, y, pos_weight: lib.nn.functional.binary_cross_entropy_with_logits(
+    x, y, pos_weight=pos_weight.detach()))  # (PyTorch has no gradient for pos_weight)
+entry('F.binary_cross_entropy_with_logits(pos_weight)', POS_WEIGHTED, POS_WEIGHTED, FLOATS, 2,
+      lambda dtype, slow: [Sample((arr((2, 3), dtype, 0), (arr((2, 3), dtype, 1) > 0).astype(dtype), arr((3,), dtype, 2, 0.1)),
+                                  note='pos_weight per class')])
+entry('F.quick_gelu', F('quick_gelu'), lambda torch, x: x * torch.sigmoid(1.702 * x), ALL, 2, family(unary))
 
 
 def attention_samples(dtype, slow):

@@ -4,20 +4,24 @@
     parameter.py    Parameter: a tensor a Module trains
     linear.py       Linear: y = x @ W^T + b, W of shape (out, in) as in PyTorch
     containers.py   Sequential, ModuleList, ModuleDict
-    dropout.py      Dropout        activations.py  ReLU, Tanh, Sigmoid, GELU, SiLU
-    loss.py         CrossEntropyLoss, NLLLoss (PyTorch's layout)
+    dropout.py      Dropout        activations.py  ReLU, Tanh, Sigmoid, GELU, SiLU, Softplus, ELU, ...
+    loss.py         CrossEntropyLoss, NLLLoss (PyTorch's layout), MSELoss, L1Loss, BCELoss, ...
     norm.py         LayerNorm, RMSNorm     embedding.py    Embedding
+    reshape.py      Identity, Flatten, Unflatten
     init.py         uniform_, normal_, xavier_*, kaiming_*, zeros_, ones_
     utils.py        clip_grad_norm_
     functional.py   torch.nn.functional's names (F.cross_entropy in PyTorch's (N, C, ...) layout)
 """
 from . import functional, init, utils
-from .activations import GELU, ReLU, Sigmoid, SiLU, Tanh
+from .activations import (CELU, ELU, GELU, SELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid,
+                          LogSoftmax, Mish, ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmin, Softplus, Softsign, Tanh)
 from .containers import ModuleDict, ModuleList, Sequential
 from .dropout import Dropout
 from .embedding import Embedding
 from .linear import Linear
-from .loss import CrossEntropyLoss, NLLLoss
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss,
+                   SmoothL1Loss)
 from .module import Module
 from .norm import LayerNorm, RMSNorm
+from .reshape import Flatten, Identity, Unflatten
 from .parameter import Parameter

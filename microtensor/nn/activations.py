@@ -1,6 +1,8 @@
-"""Activation functions as modules, for nn.Sequential.  The math lives in microtensor/ops/elementwise.py."""
+"""Activation functions as modules, for nn.Sequential.  The math lives in microtensor/ops/elementwise.py
+and microtensor/ops/activations.py; most modules here are made by `from_function`, which stores the
+function's settings (nn.Softplus(beta=2.0)) and calls it."""
 from . import functional
-from .module import Module
+from .module import Module, from_function
 
 
 class ReLU(Module):
@@ -43,3 +45,20 @@ class SiLU(Module):
 
     def forward(self, x):
         return functional.silu(x)
+
+
+Softplus = from_function('Softplus', functional.softplus, beta=1.0, threshold=20.0)
+LeakyReLU = from_function('LeakyReLU', functional.leaky_relu, negative_slope=0.01)
+ELU = from_function('ELU', functional.elu, alpha=1.0)
+CELU = from_function('CELU', functional.celu, alpha=1.0)
+SELU = from_function('SELU', functional.selu)
+Mish = from_function('Mish', functional.mish)
+Hardtanh = from_function('Hardtanh', functional.hardtanh, min_val=-1.0, max_val=1.0)
+ReLU6 = from_function('ReLU6', functional.relu6)
+Hardsigmoid = from_function('Hardsigmoid', functional.hardsigmoid)
+Hardswish = from_function('Hardswish', functional.hardswish)
+LogSigmoid = from_function('LogSigmoid', functional.logsigmoid)
+Softsign = from_function('Softsign', functional.softsign)
+Softmin = from_function('Softmin', functional.softmin, dim=None)
+Softmax = from_function('Softmax', functional.softmax, dim=None)
+LogSoftmax = from_function('LogSoftmax', functional.log_softmax, dim=None)

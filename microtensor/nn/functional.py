@@ -16,6 +16,10 @@ softmax, log_softmax, dropout, linear = _mt.softmax, _mt.log_softmax, _mt.dropou
 layer_norm, rms_norm = _mt.layer_norm, _mt.rms_norm
 one_hot, pad = _gather.one_hot, _rearrange.pad
 scaled_dot_product_attention = _attention.scaled_dot_product_attention
+from ..ops.activations import (celu, elu, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid,  # noqa: E402
+                               mish, quick_gelu, relu6, selu, softmin, softplus, softsign)
+from ..ops.losses import (binary_cross_entropy, binary_cross_entropy_with_logits, huber_loss, kl_div,  # noqa: E402
+                          l1_loss, mse_loss, smooth_l1_loss)
 
 
 def silu(input, inplace=False):

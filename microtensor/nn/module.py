@@ -327,3 +327,29 @@ class _HookHandle:
     def remove(self):
         if self.hook in self.hooks:
             self.hooks.remove(self.hook)
+
+
+def from_function(name, function, **defaults):
+    """A Module class `name` whose forward is function(*inputs, **settings); the settings are the keyword
+    arguments of its constructor, with these defaults (PyTorch's), and show in its repr."""
+    def __init__(self, *args, **settings):
+        Module.__init__(self)
+        if len(args) > len(defaults):
+            raise TypeError(f"{name}() takes at most {len(defaults)} settings ({', '.join(defaults)}), "
+                            f"got {len(args)}")
+        unknown = sorted(set(settings) - set(defaults))
+        if unknown:
+            raise TypeError(f"{name}() got unexpected settings {unknown}; its settings are {list(defaults)}")
+        self.settings = {**defaults, **dict(zip(defaults, args)), **settings}
+        for key, value in self.settings.items():
+            setattr(self, key, value)
+
+    def forward(self, *inputs):
+        return function(*inputs, **self.settings)
+
+    def extra_repr(self):
+        return ', '.join(f"{k}={v!r}" for k, v in self.settings.items())
+
+    doc = f"{function.__doc__.splitlines()[0]}  (F.{function.__name__}, settings {defaults or 'none'})"
+    return type(name, (Module,), dict(__init__=__init__, forward=forward, extra_repr=extra_repr, __doc__=doc,
+                                      __module__=__name__, __qualname__=name))

@@ -7,6 +7,7 @@ import math
 
 from .. import argcheck, backend, promotion
 from ..autograd import Function
+from ..convert import tensor_arg
 from ..tensor import Tensor, binary
 from .select import Where
 from ..argcheck import DTypeError
@@ -344,3 +345,37 @@ def _integer_power(a, b):
     power = a ** xp.where(negative, 0, b)
     reciprocal = xp.where(a == 1, 1, xp.where(a == -1, 1 - 2 * (b & 1), 0))
     return xp.where(negative, reciprocal, power).astype(a.dtype)
+
+
+class NanToNum(Function):
+    """y = x with nan, +inf and -inf replaced by numbers (PyTorch's defaults: 0, the dtype's largest and
+    smallest)      dL/dx = g where x is finite, 0 where it was replaced"""
+
+    def forward(self, x, nan, posinf, neginf):
+        xp = backend.array_module(x)
+        self.finite = xp.isfinite(x).astype(x.dtype)
+        return xp.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+
+    def backward(self, g):
+        return (g * Tensor._wrap(self.finite),)
+
+
+def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    """x with nan, +inf and -inf replaced (None: the dtype's largest and smallest finite values), as
+    torch.nan_to_num; integers and bools, which hold none of them, come back as they are."""
+    x = tensor_arg(x, 'nan_to_num')
+    nan, posinf, neginf = (None if v is None else argcheck.real(v, 'nan_to_num', name)
+                           for v, name in ((nan, 'nan'), (posinf, 'posinf'), (neginf, 'neginf')))
+    if x.dtype.kind != 'f':
+        return x.clone()
+    return NanToNum.apply(x, nan=0.0 if nan is None else nan, posinf=posinf, neginf=neginf)
+
+
+def lerp(start, end, weight):
+    """start + weight * (end - start), as torch.lerp (weight a number or a tensor)
+        dL/dstart = g * (1 - weight),  dL/dend = g * weight,  dL/dweight = g * (end - start)"""
+    start, end = tensor_arg(start, 'lerp', 'start'), tensor_arg(end, 'lerp', 'end')
+    if start.dtype != end.dtype or start.dtype.kind != 'f':
+        raise DTypeError(f"lerp: start and end must be float tensors of one dtype, as in PyTorch, not {start.dtype} "
+                         f"and {end.dtype}")
+    return start + weight * (end - start)
