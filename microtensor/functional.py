@@ -19,6 +19,11 @@ from .ops.exponential import exp2, expm1, log10, log1p, log2, logaddexp, recipro
 from .ops.rounding import ceil, copysign, floor, fmod, frac, round, sign, trunc  # noqa: F401
 from .ops.logic import isfinite, isinf, isnan, logical_and, logical_not, logical_or, logical_xor  # noqa: F401
 from .ops.elementwise import lerp, nan_to_num  # noqa: F401
+from .ops.sort import argsort, kthvalue, sort  # noqa: F401
+from .ops.select import masked_select, nonzero  # noqa: F401
+from .ops.tiling import repeat_interleave, tile  # noqa: F401
+from .ops.diagonal import diag, diag_embed, diagonal  # noqa: F401
+from .ops.reduce import prod, std_mean, var_mean  # noqa: F401
 
 
 def _needs_tensor(name, a, b):

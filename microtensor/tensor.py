@@ -695,6 +695,20 @@ class Tensor:
     def lerp(self, end, weight): return _ew.lerp(self, end, weight)
     def square(self): return _exp.square(self)
 
+    # sorting, selecting, repeating, diagonals, products (ops/sort.py, select.py, tiling.py, diagonal.py, reduce.py)
+    def sort(self, dim=-1, descending=False, stable=False): return _sort.sort(self, dim, descending, stable)
+    def argsort(self, dim=-1, descending=False, stable=False): return _sort.argsort(self, dim, descending, stable)
+    def kthvalue(self, k, dim=-1, keepdim=False): return _sort.kthvalue(self, k, dim, keepdim)
+    def masked_select(self, mask): return _select.masked_select(self, mask)
+    def nonzero(self, as_tuple=False): return _select.nonzero(self, as_tuple)
+    def repeat(self, *sizes): return _tiling.repeat(self, *sizes)
+    def tile(self, dims): return _tiling.tile(self, dims)
+    def repeat_interleave(self, repeats, dim=None): return _tiling.repeat_interleave(self, repeats, dim)
+    def diagonal(self, offset=0, dim1=0, dim2=1): return _diagonal.diagonal(self, offset, dim1, dim2)
+    def diag(self, diagonal=0): return _diagonal.diag(self, diagonal)
+    def diag_embed(self, offset=0, dim1=-2, dim2=-1): return _diagonal.diag_embed(self, offset, dim1, dim2)
+    def prod(self, dim=None, keepdim=False, dtype=None): return _reduce.prod(self, dim, keepdim, dtype)
+
     def sin(self):
         """The sine, elementwise."""
         return _ew.Sin.apply(floating(self))
@@ -1177,3 +1191,4 @@ from .ops import shape as _shape, select as _select, nn as _nn, index as _index 
 from .ops import bitwise as _bitwise, logic as _logic, rounding as _rounding  # noqa: E402
 from .ops import gather as _gather, rearrange as _rearrange, scan as _scan  # noqa: E402
 from .ops import trigonometric as _trig, exponential as _exp  # noqa: E402
+from .ops import sort as _sort, tiling as _tiling, diagonal as _diagonal  # noqa: E402

@@ -679,6 +679,106 @@ def topk_samples(dtype, slow):
 
 
 both('topk', NUMBERS, 2, topk_samples)
+
+
+def sort_samples(dtype, slow):
+    """Ties (kept in order both ways, as PyTorch's stable sort), each direction and dim, 0-d, nan and inf."""
+    x = np.array([[3, 1, 4, 1, 2], [7, 5, 5, 9, 5]]).astype(dtype)
+    out = [Sample((x,), note='ties'), Sample((x,), dict(descending=True), note='descending, ties'),
+           Sample((x,), dict(dim=0, descending=True, stable=True), note='dim 0'),
+           Sample((View(np.ascontiguousarray(x.T), 'T'),), note='transposed'), Sample((np.array(5).astype(dtype),),
+                                                                                  note='0-d'),
+           Sample((np.zeros((0, 3), dtype),), note='empty'), Sample((x,), dict(dim=2), note='misfit dim')]
+    if dtype in FLOATS:
+        special = np.array([[1, np.nan, -np.inf, 3, np.nan], [np.inf, -1, 2, -np.inf, 0]], dtype)
+        out += [Sample((special,), note='nan, inf'), Sample((special,), dict(descending=True), note='nan, inf, desc')]
+    return out
+
+
+both('sort', ALL, 2, sort_samples)
+both('argsort', ALL, 0, sort_samples)
+
+
+def kthvalue_samples(dtype, slow):
+    x = np.array([[3, 1, 4, 0, 2], [7, 5, 6, 9, 8]]).astype(dtype)
+    return [Sample((x, 2), note='k=2'), Sample((x, 1), dict(dim=0, keepdim=True), note='dim 0, keepdim'),
+            Sample((x, 5), note='k = n'), Sample((np.array(5).astype(dtype), 1), note='0-d'),
+            Sample((x, 6), note='misfit k'), Sample((x, 0), note='k = 0')]
+
+
+both('kthvalue', NUMBERS, 2, kthvalue_samples)
+
+
+def masked_select_samples(dtype, slow):
+    x = arr((2, 3), dtype)
+    mask = np.array([[True, False, True], [False, False, True]])
+    return [Sample((x, mask), note='2x3'), Sample((x, mask[0]), note='mask broadcast'),
+            Sample((arr((3,), dtype), mask), note='x broadcast'), Sample((x, np.zeros((2, 3), bool)), note='none'),
+            Sample((x, np.ones((2, 3), bool)[:, :2]), note='misfit')]
+
+
+both('masked_select', ALL, 2, masked_select_samples)
+both('nonzero', ALL, 0, lambda dtype, slow: [
+    Sample((np.array([[0, 1, 0], [2, 0, 3]]).astype(dtype),), note='2x3'), Sample((np.zeros((2, 3), dtype),), note='none'),
+    Sample((np.array([0, 1, 1]).astype(dtype),), dict(as_tuple=True), note='as_tuple'),
+    Sample((np.zeros((0, 2), dtype),), note='empty')])
+
+
+def repeat_samples(dtype, slow):
+    x = arr((2, 3), dtype)
+    return [Sample((x, 2, 3), note='2, 3'), Sample((x, 2, 1, 1), note='a new dim'), Sample((x, (1, 2)), note='a tuple'),
+            Sample((arr((3,), dtype), 3), note='1-d'), Sample((x, 0, 2), note='zero copies'),
+            Sample((np.array(2).astype(dtype), 3), note='0-d'), Sample((x, 2), note='too few counts')]
+
+
+entry('Tensor.repeat', method('repeat'), method('repeat'), ALL, 2, repeat_samples)
+both('tile', ALL, 2, lambda dtype, slow: [
+    Sample((arr((2, 3), dtype), (2,)), note='fewer dims'), Sample((arr((2, 3), dtype), (2, 1, 2)), note='more dims'),
+    Sample((arr((3,), dtype), (0,)), note='zero copies')])
+
+
+def repeat_interleave_samples(dtype, slow):
+    x = arr((2, 3), dtype)
+    return [Sample((x, 2), note='all, flattened'), Sample((x, 2), dict(dim=0), note='dim 0'),
+            Sample((x, np.array([1, 0, 3])), dict(dim=1), note='counts per entry'),
+            Sample((x, np.array([2])), dict(dim=-1), note='one count in a tensor'),
+            Sample((np.array(4).astype(dtype), 3), note='0-d'), Sample((x, np.array([1, 2])), dict(dim=1), note='misfit')]
+
+
+both('repeat_interleave', ALL, 2, repeat_interleave_samples)
+
+
+def diagonal_samples(dtype, slow):
+    x = arr((3, 4), dtype)
+    return [Sample((x,), note='3x4'), Sample((x, 1), note='above'), Sample((x, -2), note='below'),
+            Sample((x, 5), note='beyond: empty'), Sample((arr((2, 3, 4), dtype), 0, 2, 0), note='3-d, dims 2, 0'),
+            Sample((arr((2, 3, 4), dtype), -1, -1, 1), note='negative dims'), Sample((arr((3,), dtype),), note='1-d')]
+
+
+both('diagonal', ALL, 2, diagonal_samples)
+both('diag', ALL, 2, lambda dtype, slow: [
+    Sample((arr((3,), dtype),), note='1-d'), Sample((arr((3,), dtype), 1), note='1-d above'),
+    Sample((arr((3, 4), dtype), -1), note='2-d below'), Sample((arr((2, 3, 4), dtype),), note='3-d')])
+both('diag_embed', ALL, 2, lambda dtype, slow: [
+    Sample((arr((2, 3), dtype),), note='2x3'), Sample((arr((2, 3), dtype), 1), note='above'),
+    Sample((arr((2, 3), dtype), -1, 0, 2), note='dims 0, 2'), Sample((arr((3,), dtype),), note='1-d')])
+
+
+def prod_samples(dtype, slow):
+    """All of it, each dim, keepdim; zeros (the gradient skips x_i rather than divide by it)."""
+    x = arr((2, 3), dtype)
+    zeros = np.array([[0, 2, 3], [2, 0, 0]]).astype(dtype)
+    return [Sample((x,), note='all'), Sample((x, 1), note='dim 1'), Sample((x, 0), dict(keepdim=True), note='dim 0 keep'),
+            Sample((zeros, 1), note='zeros, dim 1'), Sample((zeros,), note='zeros, all'),
+            Sample((np.array(3).astype(dtype),), note='0-d'), Sample((np.zeros((0, 3), dtype), 0), note='empty'),
+            Sample((x, 2), note='misfit dim')]
+
+
+both('prod', ALL, 2, prod_samples)
+for name in ('std_mean', 'var_mean'):
+    entry(name, function(name), function(name), FLOATS, 2, beyond=INTS + ('bool',), samples=lambda dtype, slow: [
+        Sample((arr((3, 4), dtype),), note='all'), Sample((arr((3, 4), dtype), 1), note='dim 1'),
+        Sample((arr((3, 4), dtype), 0), dict(keepdim=True, correction=0), note='dim 0, correction 0')])
 for name in ('scatter', 'Tensor.scatter', 'scatter_add', 'Tensor.scatter_add'):
     op = name.split('.')[-1]
     entry(name, function(op) if '.' not in name else method(op),
@@ -901,6 +1001,9 @@ POS_WEIGHTED = (lambda lib, x, y, pos_weight: lib.nn.functional.binary_cross_ent
 entry('F.binary_cross_entropy_with_logits(pos_weight)', POS_WEIGHTED, POS_WEIGHTED, FLOATS, 2,
       lambda dtype, slow: [Sample((arr((2, 3), dtype, 0), (arr((2, 3), dtype, 1) > 0).astype(dtype), arr((3,), dtype, 2, 0.1)),
                                   note='pos_weight per class')])
+entry('F.normalize', F('normalize'), F('normalize'), FLOATS, 2, lambda dtype, slow: [
+    Sample((arr((3, 4), dtype),), note='rows'), Sample((arr((3, 4), dtype),), dict(p=1.0, dim=0), note='p=1, dim 0'),
+    Sample((np.zeros((2, 3), dtype),), note='zeros (eps)'), Sample((arr((2, 3, 4), dtype),), dict(dim=-1), note='3-d')])
 entry('F.quick_gelu', F('quick_gelu'), lambda torch, x: x * torch.sigmoid(1.702 * x), ALL, 2, family(unary))
 
 
@@ -968,9 +1071,6 @@ def refused(name, call, why, *shapes):
 
 
 refused('Tensor.clamp(tensor bounds)', lambda lib, x, lo: x.clamp(min=lo), 'bounds are numbers', (3, 4), (4,))
-refused('Tensor.prod', lambda lib, x: (x.prod(), x.prod(1)), 'no prod yet', (3, 4))
-refused('Tensor.repeat', lambda lib, x: (x.repeat(2, 3), x.repeat(2, 1, 1), x.repeat((1, 2))), 'no repeat yet', (3, 4))
-refused('Tensor.repeat(1-d)', lambda lib, x: x.repeat(3), 'no repeat yet', (2,))
 refused('Tensor.exp_', lambda lib, x: (x * 1).exp_(), 'no exp_ yet', (3, 4))
 refused('Tensor.unsqueeze_', lambda lib, x: (x * 1).unsqueeze_(0), 'no unsqueeze_ yet', (3, 4))
 refused('linspace', lambda lib: (lib.linspace(0, 1, 5), lib.linspace(5, -5, 3), lib.linspace(2, 3, 1)),

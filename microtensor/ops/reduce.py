@@ -437,3 +437,63 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 
 from ..fused.reduce import FusedSumTo  # noqa: E402  (the fused layer builds on SumTo above)
+
+
+class Prod(Function):
+    """y = prod(x, axis)          dL/dx_i = g * prod_{k != i} x_k   (the product of the others)
+
+    The product of the others is (the product of those before x_i) * (the product of those after),
+    two cumprods that never divide by x_i, so it is exact where x has zeros and differentiable again."""
+
+    def forward(self, x, axis, keepdims):
+        self.axis = axis
+        return backend.as_array(x.prod(axis=axis, keepdims=keepdims))
+
+    def backward(self, g):
+        from .rearrange import flip
+        from .scan import cumprod
+        from .shape import concatenate
+        (x,) = self.inputs
+        last = x.swapaxes(self.axis, -1)
+        one = last[..., :1] * 0 + 1
+        before = concatenate([one, cumprod(last, -1)[..., :-1]], -1)
+        after = flip(concatenate([one, cumprod(flip(last, (-1,)), -1)[..., :-1]], -1), (-1,))
+        return ((spread(g, x.shape, (self.axis,)).swapaxes(self.axis, -1) * before * after).swapaxes(self.axis, -1),)
+
+
+def prod(x, dim=None, keepdim=False, dtype=None):
+    """The product over dim (None: of all elements), as torch.prod: integers and bools multiply in int64."""
+    from ..convert import tensor_arg
+    x = tensor_arg(x, 'prod')
+    if dtype is not None:
+        x = x.to(dtype=dtype)
+    if x.dtype.kind in 'biu':
+        x = x.to(dtype='int64')
+    if dim is None:
+        y = Prod.apply(x.reshape(-1) if x.ndim else x.reshape(1), axis=0, keepdims=False)
+        return y.reshape((1,) * x.ndim) if argcheck.boolean(keepdim, 'prod', 'keepdim') else y
+    if isinstance(dim, (tuple, list)):
+        argcheck.fail(TypeError, 'prod', f"dim={dim!r}: prod takes one dim, as PyTorch's; reduce one dim at a time")
+    axis = args.axis(dim, x.shape if x.ndim else (1,), 'prod')
+    if x.ndim == 0:
+        return x.clone()
+    return Prod.apply(x, axis=axis, keepdims=argcheck.boolean(keepdim, 'prod', 'keepdim'))
+
+
+def std_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(std, mean) over dim, as torch.std_mean (std with var's correction: n - 1 unless told otherwise)."""
+    return (x.std(dim, unbiased, keepdim, correction=correction), x.mean(dim, keepdim))
+
+
+def var_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(var, mean) over dim, as torch.var_mean."""
+    return (x.var(dim, unbiased, keepdim, correction=correction), x.mean(dim, keepdim))
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12):
+    """x / max(|x|_p, eps) along dim, as torch.nn.functional.normalize: unit vectors (the eps keeps a zero
+    vector at zero instead of nan)."""
+    from ..convert import tensor_arg
+    x = tensor_arg(input, 'normalize', 'input')
+    eps = argcheck.number(eps, 'normalize', 'eps', min=0)
+    return x / vector_norm(x, p, dim, keepdim=True).clip(min=eps)

@@ -1,4 +1,5 @@
-"""Selection: where and masked_fill.  The condition is data, not an input: it has no gradient."""
+"""Selection: where, masked_fill, masked_select and nonzero.  The condition is data, not an input: it has
+no gradient."""
 from .. import backend
 from ..argcheck import DTypeError, ShapeError
 from ..autograd import Function
@@ -61,3 +62,32 @@ def masked_fill(x, mask, value):
     if isinstance(value, Tensor) and value.ndim:
         raise ValueError(f"masked_fill: value must be a number or a 0-d tensor, not a tensor of shape {value.shape}")
     return where(mask, value, x, op='masked_fill')
+
+
+def masked_select(x, mask):
+    """The entries of x where mask is True, as a 1-d tensor in row-major order (x and mask broadcast to
+    one shape first, as in PyTorch); each picked entry's gradient goes back to its place."""
+    from ..convert import tensor_arg
+    x, mask = tensor_arg(x, 'masked_select'), tensor_arg(mask, 'masked_select', 'mask')
+    if mask.dtype != bool:
+        raise DTypeError(f"masked_select: mask must be a bool tensor, not {mask.dtype} (as in PyTorch); use mask != 0")
+    try:
+        shape = backend.broadcast_shapes(x.shape, mask.shape)
+    except ValueError:
+        raise ShapeError(f"masked_select: x {x.shape} and mask {mask.shape} do not broadcast to one shape") from None
+    return x.broadcast_to(shape)[mask.broadcast_to(shape)]
+
+
+def nonzero(x, as_tuple=False):
+    """The indices of x's nonzero entries, in row-major order: an int64 tensor (count, x.ndim), or with
+    as_tuple=True one 1-d tensor per dim (what x[...] takes), as torch.nonzero.  No gradient."""
+    from ..convert import tensor_arg
+    x = tensor_arg(x, 'nonzero')
+    xp = backend.array_module(x.data)
+    found = xp.argwhere(x.data).astype('int64')
+    if x.ndim == 0:  # a 0-d tensor: as PyTorch, (count, 0) and, as a tuple, one dim of its count
+        found = xp.zeros((int(bool(x.data)), 0), dtype='int64')
+        return (Tensor._wrap(xp.zeros(found.shape[0], dtype='int64')),) if as_tuple else Tensor._wrap(found)
+    if as_tuple:
+        return tuple(Tensor._wrap(found[:, d].copy()) for d in range(x.ndim))
+    return Tensor._wrap(found)
