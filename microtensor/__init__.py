@@ -27,8 +27,8 @@ from .functional import (acos, acosh, asin, asinh, atan, atan2, atanh, ceil, cop
                          fmod, frac, hypot, isfinite, isinf, isnan, lerp, log10, log1p, log2, logaddexp, logical_and,
                          logical_not, logical_or, logical_xor, nan_to_num, reciprocal, round, sign, sinh, square, tan,
                          trunc)
-from .functional import (argsort, diag, diag_embed, diagonal, kthvalue, masked_select, nonzero, prod,
-                         repeat_interleave, sort, std_mean, tile, var_mean)
+from .functional import (argsort, cummax, cummin, diag, diag_embed, diagonal, kthvalue, logcumsumexp, masked_select,
+                         meshgrid, nonzero, prod, repeat_interleave, sort, std_mean, tile, var_mean)
 from .ops.einsum import einsum
 from .ops.gather import gather, one_hot, scatter, scatter_add, topk
 from .ops.logic import all, allclose, any, isclose

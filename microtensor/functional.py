@@ -21,7 +21,8 @@ from .ops.logic import isfinite, isinf, isnan, logical_and, logical_not, logical
 from .ops.elementwise import lerp, nan_to_num  # noqa: F401
 from .ops.sort import argsort, kthvalue, sort  # noqa: F401
 from .ops.select import masked_select, nonzero  # noqa: F401
-from .ops.tiling import repeat_interleave, tile  # noqa: F401
+from .ops.tiling import meshgrid, repeat_interleave, tile  # noqa: F401
+from .ops.scan import cummax, cummin, logcumsumexp  # noqa: F401
 from .ops.diagonal import diag, diag_embed, diagonal  # noqa: F401
 from .ops.reduce import prod, std_mean, var_mean  # noqa: F401
 

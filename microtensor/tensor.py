@@ -708,6 +708,10 @@ class Tensor:
     def diag(self, diagonal=0): return _diagonal.diag(self, diagonal)
     def diag_embed(self, offset=0, dim1=-2, dim2=-1): return _diagonal.diag_embed(self, offset, dim1, dim2)
     def prod(self, dim=None, keepdim=False, dtype=None): return _reduce.prod(self, dim, keepdim, dtype)
+    def cummax(self, dim): return _scan.cummax(self, dim)
+    def cummin(self, dim): return _scan.cummin(self, dim)
+    def logcumsumexp(self, dim): return _scan.logcumsumexp(self, dim)
+    def unfold(self, dimension, size, step): return _tiling.unfold(self, dimension, size, step)
 
     def sin(self):
         """The sine, elementwise."""

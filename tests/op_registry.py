@@ -550,6 +550,30 @@ def scan_samples(dtype, slow):
 
 for name in ('cumsum', 'cumprod'):
     both(name, ALL, 2, scan_samples)
+
+
+def running_extreme_samples(dtype, slow):
+    '''along_dim's, ties (the later place wins, as in PyTorch), and nan (it wins, and so does a later nan).'''
+    ties = np.array([[1, 3, 3, 2, 5, 5], [2, 1, 1, 0, 4, 4]]).astype(dtype)
+    out = along_dim(dtype, slow) + [Sample((ties, 1), note='ties, dim 1'), Sample((ties, 0), note='ties, dim 0')]
+    if dtype in FLOATS:
+        out.append(Sample((np.array([[1, np.nan, 3, np.nan, -np.inf, 2]], dtype), 1), note='nan, inf'))
+    return out
+
+
+for name in ('cummax', 'cummin'):
+    both(name, ALL, 2, running_extreme_samples)
+both('logcumsumexp', FLOATS, 2, lambda dtype, slow: along_dim(dtype, slow) + ([
+    Sample((np.array([[-1000, 0, 1000], [5, -np.inf, 3]], dtype), 1), note='far apart, -inf')] if dtype in FLOATS else []))
+entry('meshgrid', function('meshgrid'), function('meshgrid'), ALL, 2, lambda dtype, slow: [
+    Sample((arr((3,), dtype), arr((2,), dtype, 1)), dict(indexing='ij'), note='ij'),
+    Sample((arr((3,), dtype), arr((2,), dtype, 1), arr((4,), dtype, 2)), dict(indexing='xy'), note='xy, three'),
+    Sample((arr((), dtype), arr((2,), dtype, 1)), dict(indexing='ij'), note='0-d'),
+    Sample((arr((2, 2), dtype),), dict(indexing='ij'), note='misfit: 2-d')])
+entry('Tensor.unfold', method('unfold'), method('unfold'), ALL, 2, lambda dtype, slow: [
+    Sample((arr((2, 7), dtype), 1, 3, 2), note='windows of 3, step 2'), Sample((arr((2, 7), dtype), 1, 3, 1), note='overlap'),
+    Sample((arr((5, 2, 3), dtype), 0, 2, 3), note='dim 0, gaps'), Sample((arr((2, 3), dtype), -1, 3, 1), note='one window'),
+    Sample((arr((2, 3), dtype), 1, 4, 1), note='misfit: too large')])
 def softmax_samples(dtype, slow):
     """along_dim's, a row with -inf and rows far from 0 (the max is taken out first)."""
     if dtype not in ('float32', 'float64'):
@@ -801,6 +825,14 @@ entry('pad', function('pad'), lambda torch, *a, **k: torch.nn.functional.pad(*a,
           ((2, 3), [(1, 2)], {}, 'last axis'), ((2, 3), [(1, 0, 0, 2)], dict(value=1), 'two axes, value'),
           ((2, 3), [(-1, 1)], {}, 'negative pad'), ((2, 3), [(-2, -1)], {}, 'cut to 0'),
           ((0, 3), [(1, 1, 1, 1)], {}, 'empty'), ((2, 3), [(1, 1) * 3], {}, 'misfit')]))
+for mode in ('reflect', 'replicate', 'circular'):
+    entry(f'pad({mode})', function('pad'), lambda torch, *a, **k: torch.nn.functional.pad(*a, **k),
+          ALL if mode == 'circular' else NUMBERS, 2,
+          (lambda mode: lambda dtype, slow: shaped(dtype, slow, [
+              ((2, 5), [(1, 2)], dict(mode=mode), 'last dim'), ((2, 3, 4), [(2, 1, 1, 2)], dict(mode=mode), 'two dims'),
+              ((1, 2, 3, 4, 3), [(1, 0, 0, 1, 2, 2)], dict(mode=mode), 'three dims'),
+              ((2, 3), [(3, 3)], dict(mode=mode), 'wider than the dim'),
+              ((2, 3, 4, 5), [(1, 1)], dict(mode=mode), 'too many dims')]))(mode))
 EINSUMS = [('bij,bjk->bik', [(2, 2, 3), (2, 3, 1)]), ('ij->', [(2, 3)]), ('ij->i', [(2, 3)]),
            ('i,j->ij', [(2,), (3,)]), ('bhqd,bhkd->bhqk', [(1, 2, 3, 2), (1, 2, 4, 2)]),
            ('ij,jk,kl->il', [(2, 2), (2, 3), (3, 2)]), ('ij,ij->ij', [(2, 3), (2, 3)]), ('ijk', [(2, 1, 3)]),

@@ -105,8 +105,12 @@ def test_pad_refuses_clearly():
         mt.pad(x, (-2, -2))
     with pytest.raises(ValueError, match="pad: a 0-d tensor has no axis to pad"):
         mt.pad(mt.tensor(1.0), ())
-    with pytest.raises(ValueError, match="mode='reflect' is not supported"):
-        mt.pad(x, (1, 1), mode='reflect')
+    with pytest.raises(ValueError, match="pad: mode must be 'constant', 'reflect', 'replicate' or 'circular'"):
+        mt.pad(x, (1, 1), mode='mirror')
+    with pytest.raises(ValueError, match=r"pad: mode 'reflect' needs widths < the size of the dim they pad"):
+        mt.pad(x, (3, 0), mode='reflect')
+    with pytest.raises(ValueError, match="value=1 is for mode 'constant' only"):
+        mt.pad(x, (1, 1), mode='replicate', value=1)
     with pytest.raises(RuntimeError, match="pad: the value nan does not fit in int64"):
         mt.pad(mt.tensor([1, 2]), (1, 1), value=float('nan'))
 

@@ -4,9 +4,10 @@ Each backward moves the gradient back the way the forward moved the values (flip
 roll it back, mask it the same way, cut the padding off), so each is its own textbook line.
 """
 from .. import argcheck, backend, promotion
-from ..argcheck import ShapeError
+from ..argcheck import DTypeError, ShapeError
 from ..autograd import Function
 from ..convert import tensor_arg
+from ..tensor import Tensor
 from . import args
 
 
@@ -108,15 +109,27 @@ class Pad(Function):
         return (Pad.apply(g, widths=tuple((-before, -after) for before, after in self.widths), value=0),)
 
 
-def pad(x, pad, mode='constant', value=0):
-    """torch.nn.functional.pad, mode 'constant': `pad` lists (before, after) widths starting from
-    the LAST axis: (1, 2) pads the last axis by 1 before and 2 after; (1, 2, 0, 3) also pads the
-    one before it by 0 and 3.  Negative widths cut elements off, as in PyTorch: the cuts come
-    first, so they may leave 0 elements but not fewer.  `value` must fit x's dtype (as PyTorch:
-    300 or -1 into uint8, 1e5 into float16, nan into an integer tensor are refused)."""
+def pad(x, pad, mode='constant', value=None):
+    """torch.nn.functional.pad: `pad` lists (before, after) widths starting from the LAST axis: (1, 2)
+    pads the last axis by 1 before and 2 after; (1, 2, 0, 3) also pads the one before it by 0 and 3.
+
+    mode 'constant' fills with `value` (0 by default), which must fit x's dtype (as PyTorch: 300 or -1
+    into uint8, 1e5 into float16, nan into an integer tensor are refused); negative widths cut elements
+    off, as in PyTorch: the cuts come first, so they may leave 0 elements but not fewer.  The other
+    modes copy x's own entries, as PyTorch's do for the last 1, 2 or 3 dims of a batch:
+
+        'reflect'    a b c d -> c b | a b c d | c b      (the edge not repeated; widths < the size)
+        'replicate'  a b c d -> a a | a b c d | d d      (the edge repeated)
+        'circular'   a b c d -> c d | a b c d | a b      (wrapped around; widths <= the size)
+    """
     x = tensor_arg(x, 'pad')
+    if mode not in ('constant', 'reflect', 'replicate', 'circular'):
+        raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', not {mode!r}")
     if mode != 'constant':
-        raise ValueError(f"pad: mode={mode!r} is not supported; only 'constant' (fill with value=) is")
+        if value is not None:
+            raise ValueError(f"pad: value={value!r} is for mode 'constant' only; mode {mode!r} copies x's entries")
+        return _pad_by_copying(x, pad, mode)
+    value = 0 if value is None else value
     if x.ndim == 0:
         raise ShapeError("pad: a 0-d tensor has no axis to pad")
     if not isinstance(pad, (tuple, list)) or len(pad) % 2 or len(pad) > 2 * x.ndim:
@@ -133,6 +146,36 @@ def pad(x, pad, mode='constant', value=0):
                              f"this too); cut at most {n} elements off that axis")
     value = promotion.fit('pad', argcheck.real(value, 'pad', 'value'), x.dtype, negative_wraps=False)
     return Pad.apply(x, widths=pairs, value=value)
+
+
+def _pad_by_copying(x, pad, mode):
+    """mode 'reflect', 'replicate' or 'circular': along each padded dim, x indexed by the positions
+    -before .. n - 1 + after, each mapped back into 0 .. n - 1 (an index: the gradients of copies add up)."""
+    if not isinstance(pad, (tuple, list)) or len(pad) not in (2, 4, 6) or x.ndim - len(pad) // 2 not in (1, 2):
+        raise NotImplementedError(  # (PyTorch's class for this)
+            f"pad: mode {mode!r} pads the last 1, 2 or 3 dims of one example or of a batch, as PyTorch's: pad "
+            f"needs 2, 4 or 6 widths and x one or two dims more than they pad (x {x.shape}, pad {pad!r})")
+    widths = [argcheck.integer(w, 'pad', 'each width in pad', min=0) for w in pad]
+    if mode != 'circular' and x.dtype.kind == 'b':
+        raise DTypeError(f"pad: mode {mode!r} of a bool tensor is not supported, as in PyTorch; convert it first")
+    xp = backend.array_module(x.data)
+    for k in range(len(widths) // 2):
+        axis, (before, after) = x.ndim - 1 - k, widths[2 * k:2 * k + 2]
+        n = x.shape[axis]
+        limit = n - 1 if mode == 'reflect' else n if mode == 'circular' else None
+        if limit is not None and max(before, after) > limit or n == 0:
+            raise ShapeError(f"pad: mode {mode!r} needs widths {'<' if mode == 'reflect' else '<='} the size of "
+                             f"the dim they pad: ({before}, {after}) on dim {axis} of size {n} (x {x.shape})")
+        i = xp.arange(-before, n + after)
+        if mode == 'reflect':
+            i = xp.abs(i)
+            i = xp.where(i >= n, 2 * (n - 1) - i, i)
+        elif mode == 'replicate':
+            i = xp.clip(i, 0, n - 1)
+        else:
+            i = i % n
+        x = x[(slice(None),) * axis + (Tensor._wrap(i),)]
+    return x
 
 
 def _dims(dims, shape, op):

@@ -1,4 +1,5 @@
-"""Scans: running sums and products along one axis, cumsum and cumprod.
+"""Scans: running sums and products along one axis, cumsum and cumprod; running extremes, cummax and
+cummin (values and indices); and the running log-sum-exp, logcumsumexp.
 
     cumsum  y_j = x_1 + ... + x_j         dL/dx_i = g_i + ... + g_n         (a cumsum from the end)
     cumprod y_j = x_1 * ... * x_j         dL/dx_i = sum_{j >= i} g_j * prod_{k <= j, k != i} x_k
@@ -11,10 +12,15 @@ same device (promotion.scan_dtype): on the CPU float16 in float32 and float32 in
 GPU float16 in float32; the result comes back in x's dtype.  The casts are ops of the graph, so
 the backward (a cumsum from the end, cumprod's sum of products) accumulates in that dtype too.
 """
+from collections import namedtuple
+
 from .. import backend, promotion
+from ..argcheck import DTypeError
 from ..autograd import Function
 from ..convert import tensor_arg
+from ..tensor import Tensor
 from . import args
+from .gather import gather
 from .rearrange import Flip
 from .select import where
 
@@ -81,3 +87,65 @@ def cumprod(x, dim):
     """The running product along dim: y_j = x_1 * ... * x_j, multiplied in float32 for float16 and
     (on the CPU) in float64 for float32, as in PyTorch."""
     return scan(Cumprod, x, dim, 'cumprod')
+
+
+class LogCumSumExp(Function):
+    """y_j = log(sum_{i <= j} e^x_i), numpy's logaddexp.accumulate (no overflow)
+        dL/dx_i = sum_{j >= i} g_j e^(x_i - y_j)        (each weight e^(x_i - y_j) <= 1: a softmax's share)"""
+
+    def forward(self, x, axis):
+        self.axis = axis
+        return backend.array_module(x).logaddexp.accumulate(x, axis=axis)
+
+    def backward(self, g):
+        (x,) = self.inputs
+        xp = backend.array_module(x.data)
+        n = x.shape[self.axis]
+        x_i = x.swapaxes(self.axis, -1).expand_dims(-1)                       # (..., n_i, 1)
+        y_j = self.output.swapaxes(self.axis, -1).expand_dims(-2)             # (..., 1, n_j)
+        later = xp.triu(xp.ones((n, n), dtype=bool))                          # j >= i
+        share = where(later, (x_i - where(later, y_j, 0.0)).exp(), 0.0)       # (the masked part sees no -inf)
+        return ((share * g.swapaxes(self.axis, -1).expand_dims(-2)).sum(axis=-1).swapaxes(self.axis, -1),)
+
+
+def logcumsumexp(x, dim):
+    """The running log(sum(exp(x))) along dim, as torch.logcumsumexp (floats; float16 in float32)."""
+    x = tensor_arg(x, 'logcumsumexp')
+    if x.dtype.kind != 'f':
+        raise DTypeError(f"logcumsumexp: needs a float tensor, not {x.dtype} (as in PyTorch); use x.float()")
+    if x.ndim == 0:
+        args.axis(dim, (1,), 'logcumsumexp')
+        return logcumsumexp(x.reshape(1), 0).reshape(())
+    return promotion.widened(lambda x: LogCumSumExp.apply(x, axis=args.axis(dim, x.shape, 'logcumsumexp')), x)
+
+
+cummax_result = namedtuple('cummax', ('values', 'indices'))  # as torch.return_types.cummax
+cummin_result = namedtuple('cummin', ('values', 'indices'))
+
+
+def _running_extreme(x, dim, op):
+    x = tensor_arg(x, op)
+    if x.ndim == 0:
+        args.axis(dim, (1,), op)
+        values, indices = _running_extreme(x.reshape(1), 0, op)
+        return values.reshape(()), indices.reshape(())
+    dim = args.axis(dim, x.shape, op)
+    xp = backend.array_module(x.data)
+    a = x.data
+    running = (xp.maximum if op == 'cummax' else xp.minimum).accumulate(a, axis=dim)  # (nan propagates)
+    n = x.shape[dim]
+    place = xp.arange(n).reshape([-1 if d == dim else 1 for d in range(x.ndim)])
+    reached = (a == running) | (xp.isnan(a) if a.dtype.kind == 'f' else False)   # ties and nan: the later place
+    indices = xp.maximum.accumulate(xp.where(reached, place, 0), axis=dim).astype('int64')
+    indices = Tensor._wrap(indices)
+    return gather(x, dim, indices), indices
+
+
+def cummax(x, dim):
+    """(values, indices): the running maximum along dim and where it was last reached, as torch.cummax."""
+    return cummax_result(*_running_extreme(x, dim, 'cummax'))
+
+
+def cummin(x, dim):
+    """(values, indices): the running minimum along dim and where it was last reached, as torch.cummin."""
+    return cummin_result(*_running_extreme(x, dim, 'cummin'))

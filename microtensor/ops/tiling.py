@@ -1,4 +1,4 @@
-"""Repeating a tensor: repeat, tile, repeat_interleave.
+"""Repeating a tensor: repeat, tile, repeat_interleave; meshgrid; and Tensor.unfold's sliding windows.
 
 Each is a reshape, an expand and a reshape (or, for per-entry counts, an index), so its gradient is
 the expand's: the gradients of the copies of an entry add up.
@@ -6,6 +6,9 @@ the expand's: the gradients of the copies of an entry add up.
     repeat(2, 3) of a (a, b) tensor      the whole tensor 2 times down, 3 across: (2a, 3b)
     tile(dims)                           repeat, with dims padded by 1s in front to x's number of dims
     repeat_interleave(r, dim)            each entry r times in a row along dim: [x0, x0, x1, x1, ...]
+    meshgrid(a, b)                       a repeated across, b repeated down: every pair (a_i, b_j)
+    x.unfold(dim, size, step)            the windows x[i*step : i*step + size] along dim, as a new last dim
+                                         (an index: where windows overlap, their gradients add up)
 """
 from .. import argcheck, backend
 from ..argcheck import ShapeError
@@ -67,3 +70,48 @@ def repeat_interleave(x, repeats, dim=None):
     r = argcheck.integer(repeats, 'repeat_interleave', 'repeats', min=0)
     spread = x.unsqueeze(dim + 1)
     return spread.expand(*x.shape[:dim + 1], r, *x.shape[dim + 1:]).reshape(x.shape[:dim] + (n * r,) + x.shape[dim + 1:])
+
+
+def meshgrid(*tensors, indexing='ij'):
+    """One tensor per 1-d input, each of the shape (len(t) for t in tensors): the i-th holds tensors[i]'s
+    values along dim i (indexing 'ij', PyTorch's default) or with the first two dims swapped ('xy')."""
+    if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
+        tensors = tuple(tensors[0])
+    tensors = [tensor_arg(t, 'meshgrid', 'each tensor') for t in tensors]
+    if indexing not in ('ij', 'xy'):
+        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', not {indexing!r}")
+    if any(t.ndim > 1 for t in tensors):
+        raise ShapeError(f"meshgrid: each tensor must be 0-d or 1-d, not shapes {[t.shape for t in tensors]}")
+    tensors = [t.reshape(-1) for t in tensors]
+    order = list(range(len(tensors)))
+    if indexing == 'xy' and len(tensors) >= 2:
+        order[0], order[1] = 1, 0
+    shape = tuple(tensors[i].shape[0] for i in order)
+    return tuple(t.reshape([-1 if order[d] == i else 1 for d in range(len(tensors))]).expand(*shape)
+                 for i, t in enumerate(tensors))
+
+
+def unfold(x, dimension, size, step):
+    """The windows of `size` entries along `dimension`, every `step` entries, as Tensor.unfold: that dim
+    becomes the number of windows, (n - size) // step + 1, and a new last dim of `size` holds each window."""
+    x = tensor_arg(x, 'unfold')
+    size = argcheck.integer(size, 'unfold', 'size', min=0)
+    step = argcheck.integer(step, 'unfold', 'step', min=1)
+    if x.ndim == 0:
+        x = x.reshape(1)
+        dimension = argcheck.integer(dimension, 'unfold', 'dimension')
+        if dimension not in (0, -1):
+            raise IndexError(f"unfold: dimension {dimension} is out of range for a 0-d tensor")
+        return unfold(x, 0, size, step).reshape((-1,))
+    dim = argcheck.integer(dimension, 'unfold', 'dimension')
+    if not -x.ndim <= dim < x.ndim:
+        raise IndexError(f"unfold: dimension {dim} is out of range for a tensor of shape {x.shape}")
+    dim %= x.ndim
+    n = x.shape[dim]
+    if size > n:
+        raise ShapeError(f"unfold: size {size} is more than the {n} entries along dim {dim} of shape {x.shape}")
+    xp = backend.array_module(x.data)
+    windows = xp.arange((n - size) // step + 1)[:, None] * step + xp.arange(size)[None, :]  # (count, size)
+    picked = x[(slice(None),) * dim + (Tensor._wrap(windows),)]           # (..., count, size, ...)
+    order = [d for d in range(picked.ndim) if d != dim + 1] + [dim + 1]  # the window's entries last
+    return picked.permute(*order)
