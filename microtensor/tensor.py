@@ -502,6 +502,33 @@ class Tensor:
         """Set every element to 0, in place; returns self (recorded as fill_ is)."""
         return self._write('zero_', Ellipsis, 0)
 
+    def normal_(self, mean=0.0, std=1.0):
+        """Fill with samples of N(mean, std^2) from the generator mt.manual_seed seeds, in place; returns
+        self (recorded as a copy_ of a constant: the old value's gradient is 0, as in PyTorch)."""
+        mean, std = argcheck.real(mean, 'normal_', 'mean'), argcheck.real(std, 'normal_', 'std')
+        if not std >= 0:
+            raise ValueError(f"normal_: std must be >= 0, not {std}")
+        return self._random_fill('normal_', lambda: mean + std * creation.normal_array(self.device, self.shape,
+                                                                                          self.dtype))
+
+    def uniform_(self, *bounds, **named):
+        """Fill with samples of U(from, to) (default U(0, 1)), in place; returns self.  The bounds go
+        positionally, uniform_(-1, 1), or by PyTorch's names, uniform_(**{'from': -1, 'to': 1})."""
+        unknown = sorted(set(named) - {'from', 'to'})
+        if unknown or len(bounds) > 2:
+            raise TypeError(f"uniform_: takes the bounds from and to, not {unknown or bounds}")
+        low, high = (list(bounds) + [named.get('from', 0.0), named.get('to', 1.0)][len(bounds):])[:2]
+        low, high = argcheck.real(low, 'uniform_', 'from'), argcheck.real(high, 'uniform_', 'to')
+        if not low <= high:
+            raise ValueError(f"uniform_: needs from <= to, got from={low}, to={high}")
+        return self._random_fill('uniform_', lambda: low + (high - low) * creation.uniform_array(
+            self.device, self.shape, self.dtype))
+
+    def _random_fill(self, op, draw):
+        if self.dtype.kind != 'f':
+            raise DTypeError(f"{op}: needs a float tensor, not {self.dtype} (as in PyTorch)")
+        return self.copy_(Tensor._wrap(draw()))
+
     def copy_(self, other):
         """Write `other` (broadcast to self's shape, cast to self's dtype) into self's memory.
 

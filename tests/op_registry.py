@@ -1072,6 +1072,10 @@ entry('F.embedding', F('embedding'), lambda torch, ids, w, **k: torch.nn.functio
 RANDOM += [
     RandomEntry('rand', lambda mt, shape, dtype: mt.rand(*shape, dtype=dtype), FLOATS, 0.5, (1 / 12) ** 0.5),
     RandomEntry('randn', lambda mt, shape, dtype: mt.randn(*shape, dtype=dtype), FLOATS, 0.0, 1.0),
+    RandomEntry('Tensor.normal_', lambda mt, shape, dtype: mt.zeros(*shape, dtype=dtype).normal_(2.0, 0.5), FLOATS,
+                2.0, 0.5),
+    RandomEntry('Tensor.uniform_', lambda mt, shape, dtype: mt.zeros(*shape, dtype=dtype).uniform_(-1.0, 3.0), FLOATS,
+                1.0, (16 / 12) ** 0.5),
     RandomEntry('randint', lambda mt, shape, dtype: mt.randint(-3, 7, shape, dtype=dtype), ('int64', 'int32'),
                 1.5, (99 / 12) ** 0.5),  # uniform on -3..6: mean 1.5, variance (10^2 - 1) / 12
     RandomEntry('dropout', lambda mt, shape, dtype: mt.dropout(mt.ones(*shape, dtype=dtype), 0.25), FLOATS,

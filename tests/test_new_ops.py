@@ -429,3 +429,29 @@ def test_embedding_gradient(device, data, padding):
         assert not weight.grad.numpy()[0].any()
     else:
         assert mt.gradcheck(lambda w: mt.nn.functional.embedding(mt.tensor(ids, device=device), w), [weight])
+
+
+# ---------------------------------------------------------------------------- normal_, uniform_
+def test_normal_and_uniform_fill_in_place_from_the_seeded_generator():
+    x = mt.zeros(20000, dtype='float64')
+    mt.manual_seed(3)
+    assert x.normal_(2.0, 0.5) is x
+    assert abs(x.numpy().mean() - 2.0) < 0.02 and abs(x.numpy().std() - 0.5) < 0.02
+    first = x.numpy().copy()
+    mt.manual_seed(3)
+    np.testing.assert_array_equal(x.normal_(2.0, 0.5).numpy(), first)
+    u = mt.zeros(20000).uniform_(-1, 3)
+    assert u.numpy().min() >= -1 and u.numpy().max() < 3 and abs(u.numpy().mean() - 1) < 0.05
+    assert mt.zeros(5).uniform_(**{'from': 2, 'to': 2}).tolist() == [2.0] * 5
+
+
+@pytest.mark.parametrize('call, error, message', [
+    (lambda: mt.zeros(2, dtype=mt.long).normal_(), mt.DTypeError, r'normal_: needs a float tensor, not int64'),
+    (lambda: mt.zeros(2).normal_(0.0, -1.0), ValueError, r'normal_: std must be >= 0'),
+    (lambda: mt.zeros(2).uniform_(1, 0), ValueError, r'uniform_: needs from <= to'),
+    (lambda: mt.zeros(2).uniform_(low=1), TypeError, r'uniform_: takes the bounds from and to'),
+    (lambda: mt.zeros(2, requires_grad=True).normal_(), RuntimeError, r'in-place change of a tensor that requires'),
+])
+def test_random_fills_refuse_clearly(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
