@@ -1036,6 +1036,51 @@ entry('F.binary_cross_entropy_with_logits(pos_weight)', POS_WEIGHTED, POS_WEIGHT
 entry('F.normalize', F('normalize'), F('normalize'), FLOATS, 2, lambda dtype, slow: [
     Sample((arr((3, 4), dtype),), note='rows'), Sample((arr((3, 4), dtype),), dict(p=1.0, dim=0), note='p=1, dim 0'),
     Sample((np.zeros((2, 3), dtype),), note='zeros (eps)'), Sample((arr((2, 3, 4), dtype),), dict(dim=-1), note='3-d')])
+def conv_samples(spatial):
+    """(input, weight, bias) with each option: stride, padding (a number, per dim, 'same'), dilation, groups,
+    no batch dim, and a weight that does not fit."""
+    def samples(dtype, slow):
+        size = (7, 6, 5)[:spatial]
+        x, w, b = arr((2, 4) + size, dtype), arr((6, 4) + (3, 2, 2)[:spatial], dtype, 1), arr((6,), dtype, 2)
+        w2 = arr((6, 2) + (3, 2, 2)[:spatial], dtype, 3)
+        return [Sample((x, w, b), note='plain'), Sample((x, w), dict(stride=2), note='stride 2, no bias'),
+                Sample((x, w, b), dict(padding=1), note='padding 1'),
+                Sample((x, w, b), dict(padding=(1, 0, 1)[:spatial], dilation=(2, 1, 1)[:spatial]), note='dilation'),
+                Sample((x, w2, b), dict(groups=2), note='groups 2'), Sample((x, w, b), dict(padding='same'), note='same'),
+                Sample((x[0], w, b), note='no batch dim'), Sample((x, w2, b), note='misfit weight')]
+    return samples
+
+
+for spatial in (1, 2, 3):
+    entry(f'F.conv{spatial}d', F(f'conv{spatial}d'), F(f'conv{spatial}d'), NUMBERS, 2, conv_samples(spatial))
+entry('F.unfold', F('unfold'), F('unfold'), FLOATS + ('bool',), 2, lambda dtype, slow: [
+    Sample((arr((2, 3, 5, 4), dtype), 2), note='kernel 2'),
+    Sample((arr((2, 3, 5, 4), dtype), (3, 2)), dict(padding=1, stride=2, dilation=(1, 2)), note='every option')])
+entry('F.fold', F('fold'), F('fold'), FLOATS + ('bool',), 2, lambda dtype, slow: [
+    Sample((arr((2, 12, 12), dtype), (5, 4), 2), note='kernel 2'),
+    Sample((arr((2, 12, 6), dtype), (5, 4), (2, 2)), dict(padding=1, stride=2), note='padding, stride')])
+
+
+def pool_samples(spatial, average):
+    def samples(dtype, slow):
+        x = arr((2, 3) + (7, 6, 5)[:spatial], dtype)
+        out = [Sample((x, 2), note='kernel 2'), Sample((x, 3), dict(stride=2, padding=1), note='stride 2, padding 1'),
+               Sample((x, 3), dict(stride=2, ceil_mode=True), note='ceil_mode'),
+               Sample((x[0], 2), note='no batch dim'), Sample((x, 3), dict(padding=2), note='misfit padding')]
+        if average:
+            out += [Sample((x, 3), dict(stride=2, padding=1, count_include_pad=False, ceil_mode=True),
+                           note='count_include_pad False'), Sample((x, 2), dict(divisor_override=3), note='divisor')]
+        else:
+            out += [Sample((x, 3), dict(stride=1, padding=1, dilation=2), note='dilation'),
+                    Sample((x, 2), dict(return_indices=True), note='indices')]
+        return out
+    return samples
+
+
+entry('F.max_pool1d', F('max_pool1d'), F('max_pool1d'), FLOATS, 2, pool_samples(1, False))
+entry('F.max_pool2d', F('max_pool2d'), F('max_pool2d'), NUMBERS, 2, pool_samples(2, False))
+entry('F.avg_pool2d', F('avg_pool2d'), F('avg_pool2d'), FLOATS + ('int64',), 2, pool_samples(2, True))
+entry('F.avg_pool3d', F('avg_pool3d'), F('avg_pool3d'), ('float32', 'float64', 'int64'), 2, pool_samples(3, True))
 entry('F.quick_gelu', F('quick_gelu'), lambda torch, x: x * torch.sigmoid(1.702 * x), ALL, 2, family(unary))
 
 

@@ -25,7 +25,10 @@ TINY = dict(d_model=8, n_heads=2, n_layers=1, max_len=8)
 VALID = {
     nn.Linear: dict(in_features=2, out_features=3), nn.Dropout: {}, nn.GELU: {}, nn.ModuleList: {}, nn.ModuleDict: {},
     nn.CrossEntropyLoss: {}, nn.NLLLoss: {}, nn.BCELoss: {}, nn.BCEWithLogitsLoss: {}, nn.Flatten: {},
-    nn.Unflatten: dict(dim=1, unflattened_size=(2, 2)), nn.Embedding: dict(num_embeddings=5, embedding_dim=3),
+    nn.Unflatten: dict(dim=1, unflattened_size=(2, 2)),
+    nn.Conv1d: dict(in_channels=2, out_channels=4, kernel_size=3), nn.Conv2d: dict(in_channels=2, out_channels=4,
+                                                                                   kernel_size=3),
+    nn.Conv3d: dict(in_channels=2, out_channels=4, kernel_size=3), nn.Embedding: dict(num_embeddings=5, embedding_dim=3),
     nn.LayerNorm: dict(normalized_shape=4), nn.RMSNorm: dict(normalized_shape=4),
     transformer.TokenEmbedding: dict(vocab_size=5, d_model=4), transformer.FeedForward: dict(d_model=4),
     transformer.LayerNorm: dict(d_model=4), transformer.RMSNorm: dict(d_model=4),
@@ -64,7 +67,7 @@ ELSEWHERE = {'KVCache', 'Module', 'Parameter', 'Sequential', 'ReLU', 'Tanh', 'Si
              'load_microtensor_checkpoint',
              # the modules made by nn.activations.from_function: their settings are the F functions',
              # checked when called (tests/test_activations.py), as PyTorch's modules do
-             'from_function', 'MSELoss', 'L1Loss', 'SmoothL1Loss', 'HuberLoss', 'KLDivLoss',
+             'from_function', 'MaxPool2d', 'AvgPool2d', 'AvgPool3d', 'MSELoss', 'L1Loss', 'SmoothL1Loss', 'HuberLoss', 'KLDivLoss',
              'Identity',  # (takes any arguments and ignores them, as PyTorch's)
              'Softplus', 'LeakyReLU', 'ELU', 'CELU', 'SELU', 'Mish', 'Hardtanh', 'ReLU6', 'Hardsigmoid', 'Hardswish', 'LogSigmoid', 'Softsign', 'Softmin', 'Softmax', 'LogSoftmax'}
 BAD = st.sampled_from(['0.5', '', None, 2.5, -1, 0, True, [1], (1, 2), {}, float('nan'), float('inf'), 1j,

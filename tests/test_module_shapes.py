@@ -23,6 +23,12 @@ def ids(*shape):
 # (name, module factory, call(module) with a wrong shape)
 CASES = [
     ('Linear', lambda: nn.Linear(4, 3), lambda m: m(x(2, 5))),
+    ('Conv1d', lambda: nn.Conv1d(3, 2, 2), lambda m: m(x(2, 4, 5))),
+    ('Conv2d', lambda: nn.Conv2d(3, 2, 2), lambda m: m(x(2, 3, 5))),
+    ('Conv3d', lambda: nn.Conv3d(3, 2, 2), lambda m: m(x(2, 3, 1, 5, 5))),
+    ('MaxPool2d', lambda: nn.MaxPool2d(2), lambda m: m(x(5))),
+    ('AvgPool2d', lambda: nn.AvgPool2d(2), lambda m: m(x(2, 3, 1, 1))),
+    ('AvgPool3d', lambda: nn.AvgPool3d(2), lambda m: m(x(2, 3, 4))),
     ('Projection', lambda: transformer.Projection(4, 3), lambda m: m(x(2, 5))),
     ('CrossEntropyLoss', lambda: nn.CrossEntropyLoss(), lambda m: m(x(2, 5, 3), ids(2, 4))),
     ('NLLLoss', lambda: nn.NLLLoss(), lambda m: m(x(2, 5), ids(3))),

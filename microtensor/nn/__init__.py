@@ -8,6 +8,7 @@
     loss.py         CrossEntropyLoss, NLLLoss (PyTorch's layout), MSELoss, L1Loss, BCELoss, ...
     norm.py         LayerNorm, RMSNorm     embedding.py    Embedding
     reshape.py      Identity, Flatten, Unflatten
+    conv.py         Conv1d, Conv2d, Conv3d, MaxPool2d, AvgPool2d, AvgPool3d
     init.py         uniform_, normal_, xavier_*, kaiming_*, zeros_, ones_
     utils.py        clip_grad_norm_
     functional.py   torch.nn.functional's names (F.cross_entropy in PyTorch's (N, C, ...) layout)
@@ -16,6 +17,7 @@ from . import functional, init, utils
 from .activations import (CELU, ELU, GELU, SELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid,
                           LogSoftmax, Mish, ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmin, Softplus, Softsign, Tanh)
 from .containers import ModuleDict, ModuleList, Sequential
+from .conv import AvgPool2d, AvgPool3d, Conv1d, Conv2d, Conv3d, MaxPool2d
 from .dropout import Dropout
 from .embedding import Embedding
 from .linear import Linear

@@ -19,6 +19,8 @@ scaled_dot_product_attention = _attention.scaled_dot_product_attention
 from ..ops.activations import (celu, elu, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid,  # noqa: E402
                                mish, quick_gelu, relu6, selu, softmin, softplus, softsign)
 from ..ops.reduce import normalize  # noqa: E402
+from ..ops.conv import conv1d, conv2d, conv3d, fold, unfold  # noqa: E402
+from ..ops.pool import avg_pool2d, avg_pool3d, max_pool1d, max_pool2d  # noqa: E402
 from ..ops.losses import (binary_cross_entropy, binary_cross_entropy_with_logits, huber_loss, kl_div,  # noqa: E402
                           l1_loss, mse_loss, smooth_l1_loss)
 
