@@ -30,7 +30,7 @@ from .functional import (acos, acosh, asin, asinh, atan, atan2, atanh, ceil, cop
 from .functional import (argsort, cummax, cummin, diag, diag_embed, diagonal, kthvalue, logcumsumexp, masked_select,
                          meshgrid, nonzero, prod, repeat_interleave, sort, std_mean, tile, var_mean)
 from .ops.einsum import einsum
-from .ops.gather import gather, one_hot, scatter, scatter_add, topk
+from .ops.gather import gather, one_hot, scatter, scatter_add, scatter_reduce, topk
 from .ops.logic import all, allclose, any, isclose
 from .ops.nn import nll_loss
 from .ops.rearrange import flip, pad, roll, tril, triu

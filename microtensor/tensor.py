@@ -1161,6 +1161,10 @@ class Tensor:
         """A copy with src added at index along dim."""
         return _gather.scatter_add(self, dim, index, src)
 
+    def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+        """A copy with the src values sent by index along dim reduced into it ('sum', 'mean', 'amax', 'amin')."""
+        return _gather.scatter_reduce(self, dim, index, src, reduce, include_self)
+
     def tril(self, diagonal=0):
         """The lower triangle of the last two axes; the rest 0."""
         return _rearrange.tril(self, diagonal)

@@ -705,6 +705,29 @@ def topk_samples(dtype, slow):
 both('topk', NUMBERS, 2, topk_samples)
 
 
+def scatter_reduce_samples(reduce):
+    """Repeated indices (several values reduced into one place), places nothing is sent to, both include_self."""
+    def samples(dtype, slow):
+        x, src = arr((3, 4), dtype), arr((3, 5), dtype, 1)
+        index = np.array([[0, 1, 1, 3, 1], [2, 2, 2, 2, 0], [3, 0, 1, 1, 3]])
+        return [Sample((x, 1, index, src, reduce), note='dim 1'),
+                Sample((x, 1, index, src, reduce), dict(include_self=False), note='without self'),
+                Sample((x, 0, index[:2, :4] % 3, src[:2, :4], reduce), note='dim 0'),
+                Sample((x, 1, np.zeros((3, 0), 'int64'), src[:, :0], reduce), note='nothing sent')]
+    return samples
+
+
+for reduce in ('sum', 'mean', 'amax', 'amin'):
+    both_name = f'scatter_reduce({reduce})'
+    dtypes = NUMBERS if reduce == 'mean' else ALL
+    entry(both_name, function('scatter_reduce'),
+          lambda torch, x, d, i, s, r, **k: torch.scatter_reduce(x, d, i.long(), s, r, **k), dtypes, 2,
+          scatter_reduce_samples(reduce))
+    entry(f'Tensor.{both_name}', method('scatter_reduce'),
+          lambda torch, x, d, i, s, r, **k: x.scatter_reduce(d, i.long(), s, r, **k), dtypes, 2,
+          scatter_reduce_samples(reduce))
+
+
 def sort_samples(dtype, slow):
     """Ties (kept in order both ways, as PyTorch's stable sort), each direction and dim, 0-d, nan and inf."""
     x = np.array([[3, 1, 4, 1, 2], [7, 5, 5, 9, 5]]).astype(dtype)
@@ -1153,6 +1176,8 @@ def refused(name, call, why, *shapes):
 
 refused('Tensor.clamp(tensor bounds)', lambda lib, x, lo: x.clamp(min=lo), 'bounds are numbers', (3, 4), (4,))
 refused('Tensor.exp_', lambda lib, x: (x * 1).exp_(), 'no exp_ yet', (3, 4))
+refused('scatter_reduce(prod)', lambda lib, x, s: lib.scatter_reduce(x, 1, lib.zeros(3, 5, dtype=lib.long), s, 'prod'),
+        "prod's gradient with zeros is not written here", (3, 4), (3, 5))
 refused('Tensor.unsqueeze_', lambda lib, x: (x * 1).unsqueeze_(0), 'no unsqueeze_ yet', (3, 4))
 refused('linspace', lambda lib: (lib.linspace(0, 1, 5), lib.linspace(5, -5, 3), lib.linspace(2, 3, 1)),
         'no linspace yet')

@@ -455,3 +455,27 @@ def test_normal_and_uniform_fill_in_place_from_the_seeded_generator():
 def test_random_fills_refuse_clearly(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+# ---------------------------------------------------------------------------- scatter_reduce
+@pytest.mark.parametrize('reduce', ['sum', 'mean', 'amax', 'amin'])
+@given(data=st.data(), include_self=st.booleans())
+def test_scatter_reduce_gradient(reduce, data, include_self):
+    n = data.draw(st.integers(0, 6))
+    index = mt.tensor(np.asarray(data.draw(st.lists(st.integers(0, 3), min_size=3 * n, max_size=3 * n))).reshape(3, n)
+                      .astype('int64'))
+    # distinct values 1/8 apart (near a tie at an amax or amin result there is no derivative)
+    values = np.random.default_rng(data.draw(st.integers(0, 1000))).permutation(12 + 3 * n) / 8 - 2
+    x = mt.tensor(values[:12].reshape(3, 4), requires_grad=True)
+    src = mt.tensor(values[12:].reshape(3, n), requires_grad=True)
+    f = lambda a, b: mt.scatter_reduce(a, 1, index, b, reduce, include_self=include_self)  # noqa: E731
+    assert mt.gradcheck(f, [x, src])
+
+
+def test_scatter_reduce_at_known_points():
+    x, index, src = mt.tensor([1.0, 2.0, 3.0]), mt.tensor([0, 0, 2]), mt.tensor([5.0, 7.0, 1.0])
+    assert mt.scatter_reduce(x, 0, index, src, 'sum').tolist() == [13.0, 2.0, 4.0]
+    assert mt.scatter_reduce(x, 0, index, src, 'mean', include_self=False).tolist() == [6.0, 2.0, 1.0]
+    assert x.scatter_reduce(0, index, src, 'amax').tolist() == [7.0, 2.0, 3.0]
+    with pytest.raises(ValueError, match=r"reduce must be 'sum', 'mean', 'amax' or 'amin'.*prod is not offered"):
+        mt.scatter_reduce(x, 0, index, src, 'prod')

@@ -1,11 +1,13 @@
-"""Picking and placing along one axis by an index tensor: gather, scatter, scatter_add, one_hot,
-and topk (the indices of the k largest, then a gather).
+"""Picking and placing along one axis by an index tensor: gather, scatter, scatter_add, scatter_reduce,
+one_hot, and topk (the indices of the k largest, then a gather).
 
 For dim = 1 of a 3-d x (PyTorch's meaning; index has x's number of axes):
 
     gather        y[i][j][k] = x[i][index[i][j][k]][k]
     scatter       y = x, then y[i][index[i][j][k]][k] = src[i][j][k]
     scatter_add   y = x, then y[i][index[i][j][k]][k] += src[i][j][k]
+    scatter_reduce  each y entry that index hits: the sum, mean, amax or amin of the src values sent
+                  there (and of x's entry, include_self=True); the others stay x's
 
 src may be a Python number instead, written (or added) everywhere index points: it must fit x's
 dtype, as fill_'s value must (300 into uint8 and 1e5 into float16 are refused; -1 into uint8 is 255).
@@ -21,6 +23,8 @@ from ..argcheck import DTypeError, ShapeError
 from ..convert import param_array, tensor_arg
 from ..tensor import Tensor
 from . import args
+from ..autograd import Function
+from .select import where
 from .shape import GetItem, ScatterAdd, SetItem
 
 
@@ -144,3 +148,70 @@ def one_hot(ids, num_classes=-1):
         raise IndexError(f"one_hot: ids must lie in [0, {num_classes}), got {int(ids.data.min())} to "
                          f"{int(ids.data.max())}")
     return Tensor._wrap((ids.data[..., None] == xp.arange(num_classes)).astype('int64'))
+
+
+class ScatterReduce(Function):
+    """y = x, then at each position index hits: reduce(x's entry if include_self, and every src value sent there)
+        sum    dL/dx = g (0 where hit, without include_self),  dL/dsrc = g[index]
+        mean   the same, divided by the count of values reduced there
+        amax, amin   g shared evenly by the values equal to the result (x's entry and src's), as in PyTorch"""
+
+    def forward(self, x, src, index, reduce, include_self):
+        self.index, self.reduce, self.include_self = index, reduce, include_self
+        xp = backend.array_module(x)
+        hit = xp.zeros(x.shape, dtype=bool)
+        hit[index] = True
+        self.hit = hit
+        out = x.copy()
+        if not include_self:  # the hit entries start from the reduction's identity instead of x's value
+            identity = {'sum': 0, 'mean': 0, 'amax': _lowest(xp, x.dtype), 'amin': _highest(xp, x.dtype)}[reduce]
+            out[hit] = identity
+        ufunc = {'sum': xp.add, 'mean': xp.add, 'amax': xp.maximum, 'amin': xp.minimum}[reduce]
+        ufunc.at(out, index, src)
+        if reduce == 'mean':
+            count = xp.zeros(x.shape, dtype=x.dtype)
+            xp.add.at(count, index, 1)
+            count += include_self
+            self.count = xp.where(hit, count, 1)
+            out = out / self.count if x.dtype.kind == 'f' else xp.floor_divide(out, self.count.astype(out.dtype))
+        return out
+
+    def backward(self, g):
+        x, src = self.inputs
+        hit = Tensor._wrap(self.hit)
+        if self.reduce in ('sum', 'mean'):
+            g = g / Tensor._wrap(self.count) if self.reduce == 'mean' else g
+            gx = g if self.include_self else where(hit, 0.0, g)
+            return gx, GetItem.apply(g, index=self.index)
+        y = self.output
+        at_x = ~hit | (x == y) if self.include_self else ~hit              # x's entry is (one of) the result
+        at_src = src == GetItem.apply(y, index=self.index)                 # a src value that is the result
+        ties = at_x.to(dtype=g.dtype) + ScatterAdd.apply(at_src.to(dtype=g.dtype), index=self.index, shape=x.shape)
+        share = g / where(ties > 0, ties, 1.0)
+        return where(at_x, share, 0.0), where(at_src, GetItem.apply(share, index=self.index), 0.0)
+
+
+def _lowest(xp, dtype):
+    return -xp.inf if dtype.kind == 'f' else False if dtype.kind == 'b' else xp.iinfo(dtype).min
+
+
+def _highest(xp, dtype):
+    return xp.inf if dtype.kind == 'f' else True if dtype.kind == 'b' else xp.iinfo(dtype).max
+
+
+def scatter_reduce(x, dim, index, src, reduce, include_self=True):
+    """x with the src values sent by index along dim reduced into it, as torch.scatter_reduce: reduce is
+    'sum', 'mean', 'amax' or 'amin' ('prod' is not offered: its gradient with zeros is not written here);
+    include_self=False leaves x's own value out where index hits."""
+    x = tensor_arg(x, 'scatter_reduce')
+    if reduce not in ('sum', 'mean', 'amax', 'amin'):
+        raise ValueError(f"scatter_reduce: reduce must be 'sum', 'mean', 'amax' or 'amin', not {reduce!r}"
+                         + (" (prod is not offered)" if reduce == 'prod' else ''))
+    if x.dtype == bool and reduce == 'mean':
+        raise DTypeError("scatter_reduce: the mean of a bool tensor is not defined, as in PyTorch; use x.float()")
+    positions = _positions(index, dim, x, 'scatter_reduce')
+    if not isinstance(src, Tensor):
+        raise TypeError(f"scatter_reduce: src must be a Tensor, not {argcheck.describe(src)}")
+    src = _source(src, _shape(index), x, 'scatter_reduce')
+    return ScatterReduce.apply(x, src, index=positions, reduce=reduce,
+                               include_self=argcheck.boolean(include_self, 'scatter_reduce', 'include_self'))
