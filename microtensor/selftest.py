@@ -202,6 +202,30 @@ CASES = [
     Case('fused masked_softmax', _fused(lambda s: mt.masked_softmax(s, _causal(s))), ((2, 4, 4),)),
     Case('fused masked_softmax 2nd order',
          _fused(_second_derivative(lambda s: (mt.masked_softmax(s, _causal(s)) ** 2).sum())), ((2, 4, 4),)),
+    # the elementwise families: trigonometric, exponential, rounding (their gradient 0), nan_to_num
+    Case('tan atan sinh cosh asinh', lambda x: x.tan() + x.atan() + x.sinh() * x.cosh() + x.asinh(), ((3, 4),),
+         low=-1.2, high=1.2),
+    Case('asin acos atanh', lambda x: x.asin() + x.acos() * x.atanh(), ((3, 4),), low=-0.9, high=0.9),
+    Case('acosh', lambda x: x.acosh(), ((3, 4),), low=1.2, high=3.0),
+    Case('atan2 hypot', lambda a, b: mt.atan2(a, b) + mt.hypot(a, b), ((3, 4), (4,)), **POSITIVE),
+    Case('exp2 expm1 square', lambda x: x.exp2() + x.expm1() * x.square(), ((3, 4),)),
+    Case('log2 log10 log1p reciprocal', lambda x: x.log2() + x.log10() * x.log1p() + x.reciprocal(), ((3, 4),),
+         **POSITIVE),
+    Case('logaddexp', lambda a, b: mt.logaddexp(a, b), ((3, 4), (3, 4))),
+    Case('rounding', lambda x: x.floor() + x.ceil() + x.round() + x.trunc() + x.sign() * x + x.frac(),
+         ((3, 4),)),
+    Case('copysign fmod', lambda a, b: mt.copysign(a, b) + mt.fmod(a, b), ((3, 4), (3, 4)), **POSITIVE),
+    Case('nan_to_num', lambda x: (x.log() * 0 + x).nan_to_num(), ((3, 4),), **POSITIVE),
+    # the losses, sorting, scans, shapes and convolution of the op zoo
+    Case('binary_cross_entropy', lambda p: mt.nn.functional.binary_cross_entropy(p, p.detach() * 0 + 0.3),
+         ((3, 4),), low=0.1, high=0.9),
+    Case('sort, prod', lambda x: x.sort(dim=1).values * x.prod(1, keepdim=True), ((3, 4),)),
+    Case('logcumsumexp', lambda x: x.logcumsumexp(1), ((3, 4),)),
+    Case('diagonal, diag_embed', lambda x: mt.diag_embed(x.diagonal(1, 0, 2)), ((3, 4, 5),)),
+    Case('scatter_reduce', lambda x, s: mt.scatter_reduce(x, 1, _ids([[0, 1, 1], [2, 2, 3], [3, 0, 0]], x), s, 'amax'),
+         ((3, 4), (3, 3))),
+    Case('conv2d', lambda x, w, b: mt.nn.functional.conv2d(x, w, b, stride=(2, 1), padding=1, groups=2),
+         ((2, 4, 5, 4), (6, 2, 3, 2), (6,))),
 ]
 
 

@@ -685,60 +685,215 @@ class Tensor:
         return _ew.Tanh.apply(floating(self))
 
     # more elementwise functions, by family (ops/trigonometric.py, exponential.py, rounding.py, logic.py)
-    def tan(self): return _trig.tan(self)
-    def asin(self): return _trig.asin(self)
-    def acos(self): return _trig.acos(self)
-    def atan(self): return _trig.atan(self)
-    def sinh(self): return _trig.sinh(self)
-    def cosh(self): return _trig.cosh(self)
-    def asinh(self): return _trig.asinh(self)
-    def acosh(self): return _trig.acosh(self)
-    def atanh(self): return _trig.atanh(self)
-    def atan2(self, other): return _trig.atan2(self, other)
-    def hypot(self, other): return _trig.hypot(self, other)
-    def exp2(self): return _exp.exp2(self)
-    def expm1(self): return _exp.expm1(self)
-    def log2(self): return _exp.log2(self)
-    def log10(self): return _exp.log10(self)
-    def log1p(self): return _exp.log1p(self)
-    def reciprocal(self): return _exp.reciprocal(self)
-    def logaddexp(self, other): return _exp.logaddexp(self, other)
-    def floor(self): return _rounding.floor(self)
-    def ceil(self): return _rounding.ceil(self)
-    def trunc(self): return _rounding.trunc(self)
-    def round(self, decimals=0): return _rounding.round(self, decimals)
-    def frac(self): return _rounding.frac(self)
-    def sign(self): return _rounding.sign(self)
-    def copysign(self, other): return _rounding.copysign(self, other)
-    def fmod(self, other): return _rounding.fmod(self, other)
-    def isnan(self): return _logic.isnan(self)
-    def isinf(self): return _logic.isinf(self)
-    def isfinite(self): return _logic.isfinite(self)
-    def logical_not(self): return _logic.logical_not(self)
-    def logical_and(self, other): return _logic.logical_and(self, other)
-    def logical_or(self, other): return _logic.logical_or(self, other)
-    def logical_xor(self, other): return _logic.logical_xor(self, other)
-    def nan_to_num(self, nan=0.0, posinf=None, neginf=None): return _ew.nan_to_num(self, nan, posinf, neginf)
-    def lerp(self, end, weight): return _ew.lerp(self, end, weight)
-    def square(self): return _exp.square(self)
+    def tan(self):
+        """tan(x), elementwise."""
+        return _trig.tan(self)
+
+    def asin(self):
+        """arcsin(x), elementwise (nan outside [-1, 1])."""
+        return _trig.asin(self)
+
+    def acos(self):
+        """arccos(x), elementwise (nan outside [-1, 1])."""
+        return _trig.acos(self)
+
+    def atan(self):
+        """arctan(x), elementwise."""
+        return _trig.atan(self)
+
+    def sinh(self):
+        """sinh(x), elementwise."""
+        return _trig.sinh(self)
+
+    def cosh(self):
+        """cosh(x), elementwise."""
+        return _trig.cosh(self)
+
+    def asinh(self):
+        """arsinh(x), elementwise."""
+        return _trig.asinh(self)
+
+    def acosh(self):
+        """arcosh(x), elementwise (nan below 1)."""
+        return _trig.acosh(self)
+
+    def atanh(self):
+        """artanh(x), elementwise (nan outside [-1, 1])."""
+        return _trig.atanh(self)
+
+    def atan2(self, other):
+        """The angle of the point (other, self), elementwise, in (-pi, pi]."""
+        return _trig.atan2(self, other)
+
+    def hypot(self, other):
+        """sqrt(self^2 + other^2), elementwise, without overflow."""
+        return _trig.hypot(self, other)
+
+    def exp2(self):
+        """2 ** x, elementwise."""
+        return _exp.exp2(self)
+
+    def expm1(self):
+        """exp(x) - 1, elementwise, exact for small x."""
+        return _exp.expm1(self)
+
+    def log2(self):
+        """The base-2 logarithm, elementwise."""
+        return _exp.log2(self)
+
+    def log10(self):
+        """The base-10 logarithm, elementwise."""
+        return _exp.log10(self)
+
+    def log1p(self):
+        """log(1 + x), elementwise, exact for small x."""
+        return _exp.log1p(self)
+
+    def reciprocal(self):
+        """1 / x, elementwise."""
+        return _exp.reciprocal(self)
+
+    def logaddexp(self, other):
+        """log(exp(self) + exp(other)), elementwise, without overflow."""
+        return _exp.logaddexp(self, other)
+
+    def floor(self):
+        """The largest integer <= x, elementwise (gradient 0)."""
+        return _rounding.floor(self)
+
+    def ceil(self):
+        """The smallest integer >= x, elementwise (gradient 0)."""
+        return _rounding.ceil(self)
+
+    def trunc(self):
+        """x rounded toward 0, elementwise (gradient 0)."""
+        return _rounding.trunc(self)
+
+    def round(self, decimals=0):
+        """x rounded to `decimals` digits, halves to even, elementwise (gradient 0)."""
+        return _rounding.round(self, decimals)
+
+    def frac(self):
+        """x - trunc(x), elementwise."""
+        return _rounding.frac(self)
+
+    def sign(self):
+        """-1, 0 or 1, elementwise (0 at nan; gradient 0)."""
+        return _rounding.sign(self)
+
+    def copysign(self, other):
+        """|self| with the sign of other, elementwise."""
+        return _rounding.copysign(self, other)
+
+    def fmod(self, other):
+        """self - other * trunc(self / other): the remainder with the sign of self, as C's fmod."""
+        return _rounding.fmod(self, other)
+
+    def isnan(self):
+        """True where x is nan."""
+        return _logic.isnan(self)
+
+    def isinf(self):
+        """True where x is +inf or -inf."""
+        return _logic.isinf(self)
+
+    def isfinite(self):
+        """True where x is neither nan nor infinite."""
+        return _logic.isfinite(self)
+
+    def logical_not(self):
+        """True where x is 0."""
+        return _logic.logical_not(self)
+
+    def logical_and(self, other):
+        """self and other as truth values, elementwise."""
+        return _logic.logical_and(self, other)
+
+    def logical_or(self, other):
+        """self or other as truth values, elementwise."""
+        return _logic.logical_or(self, other)
+
+    def logical_xor(self, other):
+        """self xor other as truth values, elementwise."""
+        return _logic.logical_xor(self, other)
+
+    def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
+        """x with nan, +inf and -inf replaced by numbers."""
+        return _ew.nan_to_num(self, nan, posinf, neginf)
+
+    def lerp(self, end, weight):
+        """self + weight * (end - self)."""
+        return _ew.lerp(self, end, weight)
+
+    def square(self):
+        """x * x, elementwise (integers stay integers)."""
+        return _exp.square(self)
 
     # sorting, selecting, repeating, diagonals, products (ops/sort.py, select.py, tiling.py, diagonal.py, reduce.py)
-    def sort(self, dim=-1, descending=False, stable=False): return _sort.sort(self, dim, descending, stable)
-    def argsort(self, dim=-1, descending=False, stable=False): return _sort.argsort(self, dim, descending, stable)
-    def kthvalue(self, k, dim=-1, keepdim=False): return _sort.kthvalue(self, k, dim, keepdim)
-    def masked_select(self, mask): return _select.masked_select(self, mask)
-    def nonzero(self, as_tuple=False): return _select.nonzero(self, as_tuple)
-    def repeat(self, *sizes): return _tiling.repeat(self, *sizes)
-    def tile(self, dims): return _tiling.tile(self, dims)
-    def repeat_interleave(self, repeats, dim=None): return _tiling.repeat_interleave(self, repeats, dim)
-    def diagonal(self, offset=0, dim1=0, dim2=1): return _diagonal.diagonal(self, offset, dim1, dim2)
-    def diag(self, diagonal=0): return _diagonal.diag(self, diagonal)
-    def diag_embed(self, offset=0, dim1=-2, dim2=-1): return _diagonal.diag_embed(self, offset, dim1, dim2)
-    def prod(self, dim=None, keepdim=False, dtype=None): return _reduce.prod(self, dim, keepdim, dtype)
-    def cummax(self, dim): return _scan.cummax(self, dim)
-    def cummin(self, dim): return _scan.cummin(self, dim)
-    def logcumsumexp(self, dim): return _scan.logcumsumexp(self, dim)
-    def unfold(self, dimension, size, step): return _tiling.unfold(self, dimension, size, step)
+    def sort(self, dim=-1, descending=False, stable=False):
+        """(values, indices): sorted along dim, ties kept in order."""
+        return _sort.sort(self, dim, descending, stable)
+
+    def argsort(self, dim=-1, descending=False, stable=False):
+        """The indices that sort along dim."""
+        return _sort.argsort(self, dim, descending, stable)
+
+    def kthvalue(self, k, dim=-1, keepdim=False):
+        """(values, indices): the k-th smallest entry along dim."""
+        return _sort.kthvalue(self, k, dim, keepdim)
+
+    def masked_select(self, mask):
+        """The entries where mask is True, as a 1-d tensor."""
+        return _select.masked_select(self, mask)
+
+    def nonzero(self, as_tuple=False):
+        """The indices of the nonzero entries: (count, ndim), or a tuple of 1-d tensors."""
+        return _select.nonzero(self, as_tuple)
+
+    def repeat(self, *sizes):
+        """The tensor repeated sizes[i] times along dim i (numpy's tile)."""
+        return _tiling.repeat(self, *sizes)
+
+    def tile(self, dims):
+        """repeat, with dims padded by 1s in front."""
+        return _tiling.tile(self, dims)
+
+    def repeat_interleave(self, repeats, dim=None):
+        """Each entry repeated along dim, in place."""
+        return _tiling.repeat_interleave(self, repeats, dim)
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        """The diagonal over dim1 and dim2, as the last dim."""
+        return _diagonal.diagonal(self, offset, dim1, dim2)
+
+    def diag(self, diagonal=0):
+        """A 1-d tensor on a matrix's diagonal, or a matrix's diagonal."""
+        return _diagonal.diag(self, diagonal)
+
+    def diag_embed(self, offset=0, dim1=-2, dim2=-1):
+        """Zeros with the last dim written on a diagonal."""
+        return _diagonal.diag_embed(self, offset, dim1, dim2)
+
+    def prod(self, dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None):
+        """The product over dim (None: all elements); integers and bools multiply in int64."""
+        dim, keepdim = _args.dim_keepdim('prod', dim, keepdim, axis, keepdims)
+        return _reduce.prod(self, dim, keepdim, dtype)
+
+    def cummax(self, dim):
+        """(values, indices): the running maximum along dim."""
+        return _scan.cummax(self, dim)
+
+    def cummin(self, dim):
+        """(values, indices): the running minimum along dim."""
+        return _scan.cummin(self, dim)
+
+    def logcumsumexp(self, dim):
+        """The running log(sum(exp(x))) along dim."""
+        return _scan.logcumsumexp(self, dim)
+
+    def unfold(self, dimension, size, step):
+        """The windows of `size` entries every `step` along dimension, as a new last dim."""
+        return _tiling.unfold(self, dimension, size, step)
 
     def sin(self):
         """The sine, elementwise."""
