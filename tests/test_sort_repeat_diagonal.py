@@ -2,6 +2,8 @@
 diag_embed, prod, std_mean, var_mean and F.normalize: a float64 gradient and second-gradient check over
 hypothesis' shapes, dims and options, the values at known points, and clear errors.  (Values, dtypes
 and both gradients against PyTorch, on edge samples, are tests/test_op_registry.py's.)"""
+import math
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, strategies as st
@@ -93,6 +95,9 @@ def test_prod_is_exact_with_zeros_and_multiplies_integers_in_int64():
     x.prod(1).sum().backward()
     assert x.grad.tolist() == [[6.0, 0.0, 0.0], [0.0, 0.0, 0.0]]  # the product of the others, never 0/0
     assert mt.tensor([[200, 200]], dtype=mt.uint8).prod(1).tolist() == [40000]
+    y = mt.tensor([math.inf, 2.0], requires_grad=True)  # an inf first: the others' product is still 2
+    y.prod().backward()
+    assert y.grad.tolist() == [2.0, math.inf]
     std, mean = mt.std_mean(mt.tensor([[1.0, 3.0]]), 1)
     assert mean.tolist() == [2.0] and std.tolist() == [pytest.approx(2 ** 0.5)]
 

@@ -83,7 +83,6 @@ def out_sizes(size, kernel, stride, padding, dilation, op, ceil_mode=False):
 
 def windows(x, kernel, stride, padding, dilation, op, value=0.0, ceil_mode=False):
     """(N, C, K, *out_spatial): every window of x (N, C, *spatial), padded with `value`."""
-    spatial = x.ndim - 2
     out = out_sizes(x.shape[2:], kernel, stride, padding, dilation, op, ceil_mode)
     # ceil_mode: the last windows may reach past the padding: pad those too (they read `value` there)
     extra = [max((o - 1) * s + d * (k - 1) + 1 - (n + 2 * p), 0)

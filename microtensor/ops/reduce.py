@@ -455,7 +455,7 @@ class Prod(Function):
         from .shape import concatenate
         (x,) = self.inputs
         last = x.swapaxes(self.axis, -1)
-        one = last[..., :1] * 0 + 1
+        one = Tensor._wrap(backend.array_module(x.data).ones(last.shape[:-1] + (1,), dtype=last.dtype))  # (not 0 * x: nan at inf)
         before = concatenate([one, cumprod(last, -1)[..., :-1]], -1)
         after = flip(concatenate([one, cumprod(flip(last, (-1,)), -1)[..., :-1]], -1), (-1,))
         return ((spread(g, x.shape, (self.axis,)).swapaxes(self.axis, -1) * before * after).swapaxes(self.axis, -1),)

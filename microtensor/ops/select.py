@@ -4,7 +4,7 @@ from .. import backend
 from ..argcheck import DTypeError, ShapeError
 from ..autograd import Function
 from .. import promotion
-from ..convert import as_tensor, check_cast, param_array
+from ..convert import as_tensor, check_cast, param_array, tensor_arg
 from ..tensor import Tensor
 
 
@@ -67,7 +67,6 @@ def masked_fill(x, mask, value):
 def masked_select(x, mask):
     """The entries of x where mask is True, as a 1-d tensor in row-major order (x and mask broadcast to
     one shape first, as in PyTorch); each picked entry's gradient goes back to its place."""
-    from ..convert import tensor_arg
     x, mask = tensor_arg(x, 'masked_select'), tensor_arg(mask, 'masked_select', 'mask')
     if mask.dtype != bool:
         raise DTypeError(f"masked_select: mask must be a bool tensor, not {mask.dtype} (as in PyTorch); use mask != 0")
@@ -81,7 +80,6 @@ def masked_select(x, mask):
 def nonzero(x, as_tuple=False):
     """The indices of x's nonzero entries, in row-major order: an int64 tensor (count, x.ndim), or with
     as_tuple=True one 1-d tensor per dim (what x[...] takes), as torch.nonzero.  No gradient."""
-    from ..convert import tensor_arg
     x = tensor_arg(x, 'nonzero')
     xp = backend.array_module(x.data)
     found = xp.argwhere(x.data).astype('int64')
